@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# bench/lib.sh: helpers shared by the bench/*.sh scripts (sourced, not executed).
+# Timings use EPOCHREALTIME, so measuring adds no process start of its own.
+
+# bench_median LABEL RUNS CMD...: run CMD RUNS times (output discarded) and print
+# "LABEL  median X.XXX s  (min A, max B, N runs)".
+bench_median() {
+  local label=$1 runs=$2
+  shift 2
+  local -a times=()
+  local i start end
+  for ((i = 0; i < runs; i++)); do
+    start=$EPOCHREALTIME
+    "$@" >/dev/null 2>&1 || true
+    end=$EPOCHREALTIME
+    times+=("$(bench_elapsed "$start" "$end")")
+  done
+  bench_report "$label" "${times[@]}"
+}
+
+# bench_elapsed START END: seconds between two EPOCHREALTIME stamps, 6 decimals.
+bench_elapsed() {
+  local s=${1/./} e=${2/./}
+  local us=$((10#$e - 10#$s))
+  printf '%d.%06d' $((us / 1000000)) $((us % 1000000))
+}
+
+# bench_report LABEL T1 T2 ...: print median, min and max of the given seconds.
+bench_report() {
+  local label=$1
+  shift
+  local -a sorted
+  mapfile -t sorted < <(printf '%s\n' "$@" | sort -g)
+  local n=${#sorted[@]}
+  printf '%-58s median %.3f s  (min %.3f, max %.3f, %d runs)\n' \
+    "$label" "${sorted[n / 2]}" "${sorted[0]}" "${sorted[n - 1]}" "$n"
+}

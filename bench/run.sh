@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# bench/run.sh: `make bench`. Runs every bench/NN_*.sh in name order; each prints
+# median wall times of whole-process runs (SPEC section 10). Figures, not assertions.
+set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export BENCH_DIR
+export PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
+export BENCH_RUNS=${BENCH_RUNS:-15}
+echo "primus-runner benchmarks ($(nproc) cores, ${BENCH_RUNS} runs each unless noted)"
+for script in "$BENCH_DIR"/[0-9][0-9]_*.sh; do
+  [[ -e $script ]] || continue
+  bash "$script"
+done

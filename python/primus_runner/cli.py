@@ -1,0 +1,61 @@
+"""Subcommand dispatch for ``python3 -m primus_runner``.
+
+Each command lives in its own module exposing ``main(argv: list[str]) -> int``.
+Modules are imported lazily so that a launch step pays only for what it uses
+(importing torch for ``env check`` would blow the SPEC section 10 budgets).
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+from primus_runner import __version__
+from primus_runner.errors import PrimusError
+
+# command -> (module, one-line summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "config": ("primus_runner.config_cmd", "show the merged configuration, render ${VAR} templates"),
+    "launch": ("primus_runner.launch", "internal: resolve config, ranks and devices for a launch"),
+    "env": ("primus_runner.env_cmd", "list, explain, check, show and document environment variables"),
+    "hostlist": ("primus_runner.hostlist", "expand or compress Slurm hostlist expressions"),
+    "ranks": ("primus_runner.ranks", "map scheduler variables to NNODES/NODE_RANK/MASTER_ADDR"),
+    "nics": ("primus_runner.nics", "detect RDMA HCAs, RoCE GID index and the socket interface"),
+    "devices": ("primus_runner.devices", "detect AMD GPUs, Neuron devices, NVIDIA GPUs and NUMA nodes"),
+    "data": ("primus_runner.dataprep", "prepare tokenized data once for all nodes"),
+    "train": ("primus_runner.workload.train", "embedded CPU workload: train pretrain --config FILE"),
+    "preflight": ("primus_runner.workload.preflight", "check the distributed environment on all ranks"),
+}
+
+USAGE = "usage: python3 -m primus_runner [--version] <command> [args...]"
+
+
+def _help() -> str:
+    lines = [USAGE, "", "commands:"]
+    width = max(len(name) for name in COMMANDS)
+    for name, (_, summary) in COMMANDS.items():
+        lines.append(f"  {name.ljust(width)}  {summary}")
+    lines.append("")
+    lines.append("Run 'python3 -m primus_runner <command> --help' for a command's options.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_help())
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"primus-runner {__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"primus-runner: error: unknown command '{name}'; accepted: "
+              f"{', '.join(COMMANDS)}. Run with --help for the list.", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    try:
+        return int(module.main(rest) or 0)
+    except PrimusError as exc:
+        print(f"primus-runner: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0

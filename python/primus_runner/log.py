@@ -1,0 +1,56 @@
+"""Logging with the same prefix, levels and switches as runner/lib/common.sh.
+
+INFO/DEBUG go to stdout, WARN/ERROR to stderr; PRIMUS_LOG_LEVEL filters,
+PRIMUS_LOG_TIMESTAMP=1 adds a UTC timestamp, colour only on a TTY with
+PRIMUS_LOG_COLOR not 0. Messages pass through secret masking.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+
+from primus_runner.masking import mask_text
+
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "ERROR": 40}
+_COLORS = {"DEBUG": "\033[36m", "INFO": "\033[32m", "WARN": "\033[33m", "ERROR": "\033[31m"}
+
+
+def _threshold() -> int:
+    return LEVELS.get(os.environ.get("PRIMUS_LOG_LEVEL", "INFO").upper(), 20)
+
+
+def prefix() -> str:
+    host = socket.gethostname().split(".")[0]
+    return f"[NODE-{os.environ.get('NODE_RANK', '0')}({host})]"
+
+
+def emit(level: str, message: str) -> None:
+    if LEVELS[level] < _threshold():
+        return
+    stream = sys.stdout if LEVELS[level] < 30 else sys.stderr
+    stamp = ""
+    if os.environ.get("PRIMUS_LOG_TIMESTAMP", "1") == "1":
+        stamp = time.strftime("[%Y-%m-%dT%H:%M:%SZ] ", time.gmtime())
+    tag = f"[{level}]"
+    if os.environ.get("PRIMUS_LOG_COLOR", "1") != "0" and stream.isatty():
+        tag = f"{_COLORS[level]}{tag}\033[0m"
+    stream.write(f"{stamp}{prefix()} {tag} {mask_text(message)}\n")
+    stream.flush()
+
+
+def debug(message: str) -> None:
+    emit("DEBUG", message)
+
+
+def info(message: str) -> None:
+    emit("INFO", message)
+
+
+def warn(message: str) -> None:
+    emit("WARN", message)
+
+
+def error(message: str) -> None:
+    emit("ERROR", message)

@@ -1,0 +1,201 @@
+# shellcheck shell=bash
+# runner/lib/common.sh: logging, errors, secret masking and the Python entry.
+#
+# Sourced by every runner script (and safe to source by hand): it defines
+# functions and a few PRIMUS_* variables, never changes shell options, never
+# exits the caller's shell on its own.
+#
+# Logging (SPEC section 3): LOG_DEBUG / LOG_INFO / LOG_WARN / LOG_ERROR and
+# *_RANK0 variants; prefix [NODE-<NODE_RANK>(<host>)]; PRIMUS_LOG_LEVEL
+# DEBUG|INFO|WARN|ERROR; PRIMUS_LOG_TIMESTAMP=1 adds a UTC timestamp;
+# PRIMUS_LOG_COLOR=1 colours, off automatically when the stream is not a TTY.
+# INFO and DEBUG go to stdout, WARN and ERROR to stderr.
+
+if [[ -n ${__PRIMUS_COMMON_SH:-} ]]; then
+  return 0
+fi
+__PRIMUS_COMMON_SH=1
+
+# Exit codes (SPEC section 3).
+PRIMUS_EXIT_MISSING=1
+PRIMUS_EXIT_INVALID=2
+export PRIMUS_EXIT_RUNTIME=3
+
+PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+PRIMUS_ROOT=${PRIMUS_ROOT:-$(cd "$PRIMUS_RUNNER_DIR/.." && pwd)}
+export PRIMUS_RUNNER_DIR PRIMUS_ROOT
+
+# __primus_short_host: set __PRIMUS_HOST to this host's short name (once).
+__primus_short_host() {
+  local host=${HOSTNAME:-}
+  [[ -n $host ]] || host=$(hostname 2>/dev/null || echo localhost)
+  __PRIMUS_HOST=${host%%.*}
+}
+
+# __primus_level_number VAR LEVEL: store LEVEL's rank (DEBUG 10 ... ERROR 40) in VAR.
+__primus_level_number() {
+  local rank
+  case ${2^^} in
+    DEBUG) rank=10 ;;
+    WARN | WARNING) rank=30 ;;
+    ERROR) rank=40 ;;
+    *) rank=20 ;;
+  esac
+  printf -v "$1" '%s' "$rank"
+}
+
+# primus_is_secret_name NAME: true when NAME's value must never be printed.
+# Twin of primus_runner.masking.is_secret (a test keeps them in agreement).
+primus_is_secret_name() {
+  local name=${1^^}
+  case $name in
+    HF_TOKEN | WANDB_API_KEY | DATABRICKS_TOKEN) return 0 ;;
+    *_TOKEN | *_API_KEY | *_SECRET | *_PASSWORD) return 0 ;;
+  esac
+  return 1
+}
+
+# __primus_all_var_names: every shell variable name, by pure expansion (no
+# subshell, no fork: this runs for every log line).
+__primus_all_var_names() {
+  __PRIMUS_NAMES=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}"
+    "${!H@}" "${!I@}" "${!J@}" "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}"
+    "${!Q@}" "${!R@}" "${!S@}" "${!T@}" "${!U@}" "${!V@}" "${!W@}" "${!X@}" "${!Y@}"
+    "${!Z@}" "${!a@}" "${!b@}" "${!c@}" "${!d@}" "${!e@}" "${!f@}" "${!g@}" "${!h@}"
+    "${!i@}" "${!j@}" "${!k@}" "${!l@}" "${!m@}" "${!n@}" "${!o@}" "${!p@}" "${!q@}"
+    "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}" "${!y@}" "${!z@}")
+}
+
+# primus_mask_into VAR TEXT: store in VAR the TEXT with the value of every
+# secret variable (see primus_is_secret_name) replaced by ****. The one masking
+# function every shell printer uses.
+primus_mask_into() {
+  local __out=$1 __text=$2 __name __value
+  __primus_all_var_names
+  for __name in "${__PRIMUS_NAMES[@]}"; do
+    # Inline twin of primus_is_secret_name: a function call per variable per
+    # log line would cost milliseconds.
+    case ${__name^^} in
+      HF_TOKEN | WANDB_API_KEY | DATABRICKS_TOKEN | *_TOKEN | *_API_KEY | *_SECRET | *_PASSWORD) ;;
+      *) continue ;;
+    esac
+    __value=${!__name-}
+    [[ ${#__value} -ge 3 ]] || continue
+    __text=${__text//"$__value"/****}
+  done
+  printf -v "$__out" '%s' "$__text"
+}
+
+# primus_mask_text TEXT: print TEXT masked (see primus_mask_into).
+primus_mask_text() {
+  local masked
+  primus_mask_into masked "$1"
+  printf '%s' "$masked"
+}
+
+# primus_mask_value NAME VALUE: VALUE, or **** when NAME is a secret.
+primus_mask_value() {
+  if primus_is_secret_name "$1" && [[ -n $2 ]]; then
+    printf '****'
+  else
+    printf '%s' "$2"
+  fi
+}
+
+__primus_log() {
+  local level=$1
+  shift
+  local want have
+  __primus_level_number want "${PRIMUS_LOG_LEVEL:-INFO}"
+  __primus_level_number have "$level"
+  ((have >= want)) || return 0
+  local fd=1
+  [[ $level == WARN || $level == ERROR ]] && fd=2
+  local stamp="" tag="[$level]"
+  if [[ ${PRIMUS_LOG_TIMESTAMP:-1} == 1 ]]; then
+    # TZ applies to this builtin call only: UTC without forking date(1).
+    TZ=UTC printf -v stamp '[%(%Y-%m-%dT%H:%M:%SZ)T] ' -1
+  fi
+  if [[ ${PRIMUS_LOG_COLOR:-1} == 1 && -t $fd ]]; then
+    case $level in
+      DEBUG) tag=$'\e[36m'"$tag"$'\e[0m' ;;
+      INFO) tag=$'\e[32m'"$tag"$'\e[0m' ;;
+      WARN) tag=$'\e[33m'"$tag"$'\e[0m' ;;
+      ERROR) tag=$'\e[31m'"$tag"$'\e[0m' ;;
+    esac
+  fi
+  local message line
+  primus_mask_into message "$*"
+  [[ -n ${__PRIMUS_HOST:-} ]] || __primus_short_host
+  # A multi-line message is masked once and every line gets the prefix.
+  while IFS= read -r line || [[ -n $line ]]; do
+    printf '%s[NODE-%s(%s)] %s %s\n' "$stamp" "${NODE_RANK:-0}" "$__PRIMUS_HOST" \
+      "$tag" "$line" >&"$fd"
+  done <<<"$message"
+}
+
+LOG_DEBUG() { __primus_log DEBUG "$@"; }
+LOG_INFO() { __primus_log INFO "$@"; }
+LOG_WARN() { __primus_log WARN "$@"; }
+LOG_ERROR() { __primus_log ERROR "$@"; }
+
+__primus_is_rank0() { [[ ${NODE_RANK:-0} =~ ^0*$ ]]; }
+LOG_DEBUG_RANK0() { if __primus_is_rank0; then LOG_DEBUG "$@"; fi; }
+LOG_INFO_RANK0() { if __primus_is_rank0; then LOG_INFO "$@"; fi; }
+LOG_WARN_RANK0() { if __primus_is_rank0; then LOG_WARN "$@"; fi; }
+LOG_ERROR_RANK0() { if __primus_is_rank0; then LOG_ERROR "$@"; fi; }
+
+# die CODE MESSAGE...: log MESSAGE as an error and exit with CODE.
+# Only for executables; sourced files return instead.
+die() {
+  local code=$1
+  shift
+  LOG_ERROR "$@"
+  exit "$code"
+}
+
+# require_command NAME [HINT]: exit 1 when NAME is not on PATH.
+require_command() {
+  command -v "$1" >/dev/null 2>&1 ||
+    die "$PRIMUS_EXIT_MISSING" "required command '$1' not found on PATH.${2:+ $2}"
+}
+
+# require_file PATH [WHAT]: exit 1 when PATH is not a readable file.
+require_file() {
+  [[ -f $1 && -r $1 ]] ||
+    die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
+}
+
+# primus_pick_python: set PRIMUS_PYTHON once (PRIMUS_PYTHON, else the project's
+# .venv, else python3), without starting an interpreter.
+primus_pick_python() {
+  if [[ -z ${PRIMUS_PYTHON:-} ]]; then
+    if [[ -x $PRIMUS_ROOT/.venv/bin/python ]]; then
+      PRIMUS_PYTHON=$PRIMUS_ROOT/.venv/bin/python
+    else
+      PRIMUS_PYTHON=python3
+    fi
+  fi
+  export PRIMUS_PYTHON
+}
+
+# primus_python ARGS...: run `python3 -m primus_runner ARGS...` with the
+# package on PYTHONPATH (works with or without pip install).
+primus_python() {
+  primus_pick_python
+  PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner "$@"
+}
+
+# primus_read_nul_exports: read NAME\0VALUE\0 records on stdin and export each
+# (values are assigned with printf -v, never evaluated). Names are checked.
+primus_read_nul_exports() {
+  local name value
+  while IFS= read -r -d '' name && IFS= read -r -d '' value; do
+    if [[ ! $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+      LOG_ERROR "refusing to export invalid variable name '$name'"
+      return "$PRIMUS_EXIT_INVALID"
+    fi
+    printf -v "$name" '%s' "$value"
+    export "${name?}"
+  done
+}
