@@ -1,0 +1,225 @@
+"""Configuration files: loading, precedence, source tracking and ${VAR} rendering.
+
+Precedence (SPEC section 3), lowest first: ``runner/.primus.yaml`` (system
+defaults) < ``~/.primus.yaml`` (user) < ``--config FILE``; command-line flags
+beat all three and are applied by the shell. Mappings merge key by key; a list
+or scalar in a later file replaces the earlier one whole.
+
+Everything here is a pure function of its inputs except ``load_files`` (reads
+files) so parsing and merging test without a cluster.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from primus_runner.errors import MissingError, UsageError, closest
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_ROOT = PACKAGE_DIR.parent.parent  # python/primus_runner -> repo root
+
+
+def system_config_path() -> Path:
+    root = os.environ.get("PRIMUS_ROOT")
+    base = Path(root) if root else DEFAULT_ROOT
+    return base / "runner" / ".primus.yaml"
+
+
+def user_config_path() -> Path:
+    return Path(os.path.expanduser("~")) / ".primus.yaml"
+
+
+@dataclass
+class Layer:
+    """One configuration file's parsed content."""
+
+    path: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Config:
+    """Merged configuration plus, for every leaf, the file it came from."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        node: Any = self.values
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+
+def parse_yaml(text: str, path: str) -> dict[str, Any]:
+    """Parse one config file's text; malformed YAML is a UsageError naming file and line."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(
+            f"malformed YAML in config file {where}: {problem}. "
+            "Fix the syntax at that line (indentation, a missing ':' or an unclosed quote)."
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(
+            f"config file {path} must hold a mapping at the top level (found "
+            f"{type(data).__name__}); accepted: keys such as 'direct:', 'container:', 'slurm:'."
+        )
+    return data
+
+
+def read_layer(path: str | os.PathLike[str], required: bool) -> Layer | None:
+    p = Path(path)
+    if not p.is_file():
+        if required:
+            raise MissingError(
+                f"config file '{p}' (from --config) not found; pass an existing YAML file "
+                "or drop --config to use runner/.primus.yaml and ~/.primus.yaml."
+            )
+        return None
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MissingError(f"config file '{p}' cannot be read: {exc.strerror}") from None
+    return Layer(str(p), parse_yaml(text, str(p)))
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Yield (dotted.key, leaf) pairs; lists and scalars are leaves."""
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from flatten(value, dotted + ".")
+        else:
+            yield dotted, value
+
+
+def merge(layers: list[Layer]) -> Config:
+    """Merge layers in order (later wins), remembering each leaf's file."""
+    cfg = Config()
+    for layer in layers:
+        for dotted, value in flatten(layer.data):
+            _set_dotted(cfg.values, dotted, value)
+            # A replaced subtree's old leaves no longer apply.
+            for stale in [k for k in cfg.sources if k.startswith(dotted + ".")]:
+                del cfg.sources[stale]
+            cfg.sources[dotted] = layer.path
+    return cfg
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = target
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def unknown_key_warnings(cfg: Config, known: set[str]) -> list[str]:
+    """A warning for each leaf key that the system config does not define."""
+    out = []
+    for dotted in sorted(cfg.sources):
+        if dotted in known or any(dotted.startswith(k + ".") for k in known if _is_open(k)):
+            continue
+        hint = closest(dotted, sorted(known))
+        suggestion = f" Did you mean '{hint}'?" if hint else ""
+        out.append(f"unknown config key '{dotted}' in {cfg.sources[dotted]}; it is ignored.{suggestion}")
+    return out
+
+
+# Keys under which any sub-key is accepted (free-form maps).
+OPEN_KEYS = {"direct.env_map", "container.options.extra"}
+
+
+def _is_open(key: str) -> bool:
+    return key in OPEN_KEYS
+
+
+def load(config_file: str | None = None, *, include_user: bool = True) -> Config:
+    """Load system, user and explicit config files and merge them."""
+    system = read_layer(system_config_path(), required=False)
+    layers = [layer for layer in (system,) if layer]
+    if include_user and os.environ.get("PRIMUS_NO_USER_CONFIG") != "1":
+        user = read_layer(user_config_path(), required=False)
+        if user:
+            layers.append(user)
+    if config_file:
+        explicit = read_layer(config_file, required=True)
+        assert explicit is not None
+        layers.append(explicit)
+    cfg = merge(layers)
+    known = {k for k, _ in flatten(system.data)} if system else set()
+    if system:
+        cfg.warnings = unknown_key_warnings(cfg, known)
+    return cfg
+
+
+def scalar_text(value: Any) -> str:
+    """How a leaf value is handed to the shell: booleans as 1/0, None as ''."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+# ---------------------------------------------------------------- ${VAR} render
+
+_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
+
+
+def render_text(text: str, env: Mapping[str, str], path: str) -> str:
+    """Substitute ``${VAR}`` (required) and ``${VAR:default}`` (optional).
+
+    A required variable that is unset is a UsageError naming VAR and the file.
+    An empty-but-set variable counts as set.
+    """
+    missing: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        missing.append(name)
+        return match.group(0)
+
+    rendered = _VAR_RE.sub(replace, text)
+    if missing:
+        names = ", ".join(dict.fromkeys(missing))
+        raise UsageError(
+            f"{path} needs {names} (written ${{NAME}} without a default) but it is not set; "
+            f"export it, or write ${{NAME:default}} in the file."
+        )
+    return rendered
+
+
+def render_file(path: str, env: Mapping[str, str]) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise MissingError(f"file to render '{path}' not found; pass an existing YAML file.")
+    return render_text(p.read_text(encoding="utf-8"), env, path)
+
+
+def load_rendered_yaml(path: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """Render ``${VAR}`` patterns, then parse as YAML (workload configs)."""
+    return parse_yaml(render_file(path, env), path)
