@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# runner/helpers/execute_hooks.sh: run the launch hooks (SPEC section 8).
+#
+# Usage:
+#   execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]
+#   execute_hooks.sh [--dry-run] [--label WORD] --scripts FILE... [-- workload args...]
+#
+# Runs, in name order, the global hooks DIR/NN_*.sh and DIR/NN_*.py, then every
+# DIR/<group>/<name>/*.sh and *.py (e.g. hooks/train/pretrain/). DIR defaults to
+# $PRIMUS_HOOKS_DIR, else runner/helpers/hooks. `.sh` files run with bash, `.py`
+# files with $PRIMUS_PYTHON (else python3); each gets the workload args as its
+# arguments, and PRIMUS_HOOK_GROUP / PRIMUS_HOOK_NAME / PRIMUS_ROOT /
+# PRIMUS_RUNNER_DIR / PRIMUS_PYTHON in its environment. --scripts runs exactly
+# the given files instead (execute_patches.sh uses it).
+#
+# Protocol (only a hook's stdout is parsed; its stderr passes straight through):
+#   env.NAME=VALUE    export NAME=VALUE (VALUE literal: everything after the
+#                     first '='); NAME must be a shell identifier.
+#   extra.name=value  append `--name value` to the workload args.
+#   anything else     shown to the user (on stderr, secrets masked).
+# env. values reach the following hooks; extra. options are appended to the
+# arguments of the following hooks too.
+#
+# This script's own stdout carries only NUL-delimited records, in order:
+#   env\0NAME\0VALUE\0     and     extra\0NAME\0VALUE\0
+# Logs (each hook's duration) go to stderr.
+#
+# Dry run (--dry-run or PRIMUS_DRY_RUN=1): hooks run with PRIMUS_DRY_RUN=1 and
+# must change nothing; they print what they would do and the lines they would emit.
+#
+# Exit codes:
+#   0  every hook succeeded
+#   1  a hook exited 66 (missing file or dependency), or --scripts names a missing file
+#   2  bad arguments; a hook printed an invalid env./extra. line; or a hook
+#      exited 78 (configuration error: EX_CONFIG from sysexits.h)
+#   3  a hook failed with any other non-zero code (its whole output is shown)
+# The first failing hook stops everything. The dedicated codes 66 / 78 (rather
+# than 1 / 2) keep a stray `grep`/`ls` failure inside a hook from being
+# misreported as a configuration error.
+set -euo pipefail
+
+# shellcheck source=runner/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+
+readonly HOOK_EXIT_MISSING=66 HOOK_EXIT_CONFIG=78
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+}
+
+# Results and state shared by the functions below.
+DRY_RUN=${PRIMUS_DRY_RUN:-0}
+HOOKS_DIR=${PRIMUS_HOOKS_DIR:-$PRIMUS_RUNNER_DIR/helpers/hooks}
+LABEL=hook
+GROUP="" NAME=""
+declare -a SCRIPTS=() WORKLOAD_ARGS=()
+declare -a ENV_NAMES=() ENV_VALUES=()
+USE_SCRIPTS=0
+TMP_DIR=""
+
+cleanup() {
+  if [[ -n $TMP_DIR ]]; then rm -rf -- "$TMP_DIR"; fi
+}
+
+# parse_args ARGS...: fill the globals above from the command line.
+parse_args() {
+  while (($#)); do
+    case $1 in
+      -h | --help) usage; exit 0 ;;
+      --dry-run) DRY_RUN=1; shift ;;
+      --hooks-dir)
+        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--hooks-dir needs a directory; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [args...]"
+        HOOKS_DIR=$2; shift 2 ;;
+      --label)
+        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--label needs a word (e.g. patch)"
+        LABEL=$2; shift 2 ;;
+      --scripts)
+        USE_SCRIPTS=1; shift
+        while (($#)) && [[ $1 != -- ]]; do SCRIPTS+=("$1"); shift; done
+        if (($#)); then shift; fi
+        WORKLOAD_ARGS=("$@")
+        return 0 ;;
+      --) shift; break ;;
+      -*) die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; accepted: --dry-run, --hooks-dir DIR, --scripts FILE..., --help" ;;
+      *) break ;;
+    esac
+  done
+  if (($# < 1)); then
+    die "$PRIMUS_EXIT_INVALID" "missing <group>; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]"
+  fi
+  GROUP=$1
+  NAME=${2-}
+  if (($# >= 2)); then shift 2; else shift; fi
+  WORKLOAD_ARGS=("$@")
+}
+
+# is_path_word WORD: true when WORD can name a hooks sub-directory.
+is_path_word() {
+  [[ -n $1 && $1 != . && $1 != .. && $1 != */* && $1 != -* ]]
+}
+
+# discover_hooks: fill SCRIPTS with the global hooks then the group hooks.
+discover_hooks() {
+  if [[ ! -d $HOOKS_DIR ]]; then
+    if [[ -n ${PRIMUS_HOOKS_DIR:-} || $HOOKS_DIR != "$PRIMUS_RUNNER_DIR/helpers/hooks" ]]; then
+      die "$PRIMUS_EXIT_MISSING" "hooks directory '$HOOKS_DIR' (--hooks-dir / PRIMUS_HOOKS_DIR) does not exist; point it at a directory of NN_*.sh hooks."
+    fi
+    return 0
+  fi
+  local LC_ALL=C f
+  local -a found
+  shopt -s nullglob
+  # *.[sp][hy] keeps .sh and .py together in one name-ordered glob.
+  found=("$HOOKS_DIR"/[0-9][0-9]_*.[sp][hy])
+  if is_path_word "$GROUP" && is_path_word "$NAME" && [[ -d $HOOKS_DIR/$GROUP/$NAME ]]; then
+    found+=("$HOOKS_DIR/$GROUP/$NAME"/*.[sp][hy])
+  fi
+  shopt -u nullglob
+  for f in "${found[@]}"; do
+    case $f in
+      *.sh | *.py) [[ -f $f ]] && SCRIPTS+=("$f") ;;
+    esac
+  done
+}
+
+# check_scripts: every --scripts file must exist.
+check_scripts() {
+  local f
+  for f in "${SCRIPTS[@]}"; do
+    [[ -f $f ]] || die "$PRIMUS_EXIT_MISSING" "$LABEL script '$f' not found; give an existing .sh or .py file."
+    case $f in
+      *.sh | *.py) ;;
+      *) die "$PRIMUS_EXIT_INVALID" "$LABEL script '$f' is neither .sh nor .py; accepted: .sh (run with bash), .py (run with python)." ;;
+    esac
+  done
+}
+
+# run_one SCRIPT OUT ERR: run SCRIPT with the current env/extra state, its
+# stdout to OUT, its stderr live to our stderr and copied to ERR. Returns its code.
+run_one() {
+  local script=$1 out=$2 err=$3
+  local -a cmd
+  if [[ $script == *.py ]]; then
+    cmd=("$PRIMUS_PYTHON" "$script")
+  else
+    cmd=("$BASH" "$script")
+  fi
+  local rc=0 errfd teepid
+  exec {errfd}> >(tee -- "$err" >&2)
+  teepid=$!
+  (
+    # In a subshell: the hooks' env. values must never alter this script's own
+    # variables (a hook may legitimately set PATH or IFS for the job).
+    for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
+      printf -v "${ENV_NAMES[i]}" '%s' "${ENV_VALUES[i]}"
+      export "${ENV_NAMES[i]?}"
+    done
+    if [[ $script == *.py ]]; then
+      export PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+    fi
+    exec "${cmd[@]}" "${WORKLOAD_ARGS[@]}"
+  ) >"$out" 2>&"$errfd" </dev/null || rc=$?
+  # Close our end and wait for tee, so ERR is complete before anyone reads it.
+  exec {errfd}>&-
+  wait "$teepid" 2>/dev/null || true
+  return "$rc"
+}
+
+# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr.
+report_failure() {
+  local script=$1 rc=$2 out=$3 err=$4
+  LOG_ERROR "$LABEL '$script' failed with exit code $rc; its complete output follows." >&2
+  {
+    printf -- '----- %s %s: stdout -----\n' "$LABEL" "${script##*/}"
+    cat -- "$out"
+    printf -- '----- %s %s: stderr -----\n' "$LABEL" "${script##*/}"
+    cat -- "$err"
+    printf -- '----- end of %s %s (exit code %s) -----\n' "$LABEL" "${script##*/}" "$rc"
+  } >&2
+}
+
+# is_reserved_name NAME: bash variables a hook may not set (read-only or
+# internal to bash; assigning them fails or breaks the shell).
+is_reserved_name() {
+  case $1 in
+    BASHOPTS | BASHPID | BASH_ARGC | BASH_ARGV | BASH_ARGV0 | BASH_COMMAND | BASH_LINENO | \
+      BASH_SOURCE | BASH_SUBSHELL | BASH_VERSINFO | BASH_VERSION | EUID | FUNCNAME | GROUPS | \
+      LINENO | PIPESTATUS | PPID | SHELLOPTS | UID | EPOCHREALTIME | EPOCHSECONDS | RANDOM | \
+      SRANDOM | SECONDS | HISTCMD)
+      return 0 ;;
+  esac
+  return 1
+}
+
+# log_record KIND HOOK KEY VALUE: debug-log one record, secret values masked
+# (no command substitution: this runs for every record).
+log_record() {
+  [[ ${PRIMUS_LOG_LEVEL:-INFO} == DEBUG ]] || return 0
+  local shown=$4
+  if primus_is_secret_name "$3" && [[ -n $shown ]]; then shown='****'; fi
+  LOG_DEBUG "$LABEL $2: $1 $3=$shown" >&2
+}
+
+# parse_output SCRIPT OUT: read the protocol lines of OUT, print records on
+# stdout, queue env values for the following hooks, show the other lines.
+parse_output() {
+  local script=$1 out=$2
+  local line key value lineno=0 shown="" name=${1##*/}
+  while IFS= read -r line || [[ -n $line ]]; do
+    lineno=$((lineno + 1))
+    case $line in
+      env.*)
+        if [[ $line != *=* ]]; then
+          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write env.NAME=VALUE."
+        fi
+        key=${line%%=*}
+        key=${key#env.}
+        value=${line#*=}
+        if [[ ! $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid variable name '$key' in env. line; accepted: letters, digits and _ not starting with a digit (e.g. env.NCCL_NET_PLUGIN=...)."
+        fi
+        if is_reserved_name "$key"; then
+          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: env.$key names a variable internal to bash, which cannot be exported to the job; choose another name."
+        fi
+        ENV_NAMES+=("$key")
+        ENV_VALUES+=("$value")
+        printf 'env\0%s\0%s\0' "$key" "$value"
+        log_record env "$name" "$key" "$value"
+        ;;
+      extra.*)
+        if [[ $line != *=* ]]; then
+          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write extra.name=value."
+        fi
+        key=${line%%=*}
+        key=${key#extra.}
+        value=${line#*=}
+        if [[ ! $key =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]; then
+          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid option name '$key' in extra. line; accepted: letters, digits, _ . - not starting with - (e.g. extra.train_data_path=...)."
+        fi
+        WORKLOAD_ARGS+=("--$key" "$value")
+        printf 'extra\0%s\0%s\0' "$key" "$value"
+        log_record extra "$name" "$key" "$value"
+        ;;
+      *)
+        shown+=$line$'\n'
+        ;;
+    esac
+  done <"$out"
+  if [[ -n $shown ]]; then
+    # Masked once for the whole text: per-line masking would cost seconds on a
+    # hook that prints thousands of lines.
+    primus_mask_into shown "$shown"
+    printf '%s' "$shown" >&2
+  fi
+}
+
+# exit_code_for RC: this script's exit code for a hook that exited RC.
+exit_code_for() {
+  case $1 in
+    "$HOOK_EXIT_CONFIG") echo "$PRIMUS_EXIT_INVALID" ;;
+    "$HOOK_EXIT_MISSING") echo "$PRIMUS_EXIT_MISSING" ;;
+    *) echo "$PRIMUS_EXIT_RUNTIME" ;;
+  esac
+}
+
+main() {
+  parse_args "$@"
+  if ((USE_SCRIPTS)); then
+    check_scripts
+  else
+    discover_hooks
+  fi
+  ((${#SCRIPTS[@]})) || return 0
+  primus_pick_python
+  export PRIMUS_HOOK_GROUP=$GROUP PRIMUS_HOOK_NAME=$NAME PRIMUS_ROOT PRIMUS_RUNNER_DIR
+  if [[ $DRY_RUN == 1 ]]; then
+    export PRIMUS_DRY_RUN=1
+  fi
+  TMP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-hooks.XXXXXX")
+  trap cleanup EXIT
+  local script rc start out err n=0
+  for script in "${SCRIPTS[@]}"; do
+    n=$((n + 1))
+    out=$TMP_DIR/$n.out
+    err=$TMP_DIR/$n.err
+    start=$EPOCHREALTIME
+    rc=0
+    run_one "$script" "$out" "$err" || rc=$?
+    if ((rc != 0)); then
+      report_failure "$script" "$rc" "$out" "$err"
+      exit "$(exit_code_for "$rc")"
+    fi
+    parse_output "$script" "$out"
+    LOG_INFO "$LABEL ${script#"$PRIMUS_ROOT"/} done in $(elapsed_since "$start") s${PRIMUS_DRY_RUN:+ (dry run)}" >&2
+  done
+}
+
+# elapsed_since START: seconds since the EPOCHREALTIME stamp START, 3 decimals.
+elapsed_since() {
+  local s=${1/./} e=${EPOCHREALTIME/./}
+  local us=$((10#$e - 10#$s))
+  printf '%d.%03d' $((us / 1000000)) $(((us % 1000000) / 1000))
+}
+
+main "$@"
