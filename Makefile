@@ -1,0 +1,75 @@
+# primus-runner: set-up, demo, tests, lint and benchmarks.
+#   make demo    train the embedded CPU workload with 2 local processes (sets up first)
+#   make test    lint + bats + pytest + the live Slurm suite (sets up first)
+#   make bench   SPEC section 10 timings (medians; figures, never assertions)
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV      := .venv
+PY        := $(VENV)/bin/python
+PIP       := $(VENV)/bin/pip
+BATS      := node_modules/.bin/bats
+SHELLCHECK := $(VENV)/bin/shellcheck
+# On this machine pip finds a local CPU wheel of torch 2.13.0. Elsewhere pass
+# TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu to get the CPU build.
+TORCH_VERSION   ?= 2.13.0
+TORCH_INDEX_URL ?=
+# Debian packages the tests use: Slurm daemons and client, munge, numactl.
+APT_PACKAGES := slurmctld slurmd slurm-client munge numactl
+
+SHELL_FILES = $(shell git ls-files -co --exclude-standard -- 'runner/*' 'tests/*' 'bench/*' 'examples/*' '.ci/*' \
+	| while read -r f; do [[ -f $$f ]] || continue; case $$f in *.sh|*.bash|*.bats|runner/primus-cli|.ci/run) echo "$$f";; *) head -c 40 "$$f" | grep -qE '^#!.*bash' && echo "$$f";; esac; done | grep -v '\.bats$$' || true)
+
+.PHONY: help setup setup-python setup-node setup-system demo test lint bats pytest slurm-test bench clean
+
+help:
+	@sed -n '2,4p' Makefile | sed 's/^# \{0,1\}//'
+
+setup: setup-python setup-node
+
+setup-python: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PIP) install --quiet --disable-pip-version-check numpy \
+	  'torch==$(TORCH_VERSION)' $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
+	touch $@
+
+setup-node: node_modules/.installed
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
+# System packages for the test suites (root; apt). Idempotent and quick when present.
+setup-system:
+	@missing=(); for p in $(APT_PACKAGES); do dpkg -s "$$p" >/dev/null 2>&1 || missing+=("$$p"); done; \
+	if (( $${#missing[@]} )); then \
+	  if [[ $$(id -u) != 0 ]]; then echo "make: missing Debian packages: $${missing[*]} (run as root or install them)" >&2; exit 1; fi; \
+	  echo "installing $${missing[*]}"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null; \
+	fi
+
+demo: setup
+	examples/demo.sh
+
+test: setup setup-system lint pytest bats slurm-test
+
+lint: setup-python
+	$(SHELLCHECK) -x $(SHELL_FILES)
+	@echo "shellcheck: $(words $(SHELL_FILES)) files clean"
+
+pytest: setup-python
+	$(PY) -m pytest -q tests/python
+
+bats: setup
+	$(BATS) --print-output-on-failure tests/bats
+
+slurm-test: setup setup-system
+	tests/slurm/run.sh
+
+bench: setup
+	bench/run.sh
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache .hypothesis

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# examples/demo.sh: `make demo`. Trains the embedded CPU workload with two local
+# processes (runner/primus-cli direct -> torchrun -> DDP on gloo), then checks
+# what a user would: the loss fell and a checkpoint was written.
+#   GPUS_PER_NODE (default 2) processes; PRIMUS_WORKSPACE (default ./output).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export GPUS_PER_NODE=${GPUS_PER_NODE:-2}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+status=0
+runner/primus-cli direct -- train pretrain --config examples/cpu_pretrain.yaml 2>&1 | tee "$out" || status=$?
+if ((status != 0)); then
+  echo "demo: the launch failed with exit code $status" >&2
+  exit "$status"
+fi
+
+losses=()
+while read -r loss; do losses+=("$loss"); done < <(sed -n 's/.*\[train\] step [0-9]*\/[0-9]* loss \([0-9.]*\).*/\1/p' "$out")
+checkpoint=$(sed -n 's/.*\[train\] checkpoint saved: \(.*\)$/\1/p' "$out" | tail -n 1)
+
+if ((${#losses[@]} < 2)); then
+  echo "demo: expected a loss line per step, found ${#losses[@]}" >&2
+  exit 1
+fi
+first=${losses[0]} last=${losses[-1]}
+if ! awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'; then
+  echo "demo: loss did not fall (first $first, last $last)" >&2
+  exit 1
+fi
+if [[ -z $checkpoint || ! -s $checkpoint ]]; then
+  echo "demo: checkpoint missing ('$checkpoint')" >&2
+  exit 1
+fi
+echo "demo OK: ${#losses[@]} steps on $GPUS_PER_NODE processes, loss $first -> $last, checkpoint $checkpoint"

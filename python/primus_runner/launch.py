@@ -1,0 +1,102 @@
+"""``launch prepare``: the one Python step before the shell layers of a launch.
+
+The direct launcher calls this once per launch (SPEC section 10 allows two
+Python starts before the workload: this one and ``env check``). It
+
+1. loads and merges the configuration files (runner/.primus.yaml,
+   ~/.primus.yaml, --config FILE);
+2. maps the scheduler environment to MASTER_ADDR, MASTER_PORT, NNODES,
+   NODE_RANK and GPUS_PER_NODE (user exports > scheduler > config > reference
+   defaults; a contradiction is exit 2);
+3. detects the accelerator and, where the user did not set them, the NIC/HCA
+   variables;
+
+and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout: ``cfg``,
+``list`` and ``item`` for configuration values (runner/lib/config.sh), ``env``
+for variables to export. The shell stores them; nothing is evaluated.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Iterator, Mapping
+
+from primus_runner import config as cfgmod
+from primus_runner import log
+from primus_runner.config_cmd import config_records, encode_records
+
+DIST_KEYS = {
+    "MASTER_ADDR": "direct.master_addr",
+    "MASTER_PORT": "direct.master_port",
+    "NNODES": "direct.nnodes",
+    "NODE_RANK": "direct.node_rank",
+    "GPUS_PER_NODE": "direct.gpus_per_node",
+}
+ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
+
+
+def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
+    """Distributed defaults taken from the config files."""
+    out = {}
+    for name, key in DIST_KEYS.items():
+        value = cfgmod.scalar_text(cfg.get(key))
+        if value != "":
+            out[name] = value
+    return out
+
+
+def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
+                 sysfs_root: str, dev_root: str) -> dict[str, str]:
+    """Everything the launch exports before the shell layers run."""
+    from primus_runner import devices, nics, ranks
+
+    out: dict[str, str] = {}
+    mapping = ranks.resolve(env, config_defaults(cfg))
+    out.update(mapping.as_env())
+    view = {**env, **out}
+    wanted = accelerator or env.get("PRIMUS_ACCELERATOR") or cfgmod.scalar_text(cfg.get("direct.accelerator"))
+    if wanted and wanted != "auto":
+        view["PRIMUS_ACCELERATOR"] = wanted
+    found = devices.detect_devices(sysfs_root, dev_root, view).as_env()
+    for name, value in found.items():
+        if name not in env:
+            out[name] = value
+    if wanted and wanted != "auto":
+        out["PRIMUS_ACCELERATOR"] = wanted
+    found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
+    for name, value in found_nics.items():
+        if name not in env:
+            out[name] = value
+    out["PRIMUS_DETECTION_DONE"] = "1"
+    return out
+
+
+def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,
+                    sysfs_root: str, dev_root: str) -> Iterator[tuple[str, str, str]]:
+    cfg = cfgmod.load(config_file)
+    for warning in cfg.warnings:
+        log.warn(warning)
+    yield from config_records(cfg)
+    for name, value in detected_env(env, cfg, accelerator, sysfs_root, dev_root).items():
+        yield "env", name, value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m primus_runner launch", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="action", required=True)
+    prep = sub.add_parser("prepare", help="config + ranks + detection as NUL records")
+    prep.add_argument("--config", help="config file (above ~/.primus.yaml and runner/.primus.yaml)")
+    prep.add_argument("--accelerator", choices=ACCELERATORS)
+    prep.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT", "/"))
+    prep.add_argument("--dev-root", default=os.environ.get("PRIMUS_DEV_ROOT", "/"))
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    accelerator = None if args.accelerator in (None, "auto") else args.accelerator
+    records = list(prepare_records(os.environ, args.config, accelerator, args.sysfs_root, args.dev_root))
+    sys.stdout.buffer.write(encode_records(iter(records)))
+    return 0

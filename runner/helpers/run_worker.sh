@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# runner/helpers/run_worker.sh: run one torchrun worker and record its exit status.
+#
+# Usage (by the direct launcher, as torchrun's --no-python entry):
+#   run_worker.sh PROGRAM [ARGS...]
+#
+# torchrun reports any failed worker as exit 1; the launcher wants the worker's
+# own code (SPEC section 3). So each worker runs through this wrapper, which
+# writes a non-zero status to $PRIMUS_RC_DIR/rank-<RANK> for the launcher.
+# Per worker it also applies:
+#   PRIMUS_NEURON_CORES_PER_PROC=K  NEURON_RT_VISIBLE_CORES = this local rank's
+#                                   slice of K logical cores (offset by
+#                                   PRIMUS_NEURON_CORE_BASE, default 0)
+#   PRIMUS_NUMA_BIND=1              run through numa_bind.sh for this local rank
+# Deliberately no `set -e`: the program's status is the point.
+set -uo pipefail
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+if [[ $# -eq 0 ]]; then
+  echo "run_worker.sh: missing PROGRAM; usage: run_worker.sh PROGRAM [ARGS...]" >&2
+  exit 2
+fi
+
+local_rank=${LOCAL_RANK:-0}
+if [[ -n ${PRIMUS_NEURON_CORES_PER_PROC:-} ]]; then
+  per=$((10#$PRIMUS_NEURON_CORES_PER_PROC))
+  first=$((10#${PRIMUS_NEURON_CORE_BASE:-0} + 10#$local_rank * per))
+  export NEURON_RT_VISIBLE_CORES="$first-$((first + per - 1))"
+fi
+
+cmd=("$@")
+if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
+  cmd=("$(dirname "${BASH_SOURCE[0]}")/numa_bind.sh" "$local_rank" -- "$@")
+fi
+
+"${cmd[@]}"
+rc=$?
+if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
+  printf '%s\n' "$rc" >"$PRIMUS_RC_DIR/rank-${RANK:-$local_rank}"
+fi
+exit "$rc"

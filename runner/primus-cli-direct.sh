@@ -1,0 +1,550 @@
+#!/usr/bin/env bash
+# Usage: primus-cli direct [options] [--] <workload args...>
+#
+# Launch training on this host: resolve the distributed environment, load the
+# environment layers, run hooks and patches, apply --env, validate everything,
+# then start torchrun (or python3 with --single), teeing output to a log file.
+#
+# Options:
+#   --config FILE           config file (over ~/.primus.yaml and runner/.primus.yaml)
+#   --debug                 debug logging (PRIMUS_LOG_LEVEL=DEBUG)
+#   --dry-run               print the configuration and the final command; run
+#                           nothing and write nothing (hooks get PRIMUS_DRY_RUN=1)
+#   --single                run the script with python3 directly, without torchrun
+#   --script FILE           training entry (default: config direct.script; when that
+#                           file does not exist, the embedded CPU workload runs)
+#   --env KEY=VALUE|FILE    export KEY=VALUE for the job (repeatable; beats every
+#                           other source). FILE: KEY=VALUE lines, '#' comments
+#   --patch FILE            run a patch script after the hooks (repeatable)
+#   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
+#                           an existing file is never overwritten
+#   --log-all-ranks         every local rank echoes to the console (default: only
+#                           node 0's first and the last node's last local rank)
+#   --numa | --no-numa      bind each local rank to its device's NUMA node (or not)
+#   --neuron-cores-per-proc K
+#                           give each local process its own NEURON_RT_VISIBLE_CORES
+#                           slice of K logical NeuronCores
+#   --silent                workload output only to the log file, not the console
+#   --accelerator A         auto|rocm|cuda|neuron|cpu (sets PRIMUS_ACCELERATOR)
+#   -h, --help              this help
+#
+# Exit codes: 0 ok; 1 missing file or dependency; 2 invalid option, variable or
+# configuration; 3 hook or patch failed; otherwise the workload's own code;
+# 128+N when the launcher was stopped by signal N.
+set -euo pipefail
+
+RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=runner/lib/common.sh
+source "$RUNNER_DIR/lib/common.sh"
+# shellcheck source=runner/lib/config.sh
+source "$RUNNER_DIR/lib/config.sh"
+# shellcheck source=runner/lib/validation.sh
+source "$RUNNER_DIR/lib/validation.sh"
+
+# ----------------------------------------------------------------- arguments
+
+OPT_CONFIG="" OPT_DEBUG=0 OPT_DRY_RUN=0 OPT_SINGLE="" OPT_SCRIPT="" OPT_LOG_FILE=""
+OPT_NUMA="" OPT_SILENT=0 OPT_ACCELERATOR="" OPT_ALL_RANKS="" OPT_NEURON_CORES=""
+CLI_ENV=()      # KEY=VALUE items from --env, in order
+CLI_PATCHES=()  # --patch files
+WORKLOAD=()     # everything after the options
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+bad_usage() {
+  LOG_ERROR "$1"
+  echo "Run 'primus-cli direct --help' for the accepted options." >&2
+  exit "$PRIMUS_EXIT_INVALID"
+}
+
+# need_value OPTION COUNT: OPTION takes a value; COUNT is how many args remain.
+need_value() {
+  (($2 >= 2)) || bad_usage "option $1 needs a value."
+}
+
+parse_args() {
+  while (($# > 0)); do
+    case $1 in
+      -h | --help) usage; exit 0 ;;
+      --config) need_value "$1" $#; OPT_CONFIG=$2; shift 2 ;;
+      --config=*) OPT_CONFIG=${1#*=}; shift ;;
+      --debug) OPT_DEBUG=1; shift ;;
+      --dry-run) OPT_DRY_RUN=1; shift ;;
+      --single) OPT_SINGLE=1; shift ;;
+      --script) need_value "$1" $#; OPT_SCRIPT=$2; shift 2 ;;
+      --env) need_value "$1" $#; add_cli_env "$2"; shift 2 ;;
+      --patch) need_value "$1" $#; CLI_PATCHES+=("$2"); shift 2 ;;
+      --log_file | --log-file) need_value "$1" $#; OPT_LOG_FILE=$2; shift 2 ;;
+      --log-all-ranks) OPT_ALL_RANKS=1; shift ;;
+      --numa) OPT_NUMA=1; shift ;;
+      --no-numa) OPT_NUMA=0; shift ;;
+      --neuron-cores-per-proc) need_value "$1" $#; OPT_NEURON_CORES=$2; shift 2 ;;
+      --silent) OPT_SILENT=1; shift ;;
+      --accelerator) need_value "$1" $#; OPT_ACCELERATOR=$2; shift 2 ;;
+      --) shift; WORKLOAD=("$@"); return ;;
+      -*) bad_usage "unknown option '$1' for 'primus-cli direct'; options go before '--', workload arguments after it." ;;
+      *) WORKLOAD=("$@"); return ;;
+    esac
+  done
+}
+
+# add_cli_env ITEM: ITEM is KEY=VALUE, or a file of KEY=VALUE lines.
+add_cli_env() {
+  local item=$1
+  if [[ $item != *=* ]]; then
+    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE nor an existing file; write --env KEY=VALUE or --env path/to/file.env."
+    read_env_file "$item"
+    return
+  fi
+  check_env_item "$item" "--env"
+  CLI_ENV+=("$item")
+}
+
+# check_env_item KEY=VALUE WHERE: the key must be a valid variable name.
+check_env_item() {
+  local key=${1%%=*}
+  [[ $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] ||
+    bad_usage "$2 '$key' is not a valid variable name; accepted: letters, digits and '_', not starting with a digit."
+}
+
+# read_env_file FILE: KEY=VALUE lines (values literal, as docker --env-file).
+read_env_file() {
+  local line n=0
+  while IFS= read -r line || [[ -n $line ]]; do
+    n=$((n + 1))
+    [[ $line =~ ^[[:space:]]*(#|$) ]] && continue
+    [[ $line == *=* ]] || bad_usage "--env file $1 line $n has no '=': '$line'; write KEY=VALUE."
+    check_env_item "$line" "--env file $1 line $n:"
+    CLI_ENV+=("$line")
+  done <"$1"
+}
+
+# ------------------------------------------------------------ prepare (Python)
+
+# on_prepare_record KIND KEY VALUE: handler for non-config records.
+# shellcheck disable=SC2329  # called by primus_config_read_records
+on_prepare_record() {
+  case $1 in
+    env)
+      printf -v "$2" '%s' "$3"
+      export "${2?}"
+      ;;
+    *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
+  esac
+}
+
+# run_prepare: one Python start for config, ranks and device/NIC detection.
+run_prepare() {
+  local -a args=(launch prepare)
+  [[ -n $OPT_CONFIG ]] && args+=(--config "$OPT_CONFIG")
+  [[ -n $OPT_ACCELERATOR ]] && args+=(--accelerator "$OPT_ACCELERATOR")
+  primus_config_read_records on_prepare_record < <(primus_python "${args[@]}")
+  local rc=0
+  wait "$!" || rc=$?
+  ((rc == 0)) || exit "$rc"
+}
+
+# ------------------------------------------------------------------ settings
+
+# setting VAR CLI_VALUE CONFIG_KEY DEFAULT: CLI flag > config > DEFAULT.
+setting() {
+  local value=$2
+  [[ -n $value ]] || primus_config_get_into value "$3" "$4"
+  printf -v "$1" '%s' "$value"
+}
+
+resolve_settings() {
+  local dry single numa all
+  primus_config_get_into dry main.dry_run 0
+  ((OPT_DRY_RUN == 1)) || [[ $dry != 1 ]] || OPT_DRY_RUN=1
+  [[ $OPT_DEBUG == 1 || ${PRIMUS_CONFIG[main.debug]:-0} == 1 ]] && export PRIMUS_LOG_LEVEL=DEBUG
+  setting single "$OPT_SINGLE" direct.single 0
+  setting numa "$OPT_NUMA" direct.numa 0
+  setting all "$OPT_ALL_RANKS" direct.log_all_ranks 0
+  SINGLE=$single ALL_RANKS=$all
+  [[ $numa != 1 ]] || export PRIMUS_NUMA_BIND=1
+  setting LOG_FILE "$OPT_LOG_FILE" direct.log_file ""
+  WORKSPACE=${PRIMUS_WORKSPACE:-}
+  [[ -n $WORKSPACE ]] || primus_config_get_into WORKSPACE direct.workspace ./output
+  export PRIMUS_WORKSPACE=$WORKSPACE
+  local -a cfg_env cfg_patch
+  primus_config_get_list direct.env cfg_env
+  primus_config_get_list direct.patch cfg_patch
+  local item
+  for item in "${cfg_env[@]}"; do
+    [[ $item == *=* ]] || bad_usage "config direct.env item '$item' has no '='; write KEY=VALUE."
+    check_env_item "$item" "config direct.env"
+  done
+  # Config env first, so a --env of the same name wins.
+  CLI_ENV=("${cfg_env[@]}" "${CLI_ENV[@]}")
+  CLI_PATCHES=("${cfg_patch[@]}" "${CLI_PATCHES[@]}")
+  [[ -z $OPT_ACCELERATOR ]] || export PRIMUS_ACCELERATOR=$OPT_ACCELERATOR
+  ((OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
+  resolve_neuron_cores
+}
+
+resolve_neuron_cores() {
+  [[ -n $OPT_NEURON_CORES ]] || return 0
+  if [[ ! $OPT_NEURON_CORES =~ ^[0-9]+$ ]] || ((10#$OPT_NEURON_CORES < 1)); then
+    bad_usage "--neuron-cores-per-proc '$OPT_NEURON_CORES' is not a positive whole number; accepted: 1 or more logical NeuronCores per process."
+  fi
+  export PRIMUS_NEURON_CORES_PER_PROC=$((10#$OPT_NEURON_CORES))
+}
+
+# apply_cli_env: export every --env / direct.env item (values are data).
+apply_cli_env() {
+  local item
+  for item in "${CLI_ENV[@]}"; do
+    printf -v "${item%%=*}" '%s' "${item#*=}"
+    export "${item%%=*}"
+  done
+}
+
+# --------------------------------------------------------------------- layers
+
+load_layers() {
+  local loader=$RUNNER_DIR/helpers/envs/primus-env.sh
+  require_file "$loader" "environment layer loader"
+  # The launcher validates the final environment itself (after hooks and --env).
+  export PRIMUS_DEFER_VALIDATION=1
+  # shellcheck source=runner/helpers/envs/primus-env.sh
+  source "$loader"
+}
+
+# ------------------------------------------------------------ hooks, patches
+
+EXTRA_ARGS=()
+
+# on_hook_record KIND NAME VALUE: env -> export, extra -> --name value.
+on_hook_record() {
+  case $1 in
+    env)
+      printf -v "$2" '%s' "$3"
+      export "${2?}"
+      ;;
+    extra) EXTRA_ARGS+=("--$2" "$3") ;;
+    *) LOG_WARN "ignoring unknown hook record kind '$1'" ;;
+  esac
+}
+
+# read_hook_records: NUL records kind\0name\0value\0 on stdin.
+read_hook_records() {
+  local kind name value
+  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
+    on_hook_record "$kind" "$name" "$value"
+  done
+}
+
+# run_protocol_script SCRIPT ARGS...: run a hook/patch runner, apply its records.
+run_protocol_script() {
+  local -a cmd=("$@")
+  ((OPT_DRY_RUN == 0)) || cmd=("$1" --dry-run "${@:2}")
+  read_hook_records < <("${cmd[@]}")
+  local rc=0
+  wait "$!" || rc=$?
+  ((rc == 0)) || exit "$rc"
+}
+
+run_hooks() {
+  local runner=$RUNNER_DIR/helpers/execute_hooks.sh
+  require_file "$runner" "hook runner"
+  run_protocol_script "$runner" "${WORKLOAD[@]}"
+}
+
+run_patches() {
+  ((${#CLI_PATCHES[@]} > 0)) || return 0
+  local runner=$RUNNER_DIR/helpers/execute_patches.sh patch
+  require_file "$runner" "patch runner"
+  for patch in "${CLI_PATCHES[@]}"; do
+    require_file "$patch" "patch (--patch / direct.patch)"
+  done
+  run_protocol_script "$runner" "${CLI_PATCHES[@]}"
+}
+
+# ----------------------------------------------------------------- validation
+
+run_env_check() {
+  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
+    LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped; the launch may fail on the nodes instead of here."
+    return 0
+  fi
+  local -a args=(env check --format text)
+  [[ -z ${PRIMUS_ACCELERATOR:-} ]] || args+=(--accelerator "$PRIMUS_ACCELERATOR")
+  local rc=0
+  primus_python "${args[@]}" || rc=$?
+  if ((rc != 0)); then
+    LOG_ERROR "environment check failed (exit $rc): nothing was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1 to launch anyway."
+    exit "$rc"
+  fi
+}
+
+# ------------------------------------------------------------------- command
+
+# resolve_script: sets SCRIPT_CMD to the interpreter + entry for the workload.
+resolve_script() {
+  local script
+  setting script "$OPT_SCRIPT" direct.script primus/cli/main.py
+  if [[ -n $OPT_SCRIPT ]]; then
+    require_file "$OPT_SCRIPT" "training script (--script)"
+    SCRIPT_CMD=("$PRIMUS_PYTHON" "$OPT_SCRIPT")
+  elif [[ -f $script ]]; then
+    SCRIPT_CMD=("$PRIMUS_PYTHON" "$script")
+  elif [[ $script != /* && -f $PRIMUS_ROOT/$script ]]; then
+    SCRIPT_CMD=("$PRIMUS_PYTHON" "$PRIMUS_ROOT/$script")
+  else
+    LOG_DEBUG "script '$script' not found: running the embedded workload (python3 -m primus_runner)"
+    SCRIPT_CMD=("$PRIMUS_PYTHON" -m primus_runner)
+  fi
+}
+
+find_torchrun() {
+  if [[ -n ${PRIMUS_TORCHRUN:-} ]]; then
+    TORCHRUN=$PRIMUS_TORCHRUN
+  elif [[ $PRIMUS_PYTHON == */* && -x ${PRIMUS_PYTHON%/*}/torchrun ]]; then
+    TORCHRUN=${PRIMUS_PYTHON%/*}/torchrun
+  elif command -v torchrun >/dev/null 2>&1; then
+    TORCHRUN=torchrun
+  elif ((OPT_DRY_RUN == 1)); then
+    LOG_WARN "torchrun not found on PATH; a real launch would fail (run 'make setup' or install PyTorch)."
+    TORCHRUN=torchrun
+  else
+    die "$PRIMUS_EXIT_MISSING" "torchrun not found (looked at PRIMUS_TORCHRUN, next to $PRIMUS_PYTHON, and PATH). Run 'make setup' or install PyTorch, or set PRIMUS_TORCHRUN."
+  fi
+}
+
+# console_filter: the local ranks whose output reaches the console.
+console_filter() {
+  local last=$((GPUS_PER_NODE - 1)) ranks=()
+  ((NODE_RANK == 0)) && ranks+=(0)
+  ((NODE_RANK == NNODES - 1)) && ((last != 0 || NODE_RANK != 0)) && ranks+=("$last")
+  local IFS=,
+  printf '%s' "${ranks[*]}"
+}
+
+build_command() {
+  resolve_script
+  if [[ $SINGLE == 1 ]]; then
+    LAUNCH_CMD=("${SCRIPT_CMD[@]}" "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
+    return
+  fi
+  find_torchrun
+  LAUNCH_CMD=("$TORCHRUN" --nproc_per_node "$GPUS_PER_NODE" --nnodes "$NNODES"
+    --node_rank "$NODE_RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT")
+  if [[ $ALL_RANKS != 1 && $OPT_SILENT != 1 ]]; then
+    local filter
+    filter=$(console_filter)
+    RANK_LOG_DIR=${LOG_FILE%.log}.ranks
+    if [[ -n $filter ]]; then
+      LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR" --tee 3 --local-ranks-filter "$filter")
+    else
+      LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR" --redirects 3)
+    fi
+  fi
+  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${SCRIPT_CMD[@]}"
+    "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
+}
+
+# --------------------------------------------------------------------- logs
+
+# default_log_file: <workspace>/logs/primus-<UTC>-node<R>.log
+default_log_file() {
+  local stamp
+  TZ=UTC printf -v stamp '%(%Y%m%dT%H%M%SZ)T' -1
+  LOG_FILE=$WORKSPACE/logs/primus-$stamp-node$NODE_RANK.log
+}
+
+# claim_log_file: create LOG_FILE without overwriting anything; when the name
+# is taken, use name-1.log, name-2.log, ...
+claim_log_file() {
+  local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
+  mkdir -p -- "$(dirname -- "$LOG_FILE")" ||
+    die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
+  until (set -o noclobber && : >"$candidate") 2>/dev/null; do
+    [[ -e $candidate ]] || die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
+    n=$((n + 1))
+    candidate=$base-$n.log
+  done
+  [[ $candidate == "$LOG_FILE" ]] || LOG_WARN "log file $LOG_FILE exists; writing to $candidate instead (nothing is overwritten)."
+  LOG_FILE=$candidate
+}
+
+# tee_launcher_output: from now on, everything also goes to LOG_FILE.
+tee_launcher_output() {
+  exec 3>&1 4>&2
+  if [[ $OPT_SILENT == 1 ]]; then
+    # shellcheck disable=SC2094  # both only append to the log
+    exec >>"$LOG_FILE" 2> >(tee -a "$LOG_FILE" >&4)
+  else
+    exec > >(tee -a "$LOG_FILE" >&3) 2> >(tee -a "$LOG_FILE" >&4)
+  fi
+  TEE_PID=$!
+}
+
+# flush_launcher_output: close the tees so every line is written before exit.
+flush_launcher_output() {
+  [[ -n ${TEE_PID:-} ]] || return 0
+  exec 1>&3 2>&4
+  wait "$TEE_PID" 2>/dev/null || true
+  TEE_PID=""
+}
+
+# ------------------------------------------------------------------- summary
+
+print_summary() {
+  local -a lines=("launch configuration:"
+    "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
+    "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} mode=$([[ $SINGLE == 1 ]] && echo single || echo torchrun)"
+    "  workspace=$WORKSPACE log_file=$LOG_FILE")
+  local item
+  for item in "${CLI_ENV[@]}"; do
+    lines+=("  env ${item%%=*}=$(primus_mask_value "${item%%=*}" "${item#*=}")")
+  done
+  local quoted
+  printf -v quoted '%q ' "${LAUNCH_CMD[@]}"
+  lines+=("command: ${quoted% }")
+  local IFS=$'\n'
+  LOG_INFO "${lines[*]}"
+}
+
+# ------------------------------------------------------------------- running
+
+RUN_PID=""
+
+# descendants PID: print PID's descendants (breadth first, read from /proc).
+# shellcheck disable=SC2329  # used from the signal traps
+descendants() {
+  local -A parent_of=()
+  local stat pid rest ppid
+  for stat in /proc/[0-9]*/stat; do
+    { read -r rest <"$stat"; } 2>/dev/null || continue
+    pid=${stat#/proc/}
+    pid=${pid%/stat}
+    rest=${rest##*) }
+    read -r _ ppid _ <<<"$rest"
+    parent_of[$pid]=$ppid
+  done
+  local -a queue=("$1") found=()
+  while ((${#queue[@]} > 0)); do
+    local current=${queue[0]}
+    queue=("${queue[@]:1}")
+    for pid in "${!parent_of[@]}"; do
+      if [[ ${parent_of[$pid]} == "$current" ]]; then
+        found+=("$pid")
+        queue+=("$pid")
+      fi
+    done
+  done
+  printf '%s\n' "${found[@]}"
+}
+
+# stop_run SIGNAL_NUMBER: stop the whole launched tree (TERM, then KILL after
+# PRIMUS_KILL_GRACE seconds), then exit 128+N.
+# shellcheck disable=SC2329  # installed as a trap
+stop_run() {
+  local num=$1
+  trap '' TERM INT HUP
+  if [[ -n $RUN_PID ]]; then
+    local -a tree
+    mapfile -t tree < <(descendants "$RUN_PID")
+    tree=("$RUN_PID" "${tree[@]}")
+    LOG_WARN "signal $num received: stopping the launched processes (${#tree[@]})."
+    kill -TERM -- "-$RUN_PID" 2>/dev/null || true
+    kill -TERM "${tree[@]}" 2>/dev/null || true
+    local deadline=$((SECONDS + ${PRIMUS_KILL_GRACE:-10}))
+    while ((SECONDS < deadline)) && any_alive "${tree[@]}"; do
+      sleep 0.1
+    done
+    kill -KILL "${tree[@]}" 2>/dev/null || true
+    wait "$RUN_PID" 2>/dev/null || true
+  fi
+  cleanup_run
+  exit $((128 + num))
+}
+
+# any_alive PID...: true while one of the PIDs runs (zombies count as gone).
+# shellcheck disable=SC2329  # used from the signal traps
+any_alive() {
+  local pid
+  for pid in "$@"; do
+    kill -0 "$pid" 2>/dev/null && [[ $(<"/proc/$pid/stat") != *") Z "* ]] && return 0
+  done
+  return 1
+}
+
+cleanup_run() {
+  [[ -z ${PRIMUS_RC_DIR:-} ]] || rm -rf -- "$PRIMUS_RC_DIR"
+  flush_launcher_output
+}
+
+# worker_exit_code TORCHRUN_RC: the failing worker's own code when one was recorded.
+worker_exit_code() {
+  local rc=$1 file
+  ((rc != 0)) || { echo 0; return; }
+  for file in "$PRIMUS_RC_DIR"/rank-*; do
+    [[ -f $file ]] || continue
+    rc=$(<"$file")
+    break
+  done
+  echo "$rc"
+}
+
+run_workload() {
+  PRIMUS_RC_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-rc.XXXXXX")
+  export PRIMUS_RC_DIR
+  trap 'stop_run 15' TERM
+  trap 'stop_run 2' INT
+  trap 'stop_run 1' HUP
+  # A session of its own: the whole tree can be signalled as one group.
+  setsid "${LAUNCH_CMD[@]}" </dev/null &
+  RUN_PID=$!
+  local rc=0
+  wait "$RUN_PID" || rc=$?
+  RUN_PID=""
+  trap - TERM INT HUP
+  if [[ $SINGLE != 1 ]]; then
+    rc=$(worker_exit_code "$rc")
+  fi
+  if ((rc == 0)); then
+    LOG_INFO "workload finished successfully; log: $LOG_FILE"
+  else
+    LOG_ERROR "workload failed with exit code $rc; log: $LOG_FILE"
+  fi
+  cleanup_run
+  exit "$rc"
+}
+
+# ---------------------------------------------------------------------- main
+
+main() {
+  parse_args "$@"
+  run_prepare
+  resolve_settings
+  apply_cli_env
+  load_layers
+  apply_cli_env
+  run_hooks
+  run_patches
+  apply_cli_env
+  validate_distributed_params || exit "$PRIMUS_EXIT_INVALID"
+  if [[ ${PRIMUS_SKIP_MAIN_LAUNCH:-0} == 1 ]]; then
+    LOG_INFO "PRIMUS_SKIP_MAIN_LAUNCH=1 (set by a hook): stopping after hooks, nothing launched."
+    exit 0
+  fi
+  run_env_check
+  [[ -n $LOG_FILE ]] || default_log_file
+  build_command
+  if ((OPT_DRY_RUN == 1)); then
+    print_summary
+    LOG_INFO "dry run: nothing was started and nothing was written."
+    exit 0
+  fi
+  claim_log_file
+  [[ -z ${RANK_LOG_DIR:-} ]] || build_command
+  tee_launcher_output
+  print_summary
+  run_workload
+}
+
+main "$@"
