@@ -1,0 +1,213 @@
+#!/usr/bin/env bats
+# primus-cli direct: the launch path (dry-run command, --env, hostile values,
+# logs, exit codes, signals, validation, secrets).
+
+setup() {
+  load helpers/launcher
+  launcher_setup
+  export GPUS_PER_NODE=2 MASTER_PORT
+  MASTER_PORT=$(free_port)
+}
+
+teardown() {
+  launcher_teardown
+}
+
+@test "dry-run prints the torchrun command for the given distributed values" {
+  NNODES=4 NODE_RANK=3 MASTER_ADDR=10.1.2.3 MASTER_PORT=29400 GPUS_PER_NODE=8 \
+    run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config cfg.yaml
+  assert_success
+  assert_output --partial "torchrun --nproc_per_node 8 --nnodes 4 --node_rank 3 --master_addr 10.1.2.3 --master_port 29400"
+  assert_output --regexp "-m primus_runner train pretrain --config cfg\.yaml"
+}
+
+@test "dry-run reads numbers as decimal: NODE_RANK=08 is 8" {
+  NNODES=10 NODE_RANK=08 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  assert_success
+  assert_output --partial "--nnodes 10 --node_rank 8 "
+}
+
+@test "--single runs python3 without torchrun" {
+  run "$PRIMUS_CLI" direct --dry-run --single -- preflight
+  assert_success
+  refute_output --partial "torchrun"
+  assert_output --regexp "command: .*python[0-9.]* -m primus_runner preflight"
+}
+
+@test "--env beats an exported value" {
+  mkdir out
+  PRIMUS_T_VAR=exported run "$PRIMUS_CLI" direct --env PRIMUS_T_VAR=from-cli \
+    --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_VAR
+  assert_success
+  [[ $(<out/PRIMUS_T_VAR.0) == from-cli ]]
+  [[ $(<out/PRIMUS_T_VAR.1) == from-cli ]]
+}
+
+@test "a hostile --env value arrives byte-identical and nothing in it runs" {
+  mkdir out
+  value='a b "dq" '\''sq'\'' $(touch pwned1) `touch pwned2` ; touch pwned3 * ? [x] ${HOME} \n end'
+  run "$PRIMUS_CLI" direct --env "PRIMUS_T_HOSTILE=$value" \
+    --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_HOSTILE
+  assert_success
+  [[ $(<out/PRIMUS_T_HOSTILE.0) == "$value" ]]
+  [[ ! -e pwned1 && ! -e pwned2 && ! -e pwned3 ]]
+  [[ ! -e $PRIMUS_WORKSPACE/pwned1 && ! -e $PRIMUS_WORKSPACE/pwned2 ]]
+}
+
+@test "an --env value holding a newline arrives byte-identical (single mode too)" {
+  mkdir out
+  value=$'line one\nline two; $(touch pwned)\n'
+  run "$PRIMUS_CLI" direct --single --env "PRIMUS_T_NL=$value" \
+    --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_NL
+  assert_success
+  cmp out/PRIMUS_T_NL.single <(printf '%s' "$value")
+  [[ ! -e pwned ]]
+}
+
+@test "--env FILE reads KEY=VALUE lines literally" {
+  mkdir out
+  printf '# comment\n\nPRIMUS_T_F1=one two\nPRIMUS_T_F2="quoted"\n' >vars.env
+  run "$PRIMUS_CLI" direct --single --env vars.env --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_F1 PRIMUS_T_F2
+  assert_success
+  [[ $(<out/PRIMUS_T_F1.single) == "one two" ]]
+  [[ $(<out/PRIMUS_T_F2.single) == '"quoted"' ]]
+}
+
+@test "--env without '=' that is not a file exits 2 naming it" {
+  run "$PRIMUS_CLI" direct --env NOT_A_PAIR -- preflight
+  assert_failure 2
+  assert_output --partial "--env 'NOT_A_PAIR'"
+}
+
+@test "--env with an invalid variable name exits 2 naming it" {
+  run "$PRIMUS_CLI" direct --env '1BAD-NAME=x' -- preflight
+  assert_failure 2
+  assert_output --partial "'1BAD-NAME' is not a valid variable name"
+}
+
+@test "an unknown launcher option before -- exits 2 naming it" {
+  run "$PRIMUS_CLI" direct --nproc 4 -- preflight
+  assert_failure 2
+  assert_output --partial "unknown option '--nproc'"
+}
+
+@test "dry-run leaves the working directory and the workspace unchanged" {
+  mkdir -p "$PRIMUS_WORKSPACE/logs"
+  echo keep >"$PRIMUS_WORKSPACE/logs/old.log"
+  before_cwd=$(tree_listing "$PWD")
+  before_ws=$(tree_listing "$PRIMUS_WORKSPACE")
+  run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
+  assert_success
+  assert_output --partial "dry run: nothing was started"
+  [[ $(tree_listing "$PWD") == "$before_cwd" ]]
+  [[ $(tree_listing "$PRIMUS_WORKSPACE") == "$before_ws" ]]
+}
+
+@test "dry-run in a fresh directory creates no workspace at all" {
+  run "$PRIMUS_CLI" direct --dry-run -- preflight
+  assert_success
+  [[ ! -e $PRIMUS_WORKSPACE ]]
+  [[ -z $(ls -A "$PWD") ]]
+}
+
+@test "a log file is written, and a second run does not overwrite it" {
+  run "$PRIMUS_CLI" direct --single --log_file "$TEST_DIR/run.log" --script "$WORKLOADS/exit_with.py" -- 0
+  assert_success
+  [[ -s $TEST_DIR/run.log ]]
+  first=$(<"$TEST_DIR/run.log")
+  grep -q "launch configuration" "$TEST_DIR/run.log"
+  run "$PRIMUS_CLI" direct --single --log_file "$TEST_DIR/run.log" --script "$WORKLOADS/exit_with.py" -- 0
+  assert_success
+  [[ $(<"$TEST_DIR/run.log") == "$first" ]]
+  [[ -s $TEST_DIR/run-1.log ]]
+}
+
+@test "the default log file lands under the workspace, named with UTC time and node rank" {
+  run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/exit_with.py" -- 0
+  assert_success
+  run compgen -G "$PRIMUS_WORKSPACE/logs/primus-*T*Z-node0.log"
+  assert_success
+}
+
+@test "workload exit 7 through torchrun gives launcher exit 7" {
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/exit_with.py" -- 7
+  assert_failure 7
+}
+
+@test "workload exit 7 on one rank only gives launcher exit 7" {
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/exit_with.py" -- 7 1
+  assert_failure 7
+}
+
+@test "workload exit 7 with --single gives launcher exit 7" {
+  run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/exit_with.py" -- 7
+  assert_failure 7
+}
+
+@test "SIGTERM to the launcher mid-run: exit 143 and no process of the run remains" {
+  mkdir out
+  marker=primus-sleeper-$RANDOM$RANDOM
+  "$PRIMUS_CLI" direct --script "$WORKLOADS/sleeper.py" -- "$PWD/out" "$marker" >launch.out 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 300); do
+    [[ -f out/pid.0 && -f out/pid.1 ]] && break
+    sleep 0.1
+  done
+  [[ -f out/pid.0 && -f out/pid.1 ]]
+  kill -TERM "$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  [[ $status -eq 143 ]]
+  sleep 0.5
+  run pgrep -f "$marker"
+  assert_failure 1
+  ! kill -0 "$(<out/pid.0)" 2>/dev/null
+  ! kill -0 "$(<out/pid.1)" 2>/dev/null
+}
+
+@test "NODE_RANK >= NNODES exits 2 naming NODE_RANK and the accepted range" {
+  NNODES=2 NODE_RANK=2 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  assert_failure 2
+  assert_output --partial "NODE_RANK"
+  assert_output --partial "0 to 1"
+}
+
+@test "MASTER_PORT=80 exits 2 naming MASTER_PORT and 1024-65535" {
+  MASTER_PORT=80 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  assert_failure 2
+  assert_output --partial "MASTER_PORT"
+  assert_output --regexp "1024.{1,4}65535"
+}
+
+@test "NNODES=0 exits 2 naming NNODES" {
+  NNODES=0 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  assert_failure 2
+  assert_output --partial "NNODES"
+}
+
+@test "non-numeric NNODES, NODE_RANK, GPUS_PER_NODE and MASTER_PORT exit 2 naming each" {
+  for var in NNODES NODE_RANK GPUS_PER_NODE MASTER_PORT; do
+    run env "$var=two" "$PRIMUS_CLI" direct --dry-run -- preflight
+    assert_failure 2
+    assert_output --partial "$var"
+  done
+}
+
+@test "an HF_TOKEN value never appears in dry-run output, console or log file" {
+  secret=hf_PrimusTestSecret_$RANDOM$RANDOM
+  HF_TOKEN=$secret run "$PRIMUS_CLI" direct --dry-run --env "HF_TOKEN=$secret" --env "MY_API_KEY=$secret" -- preflight
+  assert_success
+  refute_output --partial "$secret"
+  assert_output --partial "HF_TOKEN=****"
+  HF_TOKEN=$secret run "$PRIMUS_CLI" direct --single --debug --log_file "$TEST_DIR/s.log" \
+    --env "HF_TOKEN=$secret" --script "$WORKLOADS/exit_with.py" -- 0
+  assert_success
+  refute_output --partial "$secret"
+  ! grep -q "$secret" "$TEST_DIR/s.log"
+}
+
+@test "a missing --script exits 1 naming the file" {
+  run "$PRIMUS_CLI" direct --script "$TEST_DIR/nope.py" -- x
+  assert_failure 1
+  assert_output --partial "$TEST_DIR/nope.py"
+}

@@ -1,0 +1,40 @@
+# tests/bats/helpers/launcher.bash: shared set-up for the launcher suites.
+# Loads bats-support/bats-assert, puts the repo's primus-cli at $PRIMUS_CLI,
+# runs each test in its own temporary working directory and workspace.
+
+REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+load "$REPO_ROOT/node_modules/bats-support/load"
+load "$REPO_ROOT/node_modules/bats-assert/load"
+
+PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
+WORKLOADS=$REPO_ROOT/tests/fixtures/workloads
+
+# launcher_setup: isolate the test from the caller's environment and files.
+launcher_setup() {
+  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus.XXXXXX")
+  export HOME=$TEST_DIR/home
+  mkdir -p "$HOME" "$TEST_DIR/work"
+  cd "$TEST_DIR/work" || return 1
+  export PRIMUS_WORKSPACE=$TEST_DIR/workspace
+  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0
+  # No accelerator and no RDMA here; detection reads an empty tree.
+  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
+  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE SLURM_JOB_ID SLURM_NODELIST \
+    SLURM_NNODES SLURM_NODEID SLURM_PROCID OMPI_COMM_WORLD_RANK PMIX_RANK PET_NNODES \
+    JOB_COMPLETION_INDEX HF_TOKEN PRIMUS_SKIP_VALIDATION
+}
+
+launcher_teardown() {
+  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+}
+
+# free_port: a TCP port nobody listens on right now.
+free_port() {
+  "$REPO_ROOT/.venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# tree_listing DIR: every path under DIR with size and mtime (to prove nothing changed).
+tree_listing() {
+  find "$1" -printf '%p %s %T@\n' 2>/dev/null | sort
+}

@@ -1,0 +1,100 @@
+"""Config loading: precedence, source tracking, substitution and errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from primus_runner import config as cfgmod
+from primus_runner.config_cmd import config_records, encode_records
+from primus_runner.errors import MissingError, UsageError
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture()
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "root"
+    (root / "runner").mkdir(parents=True)
+    write(root / "runner" / ".primus.yaml",
+          "direct:\n  nnodes: 1\n  master_port: 1234\n  env: []\n  master_addr: localhost\n"
+          "container:\n  options:\n    env: [A, B]\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("PRIMUS_ROOT", str(root))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("PRIMUS_NO_USER_CONFIG", raising=False)
+    return tmp_path
+
+
+def test_precedence_explicit_over_user_over_system(isolated: Path) -> None:
+    write(isolated / "home" / ".primus.yaml", "direct:\n  nnodes: 3\n  master_port: 2000\n")
+    exp = write(isolated / "exp.yaml", "direct:\n  nnodes: 5\n")
+    cfg = cfgmod.load(exp)
+    assert cfg.get("direct.nnodes") == 5
+    assert cfg.get("direct.master_port") == 2000
+    assert cfg.get("direct.master_addr") == "localhost"
+    assert cfg.sources["direct.nnodes"] == exp
+    assert cfg.sources["direct.master_port"] == str(isolated / "home" / ".primus.yaml")
+    assert cfg.sources["direct.master_addr"].endswith("runner/.primus.yaml")
+
+
+def test_a_later_list_replaces_the_earlier_one(isolated: Path) -> None:
+    exp = write(isolated / "exp.yaml", "container:\n  options:\n    env: [C]\n")
+    assert cfgmod.load(exp).get("container.options.env") == ["C"]
+
+
+def test_unknown_key_warns_with_closest(isolated: Path) -> None:
+    exp = write(isolated / "exp.yaml", "direct:\n  master_prot: 99\n")
+    warnings = cfgmod.load(exp).warnings
+    assert len(warnings) == 1
+    assert "direct.master_prot" in warnings[0] and "direct.master_port" in warnings[0]
+
+
+def test_malformed_yaml_names_file_and_line(isolated: Path) -> None:
+    bad = write(isolated / "bad.yaml", "direct:\n  nnodes: 2\n   master_port: 3\n")
+    with pytest.raises(UsageError, match=r"bad\.yaml:3"):
+        cfgmod.load(bad)
+
+
+def test_top_level_must_be_a_mapping(isolated: Path) -> None:
+    bad = write(isolated / "list.yaml", "- a\n- b\n")
+    with pytest.raises(UsageError, match="mapping"):
+        cfgmod.load(bad)
+
+
+def test_missing_explicit_config_is_exit_1(isolated: Path) -> None:
+    with pytest.raises(MissingError) as info:
+        cfgmod.load(str(isolated / "nope.yaml"))
+    assert info.value.exit_code == 1
+
+
+def test_render_required_and_default() -> None:
+    text = "a: ${A}\nb: ${B:dflt}\nc: ${C:}\nd: ${EMPTY:not-used}\n"
+    out = cfgmod.render_text(text, {"A": "x y", "EMPTY": ""}, "f.yaml")
+    assert out == "a: x y\nb: dflt\nc: \nd: \n"
+
+
+def test_render_missing_names_every_variable_and_file() -> None:
+    with pytest.raises(UsageError) as info:
+        cfgmod.render_text("a: ${ONE}\nb: ${TWO}\nc: ${ONE}\n", {}, "exp.yaml")
+    message = str(info.value)
+    assert "ONE, TWO" in message and "exp.yaml" in message
+
+
+def test_render_values_are_not_re_expanded() -> None:
+    out = cfgmod.render_text("a: ${A}\n", {"A": "${B} $(rm -rf /)"}, "f")
+    assert out == "a: ${B} $(rm -rf /)\n"
+
+
+def test_records_encode_lists_and_booleans() -> None:
+    cfg = cfgmod.merge([cfgmod.Layer("s", {"direct": {"env": ["A=1", "B=x y"], "numa": True, "log": None}})])
+    records = list(config_records(cfg))
+    assert records == [
+        ("list", "direct.env", "2"), ("item", "direct.env", "A=1"), ("item", "direct.env", "B=x y"),
+        ("cfg", "direct.numa", "1"), ("cfg", "direct.log", ""),
+    ]
+    assert encode_records(iter(records)).count(b"\0") == 15

@@ -1,0 +1,43 @@
+"""Secret masking: the Python rule and its shell twin agree (SPEC section 3)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from primus_runner.masking import is_secret, mask, mask_text
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = ["HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "GITHUB_TOKEN", "MY_SECRET", "DB_PASSWORD",
+         "OPENAI_API_KEY", "hf_token", "TOKEN", "SECRET_SAUCE", "PASSWORD_FILE", "NCCL_DEBUG",
+         "MASTER_ADDR", "API_KEY_ID", "X_TOKENS"]
+EXPECTED = {"HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "GITHUB_TOKEN", "MY_SECRET", "DB_PASSWORD",
+            "OPENAI_API_KEY", "hf_token"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_python_rule(name: str) -> None:
+    assert is_secret(name) == (name in EXPECTED)
+
+
+def test_shell_twin_agrees() -> None:
+    script = (f'source "{ROOT}/runner/lib/common.sh"; for n in "$@"; do '
+              'if primus_is_secret_name "$n"; then echo "$n"; fi; done')
+    out = subprocess.run(["bash", "-c", script, "x", *NAMES], capture_output=True, text=True, check=True)
+    assert set(out.stdout.split()) == EXPECTED
+
+
+def test_shell_log_lines_mask_secret_values() -> None:
+    script = f'source "{ROOT}/runner/lib/common.sh"; LOG_INFO "token=$HF_TOKEN pw=$DB_PASSWORD"'
+    env = {"PATH": "/usr/bin:/bin", "HF_TOKEN": "hf_abc123", "DB_PASSWORD": "p a$$ w0rd",
+           "PRIMUS_LOG_TIMESTAMP": "0"}
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=True)
+    assert "hf_abc123" not in out.stdout and "w0rd" not in out.stdout
+    assert "token=**** pw=****" in out.stdout
+
+
+def test_mask_value_and_text() -> None:
+    assert mask("HF_TOKEN", "abc") == "****"
+    assert mask("NCCL_DEBUG", "INFO") == "INFO"
+    assert mask_text("x hf_abc123 y", {"HF_TOKEN": "hf_abc123"}) == "x **** y"
