@@ -9,7 +9,7 @@ SHELL := /bin/bash
 VENV      := .venv
 PY        := $(VENV)/bin/python
 PIP       := $(VENV)/bin/pip
-BATS      := node_modules/.bin/bats
+BATS      := node_modules/bats/bin/bats
 SHELLCHECK := $(VENV)/bin/shellcheck
 # On this machine pip finds a local CPU wheel of torch 2.13.0. Elsewhere pass
 # TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu to get the CPU build.
