@@ -1,0 +1,419 @@
+#!/usr/bin/env bash
+# runner/primus-cli-slurm-entry.sh: the per-node entry of a Slurm job step.
+#
+# Usage (on every node, one task per node):
+#   srun --ntasks-per-node=1 runner/primus-cli-slurm-entry.sh [ENTRY OPTIONS] \
+#        [direct|container] [MODE OPTIONS] [-- WORKLOAD ARGS]
+#   (`primus-cli slurm ...` builds this call for you.)
+#
+# Entry options (before the mode word):
+#   --dry-run        print what this node would run (passed on to the mode)
+#   --debug          PRIMUS_LOG_LEVEL=DEBUG (passed on to the mode)
+#   --config FILE    configuration file (passed on to the mode)
+#   --srun-native    with several tasks per node, run one worker per Slurm task
+#                    (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE from Slurm,
+#                    workload started by `direct --single`, no torchrun); also
+#                    PRIMUS_SLURM_SRUN_NATIVE=1 or config `slurm.srun_native: true`
+#   --no-srun-native several tasks per node are refused (the default), without
+#                    reading the configuration
+#   -h, --help       this text
+# The mode word is `direct` (default; config `slurm.mode`) or `container`;
+# everything after it goes to runner/primus-cli-direct.sh or
+# runner/primus-cli-container.sh unchanged.
+#
+# What it does on each node (SPEC section 4 `slurm-entry`, section 5):
+# - reads the step's shape, step-level variables first so a smaller srun inside
+#   a larger allocation maps only its own nodes: SLURM_STEP_NUM_NODES >
+#   SLURM_NNODES > SLURM_JOB_NUM_NODES; SLURM_STEP_NODELIST > SLURM_NODELIST >
+#   SLURM_JOB_NODELIST; node index SLURM_NODEID, else SLURM_PROCID;
+# - refuses (exit 2) to start when run in the batch script of a multi-node job
+#   without srun (only one node would start; the others would never join);
+# - more than one task per node: exit 2 with the fix (`--ntasks-per-node=1`),
+#   unless srun-native is asked for: never several torchruns per node;
+# - exports PRIMUS_SLURM_FIRST_HOST (the first host of the step's node list)
+#   when `scontrol show hostnames` answers; otherwise the rank mapping of the
+#   launch (python3 -m primus_runner ranks, run once by the direct launcher)
+#   expands the list itself. NNODES, NODE_RANK, MASTER_ADDR (and the check that
+#   a user MASTER_ADDR names the first node) are mapped there. Works without
+#   any Slurm client installed; starts no python3 of its own unless the mode
+#   must come from the configuration;
+# - logs the node list as Slurm gives it (compressed), never one name per node;
+# - runs the mode's launcher, forwards SIGTERM/SIGINT/SIGHUP to it and reports
+#   its exit status, saying so when the job was cancelled (scancel, time limit).
+#
+# Exit codes: 0 ok; 1 a launcher script is missing; 2 invalid arguments or an
+# impossible Slurm layout; 3 runtime failure; otherwise the launcher's own
+# status (128+N after signal N).
+set -euo pipefail
+
+ENTRY_RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$ENTRY_RUNNER_DIR}
+# shellcheck source=runner/lib/common.sh
+source "$PRIMUS_RUNNER_DIR/lib/common.sh"
+
+ENTRY_DRY_RUN=0
+ENTRY_CONFIG=""
+ENTRY_DEBUG=0
+ENTRY_SRUN_NATIVE=""
+ENTRY_MODE=""
+ENTRY_MODE_ARGS=()
+STEP_NODES=""
+STEP_NODELIST=""
+STEP_NODE_ID=""
+STEP_TASKS=""
+NODE_TASKS=""
+CONFIG_LOADED=0
+CHILD_PID=""
+CHILD_SIGNAL=""
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+}
+
+# entry_log LEVEL MESSAGE: log with this node's index in the prefix.
+entry_log() {
+  local level=$1
+  shift
+  NODE_RANK=${STEP_NODE_ID:-${NODE_RANK:-0}} "LOG_$level" "slurm-entry: $*"
+}
+
+entry_die() {
+  local code=$1
+  shift
+  entry_log ERROR "$@"
+  exit "$code"
+}
+
+parse_args() {
+  while (($#)); do
+    case $1 in
+      -h | --help)
+        usage
+        exit 0
+        ;;
+      --dry-run) ENTRY_DRY_RUN=1 ;;
+      --debug) ENTRY_DEBUG=1 ;;
+      --srun-native) ENTRY_SRUN_NATIVE=1 ;;
+      --no-srun-native) ENTRY_SRUN_NATIVE=0 ;;
+      --config)
+        (($# >= 2)) || entry_die "$PRIMUS_EXIT_INVALID" "--config needs a FILE argument, e.g. --config exp.yaml."
+        ENTRY_CONFIG=$2
+        shift
+        ;;
+      --config=*) ENTRY_CONFIG=${1#--config=} ;;
+      direct | container)
+        ENTRY_MODE=$1
+        shift
+        ENTRY_MODE_ARGS=("$@")
+        return 0
+        ;;
+      --)
+        # No mode word: the mode comes from the configuration (slurm.mode).
+        ENTRY_MODE_ARGS=("$@")
+        return 0
+        ;;
+      *)
+        entry_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1' before the mode; accepted:" \
+          "--dry-run --debug --config FILE --srun-native, then direct|container" \
+          "[mode options] [-- workload args]. Example: $0 direct -- preflight"
+        ;;
+    esac
+    shift
+  done
+}
+
+# mode_args_have OPTION: true when OPTION appears among the mode's own options
+# (before its `--`).
+mode_args_have() {
+  local arg
+  for arg in "${ENTRY_MODE_ARGS[@]}"; do
+    [[ $arg == -- ]] && return 1
+    [[ $arg == "$1" ]] && return 0
+  done
+  return 1
+}
+
+load_config_once() {
+  ((CONFIG_LOADED)) && return 0
+  CONFIG_LOADED=1
+  # shellcheck source=runner/lib/config.sh
+  source "$PRIMUS_RUNNER_DIR/lib/config.sh"
+  primus_config_load "$ENTRY_CONFIG" ||
+    entry_die "$?" "could not load the configuration (see the error above)."
+}
+
+resolve_mode() {
+  if [[ -z $ENTRY_MODE ]]; then
+    load_config_once
+    primus_config_get_into ENTRY_MODE slurm.mode direct
+  fi
+  case $ENTRY_MODE in
+    direct | container) ;;
+    *)
+      entry_die "$PRIMUS_EXIT_INVALID" "slurm.mode='$ENTRY_MODE' in the configuration is not a" \
+        "mode; accepted: direct, container. Fix slurm.mode or name the mode on the command line."
+      ;;
+  esac
+}
+
+# is_count VALUE: a non-negative decimal integer.
+is_count() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
+# is_positive VALUE: an integer >= 1.
+is_positive() { is_count "$1" && ((10#$1 >= 1)); }
+# is_index_below VALUE N: an integer in 0..N-1.
+is_index_below() { is_count "$1" && ((10#$1 < 10#$2)); }
+
+read_step_shape() {
+  [[ -n ${SLURM_JOB_ID:-} ]] ||
+    entry_die "$PRIMUS_EXIT_INVALID" "not inside a Slurm job: SLURM_JOB_ID is unset. Start this" \
+      "script with srun on every node (srun --ntasks-per-node=1 $0 direct -- ...), or use" \
+      "'primus-cli slurm srun|sbatch ...' which builds that call."
+  STEP_NODES=${SLURM_STEP_NUM_NODES:-${SLURM_NNODES:-${SLURM_JOB_NUM_NODES:-}}}
+  STEP_NODELIST=${SLURM_STEP_NODELIST:-${SLURM_NODELIST:-${SLURM_JOB_NODELIST:-}}}
+  STEP_NODE_ID=${SLURM_NODEID:-${SLURM_PROCID:-}}
+  is_positive "$STEP_NODES" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "the number of nodes of this Slurm step is" \
+      "'$STEP_NODES' (from SLURM_STEP_NUM_NODES / SLURM_NNODES / SLURM_JOB_NUM_NODES);" \
+      "accepted: an integer >= 1. Start the entry with srun inside the allocation."
+  is_index_below "$STEP_NODE_ID" "$STEP_NODES" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "this node's index is '$STEP_NODE_ID' (from SLURM_NODEID," \
+      "else SLURM_PROCID) but the step has $STEP_NODES node(s); accepted: 0..$((10#$STEP_NODES - 1))." \
+      "Do not export SLURM_* variables by hand; let srun set them."
+  [[ -n $STEP_NODELIST ]] ||
+    entry_die "$PRIMUS_EXIT_INVALID" "the node list of this Slurm step is empty" \
+      "(SLURM_STEP_NODELIST, SLURM_NODELIST and SLURM_JOB_NODELIST are unset)." \
+      "Start the entry with srun inside the allocation."
+  STEP_TASKS=${SLURM_STEP_NUM_TASKS:-${SLURM_NTASKS:-$STEP_NODES}}
+  is_positive "$STEP_TASKS" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "the number of tasks of this step is '$STEP_TASKS'" \
+      "(SLURM_STEP_NUM_TASKS / SLURM_NTASKS); accepted: an integer >= 1."
+  NODE_TASKS=$(tasks_on_node "${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}}" "$STEP_NODE_ID")
+}
+
+# tasks_on_node SPEC INDEX: the task count of node INDEX in a Slurm tasks-per-
+# node spec such as "2(x3),1"; empty when SPEC does not say. Linear in SPEC.
+tasks_on_node() {
+  local spec=$1 index=$2 item count repeat seen=0
+  [[ -n $spec ]] || return 0
+  local -a items
+  IFS=, read -r -a items <<<"$spec"
+  for item in "${items[@]}"; do
+    if [[ $item =~ ^([0-9]+)\(x([0-9]+)\)$ ]]; then
+      count=${BASH_REMATCH[1]}
+      repeat=${BASH_REMATCH[2]}
+    elif [[ $item =~ ^[0-9]+$ ]]; then
+      count=$item
+      repeat=1
+    else
+      return 0
+    fi
+    if ((10#$index < seen + 10#$repeat)); then
+      printf '%d' "$((10#$count))"
+      return 0
+    fi
+    seen=$((seen + 10#$repeat))
+  done
+}
+
+# refuse_batch_step: the entry run by the batch script itself (no srun) of a
+# multi-node job would start on the first node only.
+refuse_batch_step() {
+  [[ -z ${SLURM_STEP_ID:-${SLURM_STEPID:-}} ]] || return 0
+  local job_nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
+  if ! is_count "$job_nodes" || ((10#$job_nodes <= 1)); then
+    return 0
+  fi
+  entry_die "$PRIMUS_EXIT_INVALID" "running in the batch script of a $job_nodes-node job" \
+    "(SLURM_JOB_ID=$SLURM_JOB_ID, no SLURM_STEP_ID): only this node would start and the" \
+    "others would never join the rendezvous. Start it on every node with:" \
+    "srun --ntasks-per-node=1 $0 ${ENTRY_MODE:-direct} ..."
+}
+
+srun_native_wanted() {
+  [[ -n $ENTRY_SRUN_NATIVE ]] && return $((1 - ENTRY_SRUN_NATIVE))
+  case ${PRIMUS_SLURM_SRUN_NATIVE:-} in
+    1 | true | yes) return 0 ;;
+    0 | false | no) return 1 ;;
+  esac
+  load_config_once
+  local value
+  primus_config_get_into value slurm.srun_native 0
+  [[ $value == 1 || $value == true ]]
+}
+
+several_tasks_per_node() {
+  ((10#$STEP_TASKS > 10#$STEP_NODES)) && return 0
+  [[ -n $NODE_TASKS ]] && ((NODE_TASKS > 1))
+}
+
+# check_tasks_per_node: one torchrun per node, or srun-native on request.
+check_tasks_per_node() {
+  several_tasks_per_node || return 0
+  if srun_native_wanted; then
+    setup_srun_native
+    return 0
+  fi
+  local spec=${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-?}}
+  if [[ ${SLURM_PROCID:-0} == 0 ]]; then
+    entry_die "$PRIMUS_EXIT_INVALID" "this step runs $STEP_TASKS tasks on $STEP_NODES node(s)" \
+      "(SLURM_STEP_TASKS_PER_NODE=$spec): every task would start its own torchrun and the job" \
+      "would hang or oversubscribe the GPUs. Fix: one task per node, e.g." \
+      "srun --ntasks-per-node=1 (primus-cli slurm adds it unless you give --ntasks-per-node" \
+      "or --ntasks); torchrun then starts GPUS_PER_NODE workers per node. Or, to run one" \
+      "worker per Slurm task without torchrun, add --srun-native (or slurm.srun_native: true)."
+  fi
+  entry_die "$PRIMUS_EXIT_INVALID" "refused: $STEP_TASKS tasks on $STEP_NODES node(s);" \
+    "see task 0's message (--ntasks-per-node=1, or --srun-native)."
+}
+
+# setup_srun_native: each Slurm task is one worker; the launcher runs it with
+# python3 (direct --single), no torchrun.
+setup_srun_native() {
+  [[ $ENTRY_MODE == direct ]] ||
+    entry_die "$PRIMUS_EXIT_INVALID" "--srun-native runs the workload with 'direct --single';" \
+      "mode '$ENTRY_MODE' is not supported with it. Use mode direct, or one task per node."
+  local local_id=${SLURM_LOCALID:-} proc_id=${SLURM_PROCID:-}
+  is_index_below "$proc_id" "$STEP_TASKS" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "srun-native needs SLURM_PROCID in 0..$((10#$STEP_TASKS - 1))" \
+      "(seen '$proc_id'); start the entry with srun."
+  is_count "$local_id" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "srun-native needs SLURM_LOCALID (seen '$local_id');" \
+      "start the entry with srun."
+  local local_size=${NODE_TASKS:-${SLURM_NTASKS_PER_NODE:-}}
+  is_positive "$local_size" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "srun-native cannot tell how many tasks run on this node" \
+      "(SLURM_STEP_TASKS_PER_NODE='${SLURM_STEP_TASKS_PER_NODE:-}'); give --ntasks-per-node=N."
+  export RANK=$proc_id LOCAL_RANK=$local_id WORLD_SIZE=$STEP_TASKS LOCAL_WORLD_SIZE=$local_size
+  mode_args_have --single || ENTRY_MODE_ARGS=(--single "${ENTRY_MODE_ARGS[@]}")
+  entry_log INFO "srun-native: worker RANK=$RANK LOCAL_RANK=$LOCAL_RANK" \
+    "WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE (no torchrun)"
+}
+
+# find_first_host: PRIMUS_SLURM_FIRST_HOST from `scontrol show hostnames`,
+# only when scontrol exists and answers with a name.
+find_first_host() {
+  [[ -n ${PRIMUS_SLURM_FIRST_HOST:-} ]] && return 0
+  command -v scontrol >/dev/null 2>&1 || return 0
+  local names
+  names=$(scontrol show hostnames "$STEP_NODELIST" 2>/dev/null) || return 0
+  names=${names%%$'\n'*}
+  [[ -n $names && $names != *[[:space:]]* ]] || return 0
+  export PRIMUS_SLURM_FIRST_HOST=$names
+}
+
+# shown_nodelist: the node list as Slurm gives it, cut to 160 characters.
+shown_nodelist() {
+  if ((${#STEP_NODELIST} > 160)); then
+    printf '%s... (%d characters)' "${STEP_NODELIST:0:160}" "${#STEP_NODELIST}"
+  else
+    printf '%s' "$STEP_NODELIST"
+  fi
+}
+
+log_step() {
+  local first=${PRIMUS_SLURM_FIRST_HOST:-(expanded by the rank mapping)}
+  entry_log INFO "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-batch}}:" \
+    "$STEP_NODES node(s) $(shown_nodelist), this is node $STEP_NODE_ID" \
+    "(${SLURMD_NODENAME:-${HOSTNAME:-?}}), $STEP_TASKS task(s), first host $first, mode $ENTRY_MODE"
+}
+
+# build_command: the mode launcher and its arguments into LAUNCH_CMD.
+build_command() {
+  local script
+  case $ENTRY_MODE in
+    direct) script=$PRIMUS_RUNNER_DIR/primus-cli-direct.sh ;;
+    container) script=$PRIMUS_RUNNER_DIR/primus-cli-container.sh ;;
+  esac
+  [[ -f $script ]] ||
+    entry_die "$PRIMUS_EXIT_MISSING" "launcher '$script' for mode '$ENTRY_MODE' not found;" \
+      "PRIMUS_RUNNER_DIR='$PRIMUS_RUNNER_DIR' must be the runner/ directory of primus-runner" \
+      "on every node (a shared file system)."
+  LAUNCH_CMD=(bash "$script")
+  ((ENTRY_DRY_RUN)) && ! mode_args_have --dry-run && LAUNCH_CMD+=(--dry-run)
+  ((ENTRY_DEBUG)) && ! mode_args_have --debug && LAUNCH_CMD+=(--debug)
+  [[ -n $ENTRY_CONFIG ]] && ! mode_args_have --config && LAUNCH_CMD+=(--config "$ENTRY_CONFIG")
+  LAUNCH_CMD+=("${ENTRY_MODE_ARGS[@]}")
+}
+
+# forward_signal SIG: the trap handler: pass SIG on to the launcher.
+# shellcheck disable=SC2329 # invoked by the traps in run_launcher
+forward_signal() {
+  [[ -n $CHILD_SIGNAL ]] || announce_cancel "$1"
+  CHILD_SIGNAL=$1
+  [[ -n $CHILD_PID ]] && kill "-$1" "$CHILD_PID" 2>/dev/null
+  return 0
+}
+
+# announce_cancel SIG: said at once, because Slurm kills the whole step
+# KillWait seconds after its SIGTERM and the launcher may still be stopping.
+# shellcheck disable=SC2329 # called from forward_signal
+announce_cancel() {
+  entry_log ERROR "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-?}} CANCELLED on this" \
+    "node: SIG$1 received (scancel, time limit, preemption or Ctrl-C); stopping the launcher" \
+    "(exit status will be $((128 + $(signal_number "$1"))))."
+}
+
+signal_number() {
+  case $1 in
+    HUP) echo 1 ;;
+    INT) echo 2 ;;
+    *) echo 15 ;;
+  esac
+}
+
+# run_launcher: run LAUNCH_CMD, forward signals, report how it ended.
+run_launcher() {
+  trap 'forward_signal TERM' TERM
+  trap 'forward_signal INT' INT
+  trap 'forward_signal HUP' HUP
+  "${LAUNCH_CMD[@]}" &
+  CHILD_PID=$!
+  local rc
+  while :; do
+    rc=0
+    wait "$CHILD_PID" || rc=$?
+    # A trapped signal interrupts wait; keep waiting while the launcher lives.
+    if [[ -n $CHILD_SIGNAL ]] && kill -0 "$CHILD_PID" 2>/dev/null; then
+      continue
+    fi
+    break
+  done
+  report_exit "$rc"
+}
+
+report_exit() {
+  local rc=$1
+  if [[ -n $CHILD_SIGNAL ]]; then
+    ((rc > 128)) || rc=$((128 + $(signal_number "$CHILD_SIGNAL")))
+    entry_log ERROR "job ${SLURM_JOB_ID} CANCELLED (SIG$CHILD_SIGNAL): the launcher stopped," \
+      "exit status $rc."
+  elif ((rc == 0)); then
+    entry_log INFO "launcher finished: exit status 0."
+  elif ((rc > 128)); then
+    entry_log ERROR "launcher killed by signal $((rc - 128)): exit status $rc."
+  else
+    entry_log ERROR "launcher failed: exit status $rc."
+  fi
+  exit "$rc"
+}
+
+main() {
+  parse_args "$@"
+  ((ENTRY_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
+  [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && ENTRY_DRY_RUN=1
+  mode_args_have --dry-run && ENTRY_DRY_RUN=1
+  read_step_shape
+  resolve_mode
+  refuse_batch_step
+  check_tasks_per_node
+  find_first_host
+  log_step
+  export PRIMUS_RUNNER_DIR
+  build_command
+  if ((ENTRY_DRY_RUN)); then
+    exec "${LAUNCH_CMD[@]}"
+  fi
+  run_launcher
+}
+
+main "$@"

@@ -1,0 +1,413 @@
+#!/usr/bin/env bash
+# Usage: primus-cli slurm [OPTIONS] [srun|sbatch] [SLURM FLAGS] -- [direct|container]
+#                         [MODE OPTIONS] [-- WORKLOAD ARGS]
+#
+# Build and run the Slurm call that starts runner/primus-cli-slurm-entry.sh on
+# every node of the allocation, one task per node (SPEC section 4 `slurm`).
+#   srun (default)  srun SLURM FLAGS ... primus-cli-slurm-entry.sh MODE ...
+#   sbatch          sbatch SLURM FLAGS with a batch script (given on stdin, so
+#                   Slurm spools its own copy) whose body runs
+#                   srun ... primus-cli-slurm-entry.sh MODE ... on every node
+#
+# Options (before `--`; anywhere among the Slurm flags):
+#   --dry-run        print the exact srun/sbatch call (and the batch script),
+#                    then the command node 0 would run (the entry in dry-run
+#                    with the Slurm variables of node 0 simulated); run nothing
+#   --debug          debug logging here and on the nodes
+#   --config FILE    configuration file (also handed to every node)
+#   --srun-native    several tasks per node: one worker per Slurm task, no
+#                    torchrun (config slurm.srun_native); give --ntasks-per-node=N
+#   -h, --help       this text
+#
+# Slurm flags are passed through unchanged. The configuration (`slurm:` in
+# runner/.primus.yaml, ~/.primus.yaml, --config FILE) fills only what the flags
+# do not give, whatever their spelling (-N 4, -N4, --nodes 4, --nodes=4):
+#   slurm.nodes -> --nodes, slurm.time -> --time (-t), slurm.partition ->
+#   --partition (-p), slurm.gpus_per_node -> --gpus-per-node,
+#   slurm.mode -> the mode when none is named after `--` (direct|container).
+# Added unless given: --ntasks-per-node=1 (not when --ntasks/-n is given) and,
+# for srun, --kill-on-bad-exit=1 (one failing node ends the step instead of
+# leaving the others waiting at the rendezvous).
+# PRIMUS_RUNNER_DIR (this runner/ directory, absolute) is exported and written
+# into the batch script, so the spooled copy finds the runner.
+#
+# Examples:
+#   primus-cli slurm srun -N 2 -- direct -- preflight
+#   primus-cli slurm sbatch --nodes=4 -t 01:00:00 -o train-%j.out -- direct \
+#       --env NCCL_DEBUG=INFO -- train pretrain --config exp.yaml
+#
+# Exit codes: 0 ok; 1 srun/sbatch or a runner file missing; 2 invalid
+# arguments or configuration; otherwise srun's or sbatch's own status.
+set -euo pipefail
+
+SLURM_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+export PRIMUS_RUNNER_DIR=$SLURM_RUNNER_DIR
+# shellcheck source=runner/lib/common.sh
+source "$SLURM_RUNNER_DIR/lib/common.sh"
+# shellcheck source=runner/lib/config.sh
+source "$SLURM_RUNNER_DIR/lib/config.sh"
+
+OPT_DRY_RUN=0
+OPT_DEBUG=0
+OPT_CONFIG=""
+OPT_SRUN_NATIVE=""
+LAUNCHER=srun
+SLURM_FLAGS=()    # the user's Slurm flags, unchanged
+ADDED_FLAGS=()    # flags filled from the configuration or defaults
+AFTER=()          # everything after the first `--`
+MODE=""
+MODE_ARGS=()      # mode options and `-- workload args`
+# What the user's flags say (empty: not given); set through note_flag.
+# shellcheck disable=SC2034 # GIVEN_TIME, _PARTITION, _GPUS, _KILL: recorded only
+GIVEN_NODES="" GIVEN_TIME="" GIVEN_PARTITION="" GIVEN_GPUS="" GIVEN_TPN=""
+# shellcheck disable=SC2034
+GIVEN_NTASKS="" GIVEN_NODELIST="" GIVEN_KILL=""
+HAS_NODES=0 HAS_TIME=0 HAS_PARTITION=0 HAS_GPUS=0 HAS_TPN=0 HAS_NTASKS=0
+HAS_NODELIST=0 HAS_KILL=0
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+}
+
+bad_usage() {
+  LOG_ERROR "$*"
+  echo "Run 'primus-cli slurm --help' for usage." >&2
+  exit "$PRIMUS_EXIT_INVALID"
+}
+
+# ---------------------------------------------------------------- arguments
+
+parse_args() {
+  local seen_launcher=0
+  while (($#)); do
+    case $1 in
+      -h | --help)
+        usage
+        exit 0
+        ;;
+      --dry-run) OPT_DRY_RUN=1 ;;
+      --debug) OPT_DEBUG=1 ;;
+      --srun-native) OPT_SRUN_NATIVE=1 ;;
+      --config)
+        (($# >= 2)) || bad_usage "option --config needs a FILE, e.g. --config exp.yaml."
+        OPT_CONFIG=$2
+        shift
+        ;;
+      --config=*) OPT_CONFIG=${1#--config=} ;;
+      srun | sbatch)
+        if ((seen_launcher || ${#SLURM_FLAGS[@]})); then
+          bad_usage "'$1' must come first, before the Slurm flags: primus-cli slurm $1 ${SLURM_FLAGS[*]} -- ..."
+        fi
+        LAUNCHER=$1
+        seen_launcher=1
+        ;;
+      --)
+        shift
+        AFTER=("$@")
+        return 0
+        ;;
+      *)
+        SLURM_FLAGS+=("$1")
+        ;;
+    esac
+    shift
+  done
+  bad_usage "missing '--' and the mode; e.g. primus-cli slurm $LAUNCHER -N 2 -- direct -- preflight"
+}
+
+# note_flag NAME VALUE: record that the user gave flag NAME (with VALUE).
+note_flag() {
+  printf -v "HAS_$1" '%s' 1
+  printf -v "GIVEN_$1" '%s' "$2"
+}
+
+# scan_slurm_flags: find the flags the configuration may fill, in every
+# spelling: -N 4, -N4, --nodes 4, --nodes=4 (likewise -t/--time,
+# -p/--partition, -n/--ntasks, -w/--nodelist; --gpus-per-node,
+# --ntasks-per-node, -K/--kill-on-bad-exit).
+scan_slurm_flags() {
+  local i=0 n=${#SLURM_FLAGS[@]} arg next
+  while ((i < n)); do
+    arg=${SLURM_FLAGS[i]}
+    next=${SLURM_FLAGS[i + 1]-}
+    case $arg in
+      -N | --nodes) note_flag NODES "$next" && i=$((i + 1)) ;;
+      --nodes=*) note_flag NODES "${arg#*=}" ;;
+      -N?*) note_flag NODES "${arg#-N}" ;;
+      -t | --time) note_flag TIME "$next" && i=$((i + 1)) ;;
+      --time=*) note_flag TIME "${arg#*=}" ;;
+      -t?*) note_flag TIME "${arg#-t}" ;;
+      -p | --partition) note_flag PARTITION "$next" && i=$((i + 1)) ;;
+      --partition=*) note_flag PARTITION "${arg#*=}" ;;
+      -p?*) note_flag PARTITION "${arg#-p}" ;;
+      --gpus-per-node) note_flag GPUS "$next" && i=$((i + 1)) ;;
+      --gpus-per-node=*) note_flag GPUS "${arg#*=}" ;;
+      --ntasks-per-node) note_flag TPN "$next" && i=$((i + 1)) ;;
+      --ntasks-per-node=*) note_flag TPN "${arg#*=}" ;;
+      -n | --ntasks) note_flag NTASKS "$next" && i=$((i + 1)) ;;
+      --ntasks=*) note_flag NTASKS "${arg#*=}" ;;
+      -n?*) note_flag NTASKS "${arg#-n}" ;;
+      -w | --nodelist) note_flag NODELIST "$next" && i=$((i + 1)) ;;
+      --nodelist=*) note_flag NODELIST "${arg#*=}" ;;
+      -w?*) note_flag NODELIST "${arg#-w}" ;;
+      -K | --kill-on-bad-exit) note_flag KILL 1 ;;
+      --kill-on-bad-exit=*) note_flag KILL "${arg#*=}" ;;
+      -K?*) note_flag KILL "${arg#-K}" ;;
+    esac
+    i=$((i + 1))
+  done
+  check_given_values
+}
+
+check_given_values() {
+  if ((HAS_NODES)) && [[ ! $GIVEN_NODES =~ ^[0-9]+(-[0-9]+)?$ ]]; then
+    bad_usage "-N/--nodes value '$GIVEN_NODES' is not a node count; accepted: N or MIN-MAX, e.g. -N 4."
+  fi
+  if ((HAS_TPN)) && [[ ! $GIVEN_TPN =~ ^[1-9][0-9]*$ ]]; then
+    bad_usage "--ntasks-per-node value '$GIVEN_TPN' is not a positive integer, e.g. --ntasks-per-node=1."
+  fi
+  if ((HAS_NTASKS)) && [[ ! $GIVEN_NTASKS =~ ^[1-9][0-9]*$ ]]; then
+    bad_usage "-n/--ntasks value '$GIVEN_NTASKS' is not a positive integer."
+  fi
+  return 0
+}
+
+# split_after: AFTER = [direct|container] [mode options] [-- workload args].
+split_after() {
+  ((${#AFTER[@]})) || bad_usage "nothing after '--'; e.g. primus-cli slurm $LAUNCHER -N 2 -- direct -- preflight"
+  case ${AFTER[0]} in
+    direct | container)
+      MODE=${AFTER[0]}
+      MODE_ARGS=("${AFTER[@]:1}")
+      ;;
+    -*)
+      # No mode named: slurm.mode decides; these are the mode's options.
+      MODE_ARGS=("${AFTER[@]}")
+      ;;
+    *)
+      bad_usage "'${AFTER[0]}' after '--' is not a mode; accepted: direct or container" \
+        "(default: config slurm.mode), then the mode's options, then '--' and the workload." \
+        "Did you mean: primus-cli slurm $LAUNCHER ... -- direct -- ${AFTER[*]}"
+      ;;
+  esac
+}
+
+# ----------------------------------------------------------- configuration
+
+load_config() {
+  if [[ -n $OPT_CONFIG ]]; then
+    [[ -f $OPT_CONFIG ]] || die "$PRIMUS_EXIT_MISSING" "config file '$OPT_CONFIG' (--config) not found."
+    OPT_CONFIG=$(cd "$(dirname -- "$OPT_CONFIG")" && printf '%s/%s' "$(pwd)" "$(basename -- "$OPT_CONFIG")")
+  fi
+  local rc=0
+  primus_config_load "$OPT_CONFIG" || rc=$?
+  ((rc == 0)) || die "$rc" "could not load the configuration (see the error above)."
+}
+
+# fill_from_config: config slurm.* values for the flags the user did not give.
+fill_from_config() {
+  local value
+  primus_config_get_into value slurm.nodes ""
+  if ((!HAS_NODES)) && [[ -n $value ]]; then
+    [[ $value =~ ^[0-9]+(-[0-9]+)?$ ]] ||
+      bad_usage "config slurm.nodes='$value' is not a node count; accepted: N or MIN-MAX."
+    ADDED_FLAGS+=("--nodes=$value")
+    GIVEN_NODES=$value
+  fi
+  primus_config_get_into value slurm.time ""
+  ((HAS_TIME)) || [[ -z $value ]] || ADDED_FLAGS+=("--time=$value")
+  primus_config_get_into value slurm.partition ""
+  ((HAS_PARTITION)) || [[ -z $value ]] || ADDED_FLAGS+=("--partition=$value")
+  primus_config_get_into value slurm.gpus_per_node ""
+  ((HAS_GPUS)) || [[ -z $value ]] || ADDED_FLAGS+=("--gpus-per-node=$value")
+  if [[ -z $MODE ]]; then
+    primus_config_get_into MODE slurm.mode direct
+    case $MODE in
+      direct | container) ;;
+      *) bad_usage "config slurm.mode='$MODE' is not a mode; accepted: direct, container." ;;
+    esac
+  fi
+  if [[ -z $OPT_SRUN_NATIVE ]]; then
+    primus_config_get_into value slurm.srun_native 0
+    case $value in
+      1 | true) OPT_SRUN_NATIVE=1 ;;
+      *) OPT_SRUN_NATIVE=0 ;;
+    esac
+  fi
+}
+
+add_default_flags() {
+  if ((!HAS_TPN && !HAS_NTASKS)); then
+    ADDED_FLAGS+=(--ntasks-per-node=1)
+  fi
+  if [[ $LAUNCHER == srun ]] && ((!HAS_KILL)); then
+    ADDED_FLAGS+=(--kill-on-bad-exit=1)
+  fi
+}
+
+# ---------------------------------------------------------------- commands
+
+# entry_words [--dry-run]: the entry's command line (into ENTRY_WORDS).
+entry_words() {
+  ENTRY_WORDS=("$SLURM_RUNNER_DIR/primus-cli-slurm-entry.sh")
+  [[ ${1:-} == --dry-run ]] && ENTRY_WORDS+=(--dry-run)
+  ((OPT_DEBUG)) && ENTRY_WORDS+=(--debug)
+  [[ -n $OPT_CONFIG ]] && ENTRY_WORDS+=(--config "$OPT_CONFIG")
+  if ((OPT_SRUN_NATIVE)); then
+    ENTRY_WORDS+=(--srun-native)
+  else
+    ENTRY_WORDS+=(--no-srun-native)
+  fi
+  ENTRY_WORDS+=("$MODE" "${MODE_ARGS[@]}")
+}
+
+build_srun() {
+  entry_words
+  SLURM_CMD=(srun "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}" "${ENTRY_WORDS[@]}")
+}
+
+# quote_words VAR WORDS...: VAR = the words quoted for bash (values stay data).
+quote_words() {
+  local __qw_out=$1
+  shift
+  local __quoted
+  printf -v __quoted '%q ' "$@"
+  printf -v "$__qw_out" '%s' "${__quoted% }"
+}
+
+# build_sbatch: the sbatch call (SLURM_CMD) and its batch script (BATCH_SCRIPT).
+build_sbatch() {
+  entry_words
+  # shellcheck disable=SC2016 # expanded by the batch script, on the node
+  local -a inner=(srun --nodes='"$SLURM_JOB_NUM_NODES"')
+  local runner_q entry_q args_q tpn
+  if ((!HAS_NTASKS)); then
+    tpn=${GIVEN_TPN:-1}
+    inner+=("--ntasks-per-node=$tpn")
+  fi
+  ((HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
+  quote_words runner_q "$SLURM_RUNNER_DIR"
+  quote_words args_q "${ENTRY_WORDS[@]:1}"
+  # shellcheck disable=SC2016 # expanded by the batch script, on the node
+  entry_q='"$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh"'
+  BATCH_SCRIPT="#!/bin/bash
+# Batch script written by 'primus-cli slurm sbatch'. Slurm runs it on the first
+# node of the allocation; its srun starts the entry on every node (one task per
+# node), where it maps ranks and runs the '$MODE' launcher.
+export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
+trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
+${inner[*]} $entry_q $args_q
+rc=\$?
+echo \"primus-cli slurm: srun of job \${SLURM_JOB_ID:-?} exited with status \$rc\"
+exit \"\$rc\"
+"
+  SLURM_CMD=(sbatch "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}")
+}
+
+# --------------------------------------------------------------- dry run
+
+# simulated_shape: nodes, tasks per node and node list for node 0's dry run.
+simulated_shape() {
+  SIM_NODES=${GIVEN_NODES%%-*}
+  [[ -n $SIM_NODES ]] || SIM_NODES=1
+  ((10#$SIM_NODES >= 1)) || SIM_NODES=1
+  SIM_NODES=$((10#$SIM_NODES))
+  if ((HAS_TPN)); then
+    SIM_TPN=$GIVEN_TPN
+  elif ((HAS_NTASKS)); then
+    SIM_TPN=$(((GIVEN_NTASKS + SIM_NODES - 1) / SIM_NODES))
+  else
+    SIM_TPN=1
+  fi
+  SIM_PLACEHOLDER=0
+  if ((HAS_NODELIST)) && [[ $GIVEN_NODELIST != */* ]]; then
+    SIM_NODELIST=$GIVEN_NODELIST
+  elif ((SIM_NODES == 1)); then
+    SIM_NODELIST=dryrun-node1
+    SIM_PLACEHOLDER=1
+  else
+    SIM_NODELIST="dryrun-node[1-$SIM_NODES]"
+    SIM_PLACEHOLDER=1
+  fi
+}
+
+# simulate_node0: run the entry in dry-run as node 0 of the step would.
+simulate_node0() {
+  simulated_shape
+  local -a unset_args=() name
+  for name in $(compgen -e); do
+    [[ $name == SLURM_* || $name == SLURMD_* ]] && unset_args+=(-u "$name")
+  done
+  if ((SIM_PLACEHOLDER)) && [[ -n ${MASTER_ADDR:-} ]]; then
+    LOG_WARN "dry run: MASTER_ADDR=$MASTER_ADDR is left out of node 0's simulation:" \
+      "the node names are placeholders until Slurm allocates (give -w/--nodelist to check it)."
+    unset_args+=(-u MASTER_ADDR)
+  fi
+  local -a known=()
+  ((SIM_PLACEHOLDER)) && known=(SLURMD_NODENAME=dryrun-node1 PRIMUS_SLURM_FIRST_HOST=dryrun-node1)
+  local tasks=$((SIM_NODES * SIM_TPN))
+  ((HAS_NTASKS)) && tasks=$GIVEN_NTASKS
+  entry_words --dry-run
+  LOG_INFO "dry run: node 0 of $SIM_NODES would run (Slurm variables simulated:" \
+    "SLURM_NODELIST=$SIM_NODELIST$( ((SIM_PLACEHOLDER)) && printf ', placeholder names'))"
+  env "${unset_args[@]}" \
+    SLURM_JOB_ID=dry-run SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
+    SLURM_JOB_NUM_NODES="$SIM_NODES" SLURM_NNODES="$SIM_NODES" SLURM_STEP_NUM_NODES="$SIM_NODES" \
+    SLURM_NODELIST="$SIM_NODELIST" SLURM_JOB_NODELIST="$SIM_NODELIST" \
+    SLURM_STEP_NODELIST="$SIM_NODELIST" SLURM_NTASKS="$tasks" SLURM_STEP_NUM_TASKS="$tasks" \
+    SLURM_STEP_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" SLURM_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" \
+    "${known[@]}" \
+    bash "${ENTRY_WORDS[@]}"
+}
+
+print_dry_run() {
+  local quoted
+  quote_words quoted "${SLURM_CMD[@]}"
+  if [[ $LAUNCHER == sbatch ]]; then
+    LOG_INFO "dry run: would submit (the batch script below on sbatch's stdin):"
+    printf '%s\n' "$quoted" "----- batch script -----" "${BATCH_SCRIPT%$'\n'}" \
+      "----- end of batch script -----"
+  else
+    LOG_INFO "dry run: would run:"
+    printf '%s\n' "$quoted"
+  fi
+  local rc=0
+  simulate_node0 || rc=$?
+  if ((rc != 0)); then
+    LOG_ERROR "dry run: node 0's launcher would fail (exit $rc, see above); nothing was submitted."
+    exit "$rc"
+  fi
+  LOG_INFO "dry run: nothing was submitted."
+}
+
+# ------------------------------------------------------------------- main
+
+main() {
+  parse_args "$@"
+  [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && OPT_DRY_RUN=1
+  ((OPT_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
+  scan_slurm_flags
+  split_after
+  load_config
+  fill_from_config
+  add_default_flags
+  if [[ $LAUNCHER == sbatch ]]; then
+    build_sbatch
+  else
+    build_srun
+  fi
+  if ((OPT_DRY_RUN)); then
+    print_dry_run
+    exit 0
+  fi
+  require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
+  local quoted
+  quote_words quoted "${SLURM_CMD[@]}"
+  LOG_INFO "running: $quoted"
+  if [[ $LAUNCHER == sbatch ]]; then
+    exec "${SLURM_CMD[@]}" <<<"$BATCH_SCRIPT"
+  fi
+  exec "${SLURM_CMD[@]}"
+}
+
+main "$@"
