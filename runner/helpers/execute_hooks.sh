@@ -278,7 +278,8 @@ main() {
   fi
   TMP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-hooks.XXXXXX")
   trap cleanup EXIT
-  local script rc start out err n=0
+  local script rc start out err took suffix="" n=0
+  if [[ $DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi
   for script in "${SCRIPTS[@]}"; do
     n=$((n + 1))
     out=$TMP_DIR/$n.out
@@ -286,20 +287,34 @@ main() {
     start=$EPOCHREALTIME
     rc=0
     run_one "$script" "$out" "$err" || rc=$?
+    elapsed_since took "$start"
     if ((rc != 0)); then
+      flush_durations
       report_failure "$script" "$rc" "$out" "$err"
       exit "$(exit_code_for "$rc")"
     fi
     parse_output "$script" "$out"
-    LOG_INFO "$LABEL ${script#"$PRIMUS_ROOT"/} done in $(elapsed_since "$start") s${PRIMUS_DRY_RUN:+ (dry run)}" >&2
+    DURATIONS+="$LABEL ${script#"$PRIMUS_ROOT"/} done in $took s$suffix"$'\n'
   done
+  flush_durations
 }
 
-# elapsed_since START: seconds since the EPOCHREALTIME stamp START, 3 decimals.
+# flush_durations: log the collected per-hook durations in one call (each
+# LOG_INFO masks its text, which costs milliseconds; one call per run, not per hook).
+DURATIONS=""
+flush_durations() {
+  if [[ -n $DURATIONS ]]; then
+    LOG_INFO "${DURATIONS%$'\n'}" >&2
+    DURATIONS=""
+  fi
+}
+
+# elapsed_since VAR START: store in VAR the seconds since the EPOCHREALTIME
+# stamp START, 3 decimals.
 elapsed_since() {
-  local s=${1/./} e=${EPOCHREALTIME/./}
+  local s=${2/./} e=${EPOCHREALTIME/./}
   local us=$((10#$e - 10#$s))
-  printf '%d.%03d' $((us / 1000000)) $(((us % 1000000) / 1000))
+  printf -v "$1" '%d.%03d' $((us / 1000000)) $(((us % 1000000) / 1000))
 }
 
 main "$@"
