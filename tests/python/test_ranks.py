@@ -1,0 +1,259 @@
+"""Rank mapping for every scheduler shape (SPEC section 5); expected values by hand."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from primus_runner.errors import UsageError
+from primus_runner.ranks import RankMap, parse_tasks_per_node, resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SLURM4 = {"SLURM_JOB_ID": "77", "SLURM_NNODES": "4", "SLURM_JOB_NUM_NODES": "4",
+          "SLURM_NODELIST": "gpu[017-020]", "SLURM_JOB_NODELIST": "gpu[017-020]"}
+
+# (label, env, defaults, expected as_env, source, tasks_per_node)
+TABLE = [
+    ("nothing set: single host with the reference defaults",
+     {}, None,
+     {"MASTER_ADDR": "localhost", "MASTER_PORT": "1234", "NNODES": "1", "NODE_RANK": "0",
+      "GPUS_PER_NODE": "8"}, "single", 1),
+    ("explicit exports, leading zeros are decimal",
+     {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "029500", "NNODES": "08", "NODE_RANK": "07",
+      "GPUS_PER_NODE": "08"}, None,
+     {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "NNODES": "8", "NODE_RANK": "7",
+      "GPUS_PER_NODE": "8"}, "explicit", 1),
+    ("config defaults fill what the environment lacks; exports win over config",
+     {"MASTER_PORT": "4000"},
+     {"MASTER_ADDR": "head", "MASTER_PORT": "5000", "NNODES": "2", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "4"},
+     {"MASTER_ADDR": "head", "MASTER_PORT": "4000", "NNODES": "2", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "4"}, "explicit", 1),
+    ("slurm: one task per node, node 2 of 4",
+     {**SLURM4, "SLURM_NODEID": "2", "SLURM_PROCID": "2", "SLURM_TASKS_PER_NODE": "1(x4)"}, None,
+     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "2",
+      "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("slurm: 8 tasks per node, SLURM_NODEID (not SLURM_PROCID) is the node rank",
+     {**SLURM4, "SLURM_NODEID": "1", "SLURM_PROCID": "13", "SLURM_TASKS_PER_NODE": "8(x4)"}, None,
+     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "8"}, "slurm", 8),
+    ("slurm: no SLURM_NODEID, node from SLURM_PROCID and uneven tasks 2,2,1",
+     {"SLURM_JOB_ID": "5", "SLURM_NNODES": "3", "SLURM_NODELIST": "a[1-3]", "SLURM_PROCID": "4",
+      "SLURM_TASKS_PER_NODE": "2(x2),1"}, None,
+     {"MASTER_ADDR": "a1", "MASTER_PORT": "1234", "NNODES": "3", "NODE_RANK": "2",
+      "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("slurm: the step's node list and count win over the job's",
+     {**SLURM4, "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NODELIST": "gpu[019-020]",
+      "SLURM_NODEID": "1", "SLURM_STEP_TASKS_PER_NODE": "1(x2)"}, None,
+     {"MASTER_ADDR": "gpu019", "MASTER_PORT": "1234", "NNODES": "2", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("slurm: several bracket groups, first host in Slurm's order",
+     {"SLURM_JOB_ID": "9", "SLURM_JOB_NUM_NODES": "6", "SLURM_JOB_NODELIST": "r[2-3]n[07-09]",
+      "SLURM_NODEID": "5"}, None,
+     {"MASTER_ADDR": "r2n07", "MASTER_PORT": "1234", "NNODES": "6", "NODE_RANK": "5",
+      "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("slurm: the shell's scontrol answer is used as is",
+     {**SLURM4, "SLURM_NODEID": "0", "PRIMUS_SLURM_FIRST_HOST": "gpu017"}, None,
+     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "0",
+      "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("slurm: user FQDN of the first node is accepted and kept",
+     {**SLURM4, "SLURM_NODEID": "3", "MASTER_ADDR": "gpu017.cluster.local",
+      "MASTER_PORT": "29500", "NNODES": "4", "NODE_RANK": "3"}, None,
+     {"MASTER_ADDR": "gpu017.cluster.local", "MASTER_PORT": "29500", "NNODES": "4",
+      "NODE_RANK": "3", "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("slurm: short user name against an FQDN node list",
+     {"SLURM_JOB_ID": "1", "SLURM_NNODES": "2", "SLURM_NODELIST": "gpu[1-2].dc1",
+      "SLURM_NODEID": "1", "MASTER_ADDR": "gpu1"}, None,
+     {"MASTER_ADDR": "gpu1", "MASTER_PORT": "1234", "NNODES": "2", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("slurm: single-node allocation outside a step is rank 0",
+     {"SLURM_JOB_ID": "3", "SLURM_NNODES": "1", "SLURM_NODELIST": "solo"}, None,
+     {"MASTER_ADDR": "solo", "MASTER_PORT": "1234", "NNODES": "1", "NODE_RANK": "0",
+      "GPUS_PER_NODE": "8"}, "slurm", 1),
+    ("openmpi: 4 nodes x 8 ranks, world rank 13 is on node 1",
+     {"OMPI_COMM_WORLD_RANK": "13", "OMPI_COMM_WORLD_SIZE": "32",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "5",
+      "MASTER_ADDR": "head0"}, None,
+     {"MASTER_ADDR": "head0", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "8"}, "openmpi", 8),
+    ("openmpi: one launcher per node",
+     {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "1", "MASTER_ADDR": "10.1.0.5"}, None,
+     {"MASTER_ADDR": "10.1.0.5", "MASTER_PORT": "1234", "NNODES": "3", "NODE_RANK": "2",
+      "GPUS_PER_NODE": "8"}, "openmpi", 1),
+    ("pmix: PMIX_RANK with a local size",
+     {"PMIX_RANK": "9", "PMIX_SIZE": "16", "PMIX_LOCAL_SIZE": "4", "MASTER_ADDR": "m0"}, None,
+     {"MASTER_ADDR": "m0", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "2",
+      "GPUS_PER_NODE": "8"}, "pmix", 4),
+    ("pytorchjob: PET_* variables",
+     {"PET_NNODES": "3", "PET_NODE_RANK": "2", "PET_MASTER_ADDR": "job-master-0",
+      "PET_MASTER_PORT": "23456", "PET_NPROC_PER_NODE": "4",
+      "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456"}, None,
+     {"MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456", "NNODES": "3", "NODE_RANK": "2",
+      "GPUS_PER_NODE": "4"}, "pytorchjob", 1),
+    ("pytorchjob: fixed elastic range 2:2 and nproc 'auto' ignored",
+     {"PET_NNODES": "2:2", "PET_NODE_RANK": "0", "PET_MASTER_ADDR": "pj-0",
+      "PET_NPROC_PER_NODE": "auto"}, None,
+     {"MASTER_ADDR": "pj-0", "MASTER_PORT": "1234", "NNODES": "2", "NODE_RANK": "0",
+      "GPUS_PER_NODE": "8"}, "pytorchjob", 1),
+    ("pytorchjob: elastic range with an exported NNODES inside it",
+     {"PET_NNODES": "1:4", "PET_NODE_RANK": "1", "PET_MASTER_ADDR": "pj-0", "NNODES": "3"}, None,
+     {"MASTER_ADDR": "pj-0", "MASTER_PORT": "1234", "NNODES": "3", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "8"}, "pytorchjob", 1),
+    ("jobset: JOB_COMPLETION_INDEX is the node rank",
+     {"JOB_COMPLETION_INDEX": "3", "NNODES": "4", "MASTER_ADDR": "js-workers-0-0.js"}, None,
+     {"MASTER_ADDR": "js-workers-0-0.js", "MASTER_PORT": "1234", "NNODES": "4",
+      "NODE_RANK": "3", "GPUS_PER_NODE": "8"}, "jobset", 1),
+    ("jobset: node count from config",
+     {"JOB_COMPLETION_INDEX": "1", "MASTER_ADDR": "js-0"}, {"NNODES": "2"},
+     {"MASTER_ADDR": "js-0", "MASTER_PORT": "1234", "NNODES": "2", "NODE_RANK": "1",
+      "GPUS_PER_NODE": "8"}, "jobset", 1),
+]
+
+
+@pytest.mark.parametrize("label, env, defaults, expected, source, tasks", TABLE,
+                         ids=[row[0] for row in TABLE])
+def test_rank_mapping_table(label, env, defaults, expected, source, tasks) -> None:
+    result = resolve(env, defaults)
+    assert isinstance(result, RankMap)
+    assert result.as_env() == expected
+    assert result.source == source
+    assert result.tasks_per_node == tasks
+
+
+# (label, env, defaults, fragments every error message must contain)
+CONTRADICTIONS = [
+    ("exported NODE_RANK against SLURM_NODEID",
+     {**SLURM4, "SLURM_NODEID": "2", "NODE_RANK": "0"}, None,
+     ["NODE_RANK=0", "SLURM_NODEID=2"]),
+    ("exported NNODES against SLURM_NNODES",
+     {**SLURM4, "SLURM_NODEID": "2", "NNODES": "8"}, None, ["NNODES=8", "SLURM_NNODES=4"]),
+    ("MASTER_ADDR of another host than the first node",
+     {**SLURM4, "SLURM_NODEID": "1", "MASTER_ADDR": "gpu018"}, None,
+     ["MASTER_ADDR=gpu018", "gpu017"]),
+    ("MASTER_ADDR sharing only a prefix with the first node",
+     {**SLURM4, "SLURM_NODEID": "1", "MASTER_ADDR": "gpu0170.cluster"}, None,
+     ["MASTER_ADDR=gpu0170.cluster", "gpu017"]),
+    ("slurm node count and node list disagree",
+     {"SLURM_JOB_ID": "1", "SLURM_NNODES": "3", "SLURM_NODELIST": "n[1-2]", "SLURM_NODEID": "0"},
+     None, ["SLURM_NNODES=3", "n[1-2]", "2"]),
+    ("multi-node allocation without a step",
+     {"SLURM_JOB_ID": "42", "SLURM_NNODES": "2", "SLURM_NODELIST": "n[1-2]"}, None,
+     ["SLURM_NODEID", "srun"]),
+    ("malformed SLURM_TASKS_PER_NODE",
+     {**SLURM4, "SLURM_PROCID": "1", "SLURM_TASKS_PER_NODE": "2(x)"}, None,
+     ["SLURM_TASKS_PER_NODE='2(x)'"]),
+    ("malformed node list",
+     {"SLURM_JOB_ID": "1", "SLURM_NODELIST": "n[1-", "SLURM_NODEID": "0"}, None, ["'[1-'"]),
+    ("openmpi world size not a multiple of the local size",
+     {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "10",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "4", "MASTER_ADDR": "h"}, None,
+     ["OMPI_COMM_WORLD_SIZE=10", "OMPI_COMM_WORLD_LOCAL_SIZE=4"]),
+    ("openmpi against an exported NODE_RANK",
+     {"OMPI_COMM_WORLD_RANK": "8", "OMPI_COMM_WORLD_SIZE": "16",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "8", "NODE_RANK": "0", "MASTER_ADDR": "h"}, None,
+     ["NODE_RANK=0", "=1"]),
+    ("pytorchjob against an exported MASTER_PORT",
+     {"PET_NNODES": "2", "PET_NODE_RANK": "0", "PET_MASTER_ADDR": "m", "PET_MASTER_PORT": "23456",
+      "MASTER_PORT": "29500"}, None, ["MASTER_PORT=29500", "PET_MASTER_PORT=23456"]),
+    ("pytorchjob elastic range without NNODES",
+     {"PET_NNODES": "1:4", "PET_NODE_RANK": "0", "PET_MASTER_ADDR": "m"}, None,
+     ["PET_NNODES='1:4'", "NNODES"]),
+    ("jobset index beyond NNODES",
+     {"JOB_COMPLETION_INDEX": "4", "NNODES": "4", "MASTER_ADDR": "js-0"}, None,
+     ["NODE_RANK=4", "NNODES=4", "0..3"]),
+    ("multi-node with localhost",
+     {"NNODES": "2", "NODE_RANK": "1"}, None, ["MASTER_ADDR=localhost", "NNODES=2"]),
+    ("multi-node with 127.0.0.1 from config",
+     {}, {"NNODES": "2", "MASTER_ADDR": "127.0.0.1"}, ["MASTER_ADDR=127.0.0.1", "config"]),
+    ("NODE_RANK not below NNODES", {"NNODES": "2", "NODE_RANK": "2", "MASTER_ADDR": "h"}, None,
+     ["NODE_RANK=2", "NNODES=2", "0..1"]),
+    ("MASTER_PORT below 1024", {"MASTER_PORT": "80"}, None, ["MASTER_PORT=80", "1024..65535"]),
+    ("MASTER_PORT above 65535", {"MASTER_PORT": "65536"}, None, ["MASTER_PORT=65536", "1024..65535"]),
+    ("MASTER_PORT not a number", {"MASTER_PORT": "12a"}, None, ["MASTER_PORT='12a'", "1024..65535"]),
+    ("NNODES zero", {"NNODES": "0"}, None, ["NNODES=0", ">= 1"]),
+    ("negative NODE_RANK", {"NODE_RANK": "-1"}, None, ["NODE_RANK='-1'"]),
+    ("GPUS_PER_NODE zero", {"GPUS_PER_NODE": "0"}, None, ["GPUS_PER_NODE=0", ">= 1"]),
+    ("GPUS_PER_NODE hex", {"GPUS_PER_NODE": "0x8"}, None, ["GPUS_PER_NODE='0x8'"]),
+    ("MASTER_ADDR with shell syntax", {"MASTER_ADDR": "$(reboot)"}, None,
+     ["MASTER_ADDR='$(reboot)'", "host name"]),
+    ("MASTER_ADDR with a space", {"MASTER_ADDR": "a b"}, None, ["MASTER_ADDR='a b'"]),
+]
+
+
+@pytest.mark.parametrize("label, env, defaults, fragments", CONTRADICTIONS,
+                         ids=[row[0] for row in CONTRADICTIONS])
+def test_contradictions_and_bad_values_name_both_values(label, env, defaults, fragments) -> None:
+    with pytest.raises(UsageError) as info:
+        resolve(env, defaults)
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_consistent_user_values_are_accepted_with_the_scheduler() -> None:
+    env = {**SLURM4, "SLURM_NODEID": "3", "NODE_RANK": "03", "NNODES": "4"}
+    assert resolve(env).as_env()["NODE_RANK"] == "3"
+
+
+def test_ip_master_addr_under_slurm_is_kept_with_a_note() -> None:
+    result = resolve({**SLURM4, "SLURM_NODEID": "1", "MASTER_ADDR": "10.0.0.17"})
+    assert result.master_addr == "10.0.0.17"
+    assert any("10.0.0.17" in note and "gpu017" in note for note in result.notes)
+
+
+def test_resolve_is_pure_and_does_not_touch_its_input() -> None:
+    env = {**SLURM4, "SLURM_NODEID": "1"}
+    snapshot = dict(env)
+    assert resolve(env) == resolve(env)
+    assert env == snapshot
+
+
+def test_neuron_root_comm_id() -> None:
+    assert resolve({"MASTER_ADDR": "h0", "MASTER_PORT": "62182"}).neuron_root_comm_id() == "h0:62182"
+    assert resolve({"MASTER_ADDR": "fd00::1"}).neuron_root_comm_id() == "[fd00::1]:1234"
+
+
+def test_tasks_per_node_format() -> None:
+    assert parse_tasks_per_node("X", "2(x3),1") == [(2, 3), (1, 1)]
+    assert parse_tasks_per_node("X", "8") == [(8, 1)]
+    for bad in ("", "2(x0)", "a", "2(3)", "0"):
+        with pytest.raises(UsageError):
+            parse_tasks_per_node("X", bad)
+
+
+def test_sixteen_thousand_node_slurm_list_maps_without_expanding() -> None:
+    env = {"SLURM_JOB_ID": "1", "SLURM_NNODES": "16384",
+           "SLURM_NODELIST": "n[00000-16383]", "SLURM_NODEID": "16383"}
+    result = resolve(env)
+    assert (result.master_addr, result.node_rank, result.nnodes) == ("n00000", 16383, 16384)
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("SLURM_", "OMPI_", "PMIX_", "PET_")) and k not in (
+                "MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "GPUS_PER_NODE",
+                "JOB_COMPLETION_INDEX")}
+    base.update(env, PYTHONPATH=str(ROOT / "python"))
+    return subprocess.run([sys.executable, "-m", "primus_runner", "ranks", *args],
+                          capture_output=True, env=base)
+
+
+def test_cli_formats() -> None:
+    env = {**SLURM4, "SLURM_NODEID": "2"}
+    shell = _cli(env, "--format", "shell")
+    assert shell.returncode == 0
+    assert shell.stdout.decode() == ("export MASTER_ADDR=gpu017\nexport MASTER_PORT=1234\n"
+                                     "export NNODES=4\nexport NODE_RANK=2\nexport GPUS_PER_NODE=8\n")
+    data = json.loads(_cli(env, "--format", "json").stdout)
+    assert data["source"] == "slurm" and data["node_rank"] == 2 and data["nodelist"] == "gpu[017-020]"
+    nul = _cli(env, "--format", "nul", "--default", "MASTER_PORT=4242").stdout
+    assert nul == (b"MASTER_ADDR\0gpu017\0MASTER_PORT\x004242\0NNODES\x004\0NODE_RANK\x002\0"
+                   b"GPUS_PER_NODE\x008\0")
+    bad = _cli({**env, "NODE_RANK": "0"})
+    assert bad.returncode == 2
+    assert b"NODE_RANK=0" in bad.stderr and b"SLURM_NODEID=2" in bad.stderr
