@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/00_direct.sh: `primus-cli direct --dry-run -- train pretrain` (budget 0.15 s)
+# and the number of python3 processes a launch starts before the workload (budget 2).
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$BENCH_DIR/lib.sh"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PRIMUS_WORKSPACE=$work/ws PRIMUS_SYSFS_ROOT=$work/sys PRIMUS_DEV_ROOT=$work/dev
+export GPUS_PER_NODE=2 PRIMUS_LOG_COLOR=0
+mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+cli=$PRIMUS_ROOT/runner/primus-cli
+cfg=$PRIMUS_ROOT/examples/cpu_pretrain.yaml
+
+bench_median "floor: bash -c true" "$BENCH_RUNS" bash -c true
+bench_median "floor: python3 -c pass" "$BENCH_RUNS" "$PRIMUS_ROOT/.venv/bin/python" -c pass
+bench_median "direct --dry-run -- train pretrain (budget 0.15 s)" "$BENCH_RUNS" \
+  "$cli" direct --dry-run -- train pretrain --config "$cfg"
+
+# Count python3 starts: a wrapper interpreter appends a line per start.
+real_python=$(readlink -f "$PRIMUS_ROOT/.venv/bin/python")
+cat >"$work/python" <<WRAP
+#!/usr/bin/env bash
+echo start >>"$work/starts"
+exec "$real_python" "\$@"
+WRAP
+chmod +x "$work/python"
+PRIMUS_PYTHON=$work/python "$cli" direct --dry-run -- train pretrain --config "$cfg" >/dev/null 2>&1 || true
+printf '%-58s %d (budget 2)\n' "python3 processes per launch before the workload" "$(wc -l <"$work/starts" 2>/dev/null || echo 0)"
