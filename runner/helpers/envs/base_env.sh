@@ -1,0 +1,393 @@
+# shellcheck shell=bash
+# runner/helpers/envs/base_env.sh: the launcher-owned defaults of the Primus
+# reference (sections 1, 4-8) for every job, safe to source by hand:
+#
+#   source runner/helpers/envs/base_env.sh
+#
+# What it sets (each only when the user has not set it; see "Precedence"):
+#   - distributed: MASTER_ADDR=localhost MASTER_PORT=1234 NNODES=1 NODE_RANK=0
+#     GPUS_PER_NODE=8
+#   - NIC/HCA and accelerator facts through the detection helpers (one python3
+#     start for `devices` and `nics`, skipped when PRIMUS_DETECTION_DONE=1):
+#     NCCL_IB_HCA, NCCL_IB_GID_INDEX (3 when nothing is detected), IP_INTERFACE,
+#     NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, PRIMUS_ACCELERATOR, PRIMUS_GPU_MODEL,
+#     PRIMUS_NEURON_*. When a helper cannot run (no python3, no psutil) it warns
+#     once and the reference defaults stay.
+#   - NCCL_DEBUG exported empty (reference: "base_env.sh empty default")
+#   - RCCL/NCCL, ROCm/HSA, PyTorch, Transformer Engine defaults (reference 4-7)
+#   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts)
+#   - TORCH_COMPILE_CACHE_KEY_TAG: ",primus-bufops-war-v1" appended (ROCm only,
+#     never replaced, never twice)
+#   - DATA_PATH=<repo>/data, HF_HOME=${DATA_PATH}/huggingface, PYTHONPATH gets
+#     <repo>/python and <repo> prepended (once)
+#   - PRIMUS_DETERMINISTIC=1: NCCL_ALGO=Ring NVTE_ALLOW_NONDETERMINISTIC_ALGO=0
+#     ROCBLAS_DEFAULT_ATOMICS_MODE=0 TORCH_COMPILE_DISABLE=1
+#     PRIMUS_TURBO_AUTO_TUNE=0 (and CUBLAS_WORKSPACE_CONFIG=:4096:8 on CUDA); a
+#     user value that contradicts one of them is kept and warned about.
+#
+# Precedence (SPEC section 3): a variable that is set when this file is sourced
+# belongs to the user and is kept, even when it is set to the empty string
+# (`export NCCL_SOCKET_IFNAME=` means "let the library choose"). One exception,
+# from the reference: an empty NCCL_IB_HCA means "detect". Names listed in
+# PRIMUS_DETECTED_VARS (space separated; exported by the launcher for values it
+# detected or defaulted itself) are not the user's: layers may refine them.
+#
+# Sourcing contract: guarded against double sourcing (per shell), never exits
+# the caller's shell, always returns 0, leaves set -e/-u/-x/pipefail and traps
+# as they were, works from any directory and through a symlink, and prints only
+# on NODE_RANK 0, at INFO (summary, hidden by PRIMUS_LOG_LEVEL=WARN) or WARN.
+#
+# Functions for the other layers and the launcher:
+#   primus_env_default NAME VALUE ORIGIN   set NAME unless the user owns it (layers)
+#   primus_env_fallback NAME VALUE ORIGIN  set NAME only when unset (base defaults)
+#   primus_env_user_owns NAME              true when NAME is the user's value
+#   primus_env_note_origin NAME ORIGIN     record who set NAME (hook, cli, ...)
+# Origins are kept in the associative array __PRIMUS_ORIGIN and exported as
+# PRIMUS_ENV_ORIGINS="NAME:origin ..." for `primus-cli env show`.
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  # Executed, not sourced: nothing it sets could reach the caller.
+  sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+  case ${1:-} in -h | --help) exit 0 ;; esac
+  echo "base_env.sh must be sourced: source $0" >&2
+  exit 2
+fi
+
+if [[ -n ${__PRIMUS_BASE_ENV_SOURCED:-} ]]; then
+  return 0
+fi
+
+# ---------------------------------------------------------------------------
+# Shell-state protection: shared by base_env.sh and primus-env.sh.
+# ---------------------------------------------------------------------------
+
+# __primus_opts_save: remember errexit/nounset/xtrace (outermost call only) and
+# switch errexit and nounset off, so nothing in the layers can end the caller.
+__primus_opts_save() {
+  __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-0} + 1))
+  ((__PRIMUS_OPTS_DEPTH == 1)) || return 0
+  __PRIMUS_OPTS_SAVED=$-
+  set +e +u
+  if [[ ${PRIMUS_DEBUG:-0} == 1 ]]; then set -x; fi
+  return 0
+}
+
+# __primus_opts_restore: put back what __primus_opts_save found.
+__primus_opts_restore() {
+  __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-1} - 1))
+  ((__PRIMUS_OPTS_DEPTH <= 0)) || return 0
+  __PRIMUS_OPTS_DEPTH=0
+  case $__PRIMUS_OPTS_SAVED in *x*) ;; *) set +x ;; esac
+  case $__PRIMUS_OPTS_SAVED in *u*) set -u ;; esac
+  case $__PRIMUS_OPTS_SAVED in *e*) set -e ;; esac
+  return 0
+}
+
+# ---------------------------------------------------------------------------
+# Origins and precedence.
+# ---------------------------------------------------------------------------
+if ! declare -p __PRIMUS_ORIGIN >/dev/null 2>&1; then
+  declare -gA __PRIMUS_ORIGIN=()
+fi
+
+# primus_env_user_owns NAME: true when NAME was set before any layer touched it
+# and the launcher did not list it in PRIMUS_DETECTED_VARS. Records the answer.
+primus_env_user_owns() {
+  local name=$1 origin=${__PRIMUS_ORIGIN[$1]-}
+  if [[ -n $origin ]]; then
+    [[ $origin == user* ]]
+    return
+  fi
+  [[ -v $name ]] || return 1
+  if [[ " ${PRIMUS_DETECTED_VARS-} " == *" $name "* ]]; then
+    __PRIMUS_ORIGIN[$name]=launcher
+    return 1
+  fi
+  __PRIMUS_ORIGIN[$name]=user
+  export "${name?}"
+  return 0
+}
+
+# primus_env_default NAME VALUE ORIGIN: export NAME=VALUE unless the user owns
+# NAME; a value set by a lower layer (or detected) is replaced.
+primus_env_default() {
+  primus_env_user_owns "$1" && return 0
+  printf -v "$1" '%s' "$2"
+  export "${1?}"
+  __PRIMUS_ORIGIN[$1]=$3
+}
+
+# primus_env_fallback NAME VALUE ORIGIN: export NAME=VALUE only when NAME is
+# not set at all (the base defaults: below detection, the launcher and layers).
+primus_env_fallback() {
+  if primus_env_user_owns "$1" || [[ -v $1 ]]; then
+    export "${1?}"
+    return 0
+  fi
+  printf -v "$1" '%s' "$2"
+  export "${1?}"
+  __PRIMUS_ORIGIN[$1]=$3
+}
+
+# primus_env_note_origin NAME ORIGIN: record that ORIGIN (hook, cli, ...) set
+# NAME; for the launcher after hooks and --env. Updates PRIMUS_ENV_ORIGINS.
+primus_env_note_origin() {
+  __PRIMUS_ORIGIN[$1]=$2
+  __primus_env_export_origins
+}
+
+# __primus_env_export_origins: PRIMUS_ENV_ORIGINS="NAME:origin ..." for every
+# name a layer, detection, hook or --env set, or a layer kept as the user's.
+__primus_env_export_origins() {
+  local name list=""
+  for name in "${!__PRIMUS_ORIGIN[@]}"; do
+    list+="${list:+ }$name:${__PRIMUS_ORIGIN[$name]}"
+  done
+  export PRIMUS_ENV_ORIGINS=$list
+}
+
+# __primus_is_uint VALUE: VALUE is a plain non-negative decimal integer.
+__primus_is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
+
+# ---------------------------------------------------------------------------
+# Detection (devices + nics in one python3 start).
+# ---------------------------------------------------------------------------
+
+# Runs each helper through cli.main, output captured per helper, so a helper
+# that fails (missing psutil, bad sysfs) is reported instead of half-applied.
+__PRIMUS_DETECT_PY='
+import io, sys
+out = sys.stdout.buffer
+for cmd in ("devices", "nics"):
+    real_out, real_err = sys.stdout, sys.stderr
+    cap_out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape", newline="")
+    cap_err = io.StringIO()
+    reason = ""
+    try:
+        sys.stdout, sys.stderr = cap_out, cap_err
+        from primus_runner import cli
+        rc = cli.main([cmd, "--format", "nul"])
+    except BaseException as exc:
+        rc, reason = 1, f"{type(exc).__name__}: {exc}"
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+    cap_out.flush()
+    if rc == 0:
+        out.write(cap_out.buffer.getvalue())
+    else:
+        lines = [l for l in cap_err.getvalue().splitlines() if l.strip()]
+        reason = reason or (lines[-1] if lines else f"exit status {rc}")
+        out.write(f"__PRIMUS_DETECT_FAILED\0{cmd}: {reason}\0".encode("utf-8", "surrogateescape"))
+out.write(b"__PRIMUS_DETECT_END\0\0")
+'
+
+# __primus_detection_needed: true unless the launcher did it or every value
+# detection would give is already set.
+__primus_detection_needed() {
+  [[ ${PRIMUS_DETECTION_DONE:-0} == 1 ]] && return 1
+  [[ -n ${NCCL_IB_HCA:-} && -v NCCL_IB_GID_INDEX && -v NCCL_SOCKET_IFNAME && -v GLOO_SOCKET_IFNAME ]] || return 0
+  case ${PRIMUS_ACCELERATOR:-auto} in
+    rocm) [[ -n ${PRIMUS_GPU_MODEL:-} ]] || return 0 ;;
+    neuron) [[ -n ${PRIMUS_NEURON_LOGICAL_CORES:-} && -n ${PRIMUS_NEURON_DEFAULT_LNC:-} ]] || return 0 ;;
+    cpu | cuda) ;;
+    *) return 0 ;;
+  esac
+  return 1
+}
+
+# __primus_apply_detected NAME VALUE: a detected value, below the user's. An
+# empty NCCL_IB_HCA or PRIMUS_ACCELERATOR=auto asks for detection.
+__primus_apply_detected() {
+  local name=$1 value=$2
+  if [[ -z ${__PRIMUS_ORIGIN[$name]-} ]]; then
+    case $name in
+      NCCL_IB_HCA) [[ -n ${NCCL_IB_HCA-} ]] || unset NCCL_IB_HCA ;;
+      PRIMUS_ACCELERATOR) [[ ${PRIMUS_ACCELERATOR-} != auto ]] || unset PRIMUS_ACCELERATOR ;;
+    esac
+  fi
+  primus_env_default "$name" "$value" detected
+}
+
+# __primus_run_detection: run the helpers once, apply their records, warn once.
+__primus_run_detection() {
+  local name value failures="" ended=0
+  primus_pick_python
+  while IFS= read -r -d '' name && IFS= read -r -d '' value; do
+    case $name in
+      __PRIMUS_DETECT_END) ended=1 ;;
+      __PRIMUS_DETECT_FAILED) failures+="${failures:+; }$value" ;;
+      *)
+        if [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+          __primus_apply_detected "$name" "$value"
+        fi
+        ;;
+    esac
+  done < <(PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+    "$PRIMUS_PYTHON" -c "$__PRIMUS_DETECT_PY" 2>/dev/null)
+  if ((!ended)); then
+    failures="'$PRIMUS_PYTHON' could not run the primus_runner helpers"
+  fi
+  if [[ -n $failures ]]; then
+    LOG_WARN_RANK0 "base_env: detection helper unavailable ($failures); keeping the reference defaults for what it would detect. Fix: run 'make setup' (or set PRIMUS_PYTHON to a python3 with psutil and PyYAML), or export the values yourself."
+  fi
+}
+
+# ---------------------------------------------------------------------------
+# The defaults.
+# ---------------------------------------------------------------------------
+
+# __primus_base_distributed: reference section 1.
+__primus_base_distributed() {
+  primus_env_fallback MASTER_ADDR localhost default
+  primus_env_fallback MASTER_PORT 1234 default
+  primus_env_fallback NNODES 1 default
+  primus_env_fallback NODE_RANK 0 default
+  primus_env_fallback GPUS_PER_NODE 8 default
+}
+
+# __primus_base_network: reference section 4, NIC part (after detection).
+__primus_base_network() {
+  primus_env_fallback NCCL_DEBUG "" default
+  primus_env_fallback NCCL_IB_GID_INDEX 3 default
+  primus_env_fallback NCCL_IB_HCA "" default
+  if [[ -n ${IP_INTERFACE:-} ]]; then
+    primus_env_fallback NCCL_SOCKET_IFNAME "$IP_INTERFACE" default
+  fi
+  if [[ -v NCCL_SOCKET_IFNAME ]]; then
+    primus_env_fallback GLOO_SOCKET_IFNAME "$NCCL_SOCKET_IFNAME" default
+  fi
+}
+
+# __primus_base_libraries: reference sections 4-7 fixed defaults.
+__primus_base_libraries() {
+  primus_env_fallback NCCL_PXN_DISABLE 1 default
+  primus_env_fallback NCCL_P2P_NET_CHUNKSIZE 524288 default
+  primus_env_fallback NCCL_CROSS_NIC 0 default
+  primus_env_fallback RCCL_MSCCL_ENABLE 0 default
+  primus_env_fallback RCCL_MSCCLPP_THRESHOLD 1073741824 default
+  primus_env_fallback TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK 0 default
+  primus_env_fallback TORCH_NCCL_HIGH_PRIORITY 1 default
+  primus_env_fallback HSA_ENABLE_SDMA 1 default
+  primus_env_fallback HSA_NO_SCRATCH_RECLAIM 1 default
+  primus_env_fallback CUDA_DEVICE_MAX_CONNECTIONS 1 default
+  primus_env_fallback NVTE_ROCM_ENABLE_MXFP8 1 default
+  primus_env_fallback NVTE_CK_USES_BWD_V3 1 default
+  primus_env_fallback PATCH_TE_FLASH_ATTN 0 default
+}
+
+# __primus_base_visible_devices: HIP_VISIBLE_DEVICES=0..GPUS_PER_NODE-1 unless
+# the accelerator is known not to be ROCm. A GPUS_PER_NODE that is not a
+# number is left for validation to report.
+__primus_base_visible_devices() {
+  case ${PRIMUS_ACCELERATOR:-auto} in neuron | cpu | cuda) return 0 ;; esac
+  __primus_is_uint "${GPUS_PER_NODE-}" || return 0
+  local n=$((10#$GPUS_PER_NODE)) i list=""
+  ((n >= 1 && n <= 1024)) || return 0
+  for ((i = 0; i < n; i++)); do list+="${list:+,}$i"; done
+  primus_env_fallback HIP_VISIBLE_DEVICES "$list" default
+}
+
+# __primus_base_compile_tag: reference section 5, ROCm only: append the
+# Triton buffer-ops workaround tag to TORCH_COMPILE_CACHE_KEY_TAG (comma list).
+PRIMUS_BUFOPS_WAR_TAG=primus-bufops-war-v1
+__primus_base_compile_tag() {
+  [[ ${PRIMUS_ACCELERATOR:-} == rocm ]] || return 0
+  local current=${TORCH_COMPILE_CACHE_KEY_TAG-}
+  [[ ,$current, == *",$PRIMUS_BUFOPS_WAR_TAG,"* ]] && return 0
+  if [[ -n $current ]]; then
+    primus_env_user_owns TORCH_COMPILE_CACHE_KEY_TAG || true
+    TORCH_COMPILE_CACHE_KEY_TAG="$current,$PRIMUS_BUFOPS_WAR_TAG"
+    __PRIMUS_ORIGIN[TORCH_COMPILE_CACHE_KEY_TAG]=user+default
+  else
+    TORCH_COMPILE_CACHE_KEY_TAG=$PRIMUS_BUFOPS_WAR_TAG
+    __PRIMUS_ORIGIN[TORCH_COMPILE_CACHE_KEY_TAG]=default
+  fi
+  export TORCH_COMPILE_CACHE_KEY_TAG
+}
+
+# __primus_base_paths: reference section 8 and the Python path.
+__primus_base_paths() {
+  primus_env_fallback DATA_PATH "$PRIMUS_ROOT/data" default
+  primus_env_fallback HF_HOME "$DATA_PATH/huggingface" default
+  local entry origin=default
+  if primus_env_user_owns PYTHONPATH; then origin=user+default; fi
+  for entry in "$PRIMUS_ROOT" "$PRIMUS_ROOT/python"; do
+    case ":${PYTHONPATH-}:" in
+      *":$entry:"*) ;;
+      *)
+        PYTHONPATH="$entry${PYTHONPATH:+:$PYTHONPATH}"
+        __PRIMUS_ORIGIN[PYTHONPATH]=$origin
+        ;;
+    esac
+  done
+  export PYTHONPATH
+}
+
+# __primus_base_deterministic: PRIMUS_DETERMINISTIC=1 (Primus's deterministic
+# mode: the values Megatron's ROCm deterministic_mode asserts, plus NCCL Ring).
+__primus_base_deterministic() {
+  [[ ${PRIMUS_DETERMINISTIC:-0} == 1 ]] || return 0
+  local -a pairs=(NCCL_ALGO Ring NVTE_ALLOW_NONDETERMINISTIC_ALGO 0
+    ROCBLAS_DEFAULT_ATOMICS_MODE 0 TORCH_COMPILE_DISABLE 1 PRIMUS_TURBO_AUTO_TUNE 0)
+  if [[ ${PRIMUS_ACCELERATOR:-} == cuda ]]; then
+    pairs+=(CUBLAS_WORKSPACE_CONFIG :4096:8)
+  fi
+  local i name want
+  for ((i = 0; i < ${#pairs[@]}; i += 2)); do
+    name=${pairs[i]} want=${pairs[i + 1]}
+    primus_env_fallback "$name" "$want" deterministic
+    if [[ ${!name-} != "$want" ]]; then
+      LOG_WARN_RANK0 "base_env: PRIMUS_DETERMINISTIC=1 needs $name=$want but $name='${!name-}' is exported; runs are not reproducible. Fix: unset $name or export $name=$want."
+    fi
+  done
+}
+
+# __primus_base_summary: one INFO line per group, on node rank 0.
+__primus_base_summary() {
+  local group name line
+  local -a groups=(
+    "cluster:MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE PRIMUS_ACCELERATOR PRIMUS_GPU_MODEL"
+    "network:NCCL_IB_HCA NCCL_IB_GID_INDEX NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME HIP_VISIBLE_DEVICES"
+    "paths:DATA_PATH HF_HOME"
+  )
+  for group in "${groups[@]}"; do
+    line=""
+    for name in ${group#*:}; do
+      [[ -v $name ]] && line+=" $name=${!name}"
+    done
+    LOG_INFO_RANK0 "base_env ${group%%:*}:${line}"
+  done
+}
+
+# __primus_base_env_main: everything above, in order.
+__primus_base_env_main() {
+  __primus_base_distributed
+  if __primus_detection_needed; then
+    __primus_run_detection
+  fi
+  __primus_base_network
+  __primus_base_libraries
+  __primus_base_visible_devices
+  __primus_base_compile_tag
+  __primus_base_paths
+  __primus_base_deterministic
+  __primus_env_export_origins
+  __primus_base_summary
+}
+
+__PRIMUS_BASE_ENV_SOURCED=1
+__primus_opts_save
+__PRIMUS_ENVS_DIR=${BASH_SOURCE[0]}
+if [[ -L $__PRIMUS_ENVS_DIR ]]; then
+  __PRIMUS_ENVS_DIR=$(readlink -f -- "$__PRIMUS_ENVS_DIR")
+fi
+case $__PRIMUS_ENVS_DIR in */*) __PRIMUS_ENVS_DIR=${__PRIMUS_ENVS_DIR%/*} ;; *) __PRIMUS_ENVS_DIR=. ;; esac
+__PRIMUS_ENVS_DIR=$(cd -P -- "$__PRIMUS_ENVS_DIR" && pwd)
+# common.sh derives the runner directory from its own location.
+if [[ -z ${PRIMUS_RUNNER_DIR:-} || ! -f ${PRIMUS_RUNNER_DIR:-}/lib/common.sh ]]; then
+  PRIMUS_RUNNER_DIR=${__PRIMUS_ENVS_DIR%/helpers/envs}
+fi
+# shellcheck source=runner/lib/common.sh
+source "$__PRIMUS_ENVS_DIR/../../lib/common.sh"
+__primus_base_env_main
+__primus_opts_restore

@@ -1,0 +1,180 @@
+# shellcheck shell=bash
+# runner/helpers/envs/primus-env.sh: the environment layer loader (SPEC 6).
+#
+#   source runner/helpers/envs/primus-env.sh [-- WORKLOAD ARGS...]
+#
+# Order (each layer only fills what the user did not export, SPEC 3):
+#   1. base_env.sh                reference defaults, detection (once)
+#   2. accelerator layer          PRIMUS_ACCELERATOR=rocm: <PRIMUS_GPU_MODEL>.sh
+#                                 (MI300X.sh, MI325X.sh, MI355X.sh; another or no
+#                                 model: a warning, base only);
+#                                 PRIMUS_ACCELERATOR=neuron: neuron.sh
+#   3. framework layer            jax_xla.sh when the workload is JAX: PRIMUS_FRAMEWORK
+#                                 is maxtext, jax or maxdiffusion; or, when unset, a
+#                                 workload argument given after `--` names one of
+#                                 them (`maxtext`, `--backend=maxtext`,
+#                                 `examples/maxtext/x.yaml`); the match is exported
+#                                 as PRIMUS_FRAMEWORK
+#   4. validation                 neuron core layout (primus_neuron_validate_cores),
+#                                 then `python3 -m primus_runner env check`
+#                                 (errors: return 2). PRIMUS_SKIP_VALIDATION=1 skips
+#                                 both with a warning; PRIMUS_ENV_DEFER_VALIDATION=1
+#                                 (the launcher, which runs env check itself after
+#                                 hooks and --env) skips only env check, silently.
+# PRIMUS_DEBUG=1 traces the loader (set -x) and only the loader.
+# Returns 0, or 2 when validation fails; never exits the caller's shell; leaves
+# the caller's shell options as they were. Guarded: a second source in the same
+# shell does nothing.
+#
+# Launcher contract: when the launcher has detected devices and NICs it exports
+# PRIMUS_DETECTION_DONE=1 and the values (see base_env.sh), and lists in
+# PRIMUS_DETECTED_VARS the names whose values it defaulted or detected itself.
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+  case ${1:-} in -h | --help) exit 0 ;; esac
+  echo "primus-env.sh must be sourced: source $0" >&2
+  exit 2
+fi
+
+if [[ -n ${__PRIMUS_ENV_LOADED:-} ]]; then
+  return 0
+fi
+
+# __primus_envs_dir VAR: the directory of this file, through symlinks.
+__primus_envs_dir() {
+  local src=${BASH_SOURCE[1]}
+  if [[ -L $src ]]; then src=$(readlink -f -- "$src"); fi
+  case $src in */*) src=${src%/*} ;; *) src=. ;; esac
+  printf -v "$1" '%s' "$(cd -P -- "$src" && pwd)"
+}
+
+# __primus_framework_from_args ARGS...: print the JAX framework a workload
+# argument names (maxtext, maxdiffusion, jax); return 1 when none does.
+__primus_framework_from_args() {
+  local arg word
+  for arg in "$@"; do
+    arg=${arg,,}
+    for word in maxdiffusion maxtext jax; do
+      if [[ $arg =~ (^|[/=:,])${word}([/=:,._-]|$) ]]; then
+        echo "$word"
+        return 0
+      fi
+    done
+  done
+  return 1
+}
+
+# __primus_layer_accelerator DIR: the ROCm GPU-model layer or the Neuron layer.
+__primus_layer_accelerator() {
+  local dir=$1 model
+  case ${PRIMUS_ACCELERATOR:-auto} in
+    rocm)
+      model=${PRIMUS_GPU_MODEL:-}
+      model=${model^^}
+      case $model in
+        MI300X | MI325X | MI355X)
+          LOG_INFO_RANK0 "primus-env: GPU-model layer $model.sh"
+          # shellcheck source=runner/helpers/envs/MI300X.sh
+          source "$dir/$model.sh"
+          ;;
+        *)
+          LOG_WARN_RANK0 "primus-env: GPU model '${PRIMUS_GPU_MODEL:-unknown}' has no layer (accepted: MI300X, MI325X, MI355X); using the base defaults only. Fix: export PRIMUS_GPU_MODEL=MI300X|MI325X|MI355X if this GPU is one of them."
+          ;;
+      esac
+      ;;
+    neuron)
+      # shellcheck source=runner/helpers/envs/neuron.sh
+      source "$dir/neuron.sh"
+      ;;
+  esac
+  return 0
+}
+
+# __primus_layer_framework DIR ARGS...: jax_xla.sh for JAX workloads.
+__primus_layer_framework() {
+  local dir=$1 framework
+  shift
+  framework=${PRIMUS_FRAMEWORK:-}
+  if [[ -z $framework ]] && framework=$(__primus_framework_from_args "$@"); then
+    primus_env_default PRIMUS_FRAMEWORK "$framework" detected
+  fi
+  case ${framework,,} in
+    maxtext | jax | maxdiffusion)
+      # shellcheck source=runner/helpers/envs/jax_xla.sh
+      source "$dir/jax_xla.sh" || return 2
+      ;;
+  esac
+  return 0
+}
+
+# __primus_layer_validation: neuron core layout, then the registry's env check.
+__primus_layer_validation() {
+  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
+    LOG_WARN_RANK0 "primus-env: PRIMUS_SKIP_VALIDATION=1: environment validation skipped (not recommended)."
+    return 0
+  fi
+  if [[ ${PRIMUS_ACCELERATOR:-} == neuron ]]; then
+    primus_neuron_validate_cores || return 2
+  fi
+  [[ ${PRIMUS_ENV_DEFER_VALIDATION:-0} == 1 ]] && return 0
+  local rc=0
+  primus_python env check || rc=$?
+  case $rc in
+    0) return 0 ;;
+    2)
+      LOG_ERROR "primus-env: environment validation failed (see the errors above). Fix the variables named there; PRIMUS_SKIP_VALIDATION=1 skips validation (not recommended)."
+      return 2
+      ;;
+    *)
+      LOG_WARN_RANK0 "primus-env: env check could not run (exit status $rc); environment not validated. Fix: run 'make setup' or set PRIMUS_PYTHON to a python3 with PyYAML."
+      return 0
+      ;;
+  esac
+}
+
+# __primus_env_main ARGS...: load every layer in order.
+__primus_env_main() {
+  local dir rc=0
+  __primus_envs_dir dir
+  # shellcheck source=runner/helpers/envs/base_env.sh
+  source "$dir/base_env.sh"
+  __primus_layer_accelerator "$dir"
+  if [[ ${1-} == -- ]]; then
+    shift
+    __primus_layer_framework "$dir" "$@" || rc=2
+  else
+    __primus_layer_framework "$dir" || rc=2
+  fi
+  __primus_env_export_origins
+  if ((rc == 0)); then
+    __primus_layer_validation || rc=2
+  fi
+  return "$rc"
+}
+
+__PRIMUS_ENV_LOADED=1
+if ! declare -F __primus_opts_save >/dev/null; then
+  # First use in this shell: base_env.sh defines the shared helpers.
+  __PRIMUS_ENV_FIRST=1
+fi
+__primus_env_rc=0
+if [[ -n ${__PRIMUS_ENV_FIRST:-} ]]; then
+  # Shell-option protection comes from base_env.sh, loaded by main; protect
+  # the part before it by hand.
+  __primus_env_saved_opts=$-
+  set +e +u
+  if [[ ${PRIMUS_DEBUG:-0} == 1 ]]; then set -x; fi
+  __primus_env_main "$@" || __primus_env_rc=$?
+  case $__primus_env_saved_opts in *x*) ;; *) set +x ;; esac
+  case $__primus_env_saved_opts in *u*) set -u ;; esac
+  case $__primus_env_saved_opts in *e*) set -e ;; esac
+  unset __primus_env_saved_opts __PRIMUS_ENV_FIRST
+else
+  __primus_opts_save
+  __primus_env_main "$@" || __primus_env_rc=$?
+  __primus_opts_restore
+fi
+# The loader's status (0, or 2 when validation failed) is the source's status.
+__primus_env_status() { return "$__primus_env_rc"; }
+__primus_env_status
