@@ -290,12 +290,18 @@ setup_srun_native() {
 }
 
 # find_first_host: PRIMUS_SLURM_FIRST_HOST from `scontrol show hostnames`,
-# only when scontrol exists and answers with a name.
+# only when scontrol exists and answers with a name. scontrol retries for 60 s
+# when SLURM_CONF names a missing file, and a config-less client may wait on
+# DNS: such a SLURM_CONF is skipped and the call is bounded by
+# PRIMUS_SLURM_SCONTROL_TIMEOUT seconds (default 3).
 find_first_host() {
   [[ -n ${PRIMUS_SLURM_FIRST_HOST:-} ]] && return 0
   command -v scontrol >/dev/null 2>&1 || return 0
+  [[ -z ${SLURM_CONF:-} || -r ${SLURM_CONF:-} ]] || return 0
+  local -a cmd=(scontrol show hostnames "$STEP_NODELIST")
+  command -v timeout >/dev/null 2>&1 && cmd=(timeout "${PRIMUS_SLURM_SCONTROL_TIMEOUT:-3}" "${cmd[@]}")
   local names
-  names=$(scontrol show hostnames "$STEP_NODELIST" 2>/dev/null) || return 0
+  names=$("${cmd[@]}" 2>/dev/null) || return 0
   names=${names%%$'\n'*}
   [[ -n $names && $names != *[[:space:]]* ]] || return 0
   export PRIMUS_SLURM_FIRST_HOST=$names
