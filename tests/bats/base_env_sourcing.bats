@@ -39,16 +39,34 @@ setup() {
   assert_env PYTHONPATH "$REPO_ROOT/python:$REPO_ROOT"
 }
 
-@test "env -i bash --norc, no psutil/PyYAML: one warning, reference defaults kept, rc 0" {
+@test "env -i bash --norc, no psutil/PyYAML: detection still works (stdlib paths), rc 0" {
   local bare
   bare=$(bare_python)
   run ! "$bare" -c 'import psutil'
-  run --separate-stderr clean_bash PRIMUS_PYTHON="$bare" -- \
+  run ! "$bare" -c 'import yaml'
+  run --separate-stderr clean_bash PRIMUS_PYTHON="$bare" PRIMUS_SYSFS_ROOT="$SYSFS/mi300x-roce" \
+    PRIMUS_DEV_ROOT="$SYSFS/mi300x-roce" -- \
+    "source '$BASE_ENV'; echo rc=\$?; env -0 >'$DUMP'"
+  assert_success
+  assert_line rc=0
+  [ -z "$stderr" ]
+  assert_env PRIMUS_ACCELERATOR rocm
+  assert_env NCCL_IB_GID_INDEX 5
+  assert_env NCCL_SOCKET_IFNAME ens1f0
+}
+
+@test "helpers unavailable (package not importable): one warning, reference defaults kept, rc 0" {
+  local base wrapper=$BATS_TEST_TMPDIR/isolated-python
+  base=$("$VENV_PY" -c 'import sys; print(sys._base_executable)')
+  # -I ignores PYTHONPATH, so primus_runner cannot be imported: a real failure.
+  printf '#!/bin/sh\nexec %q -I "$@"\n' "$base" >"$wrapper"
+  chmod +x "$wrapper"
+  run --separate-stderr clean_bash PRIMUS_PYTHON="$wrapper" PRIMUS_SYSFS_ROOT="$SYSFS/mi300x-roce" -- \
     "source '$BASE_ENV'; echo rc=\$?; env -0 >'$DUMP'"
   assert_success
   assert_line rc=0
   [ "$(grep -c 'WARN' <<<"$stderr")" -eq 1 ]
-  [[ $stderr == *"detection helper unavailable"* ]]
+  [[ $stderr == *"detection helper unavailable (devices: ModuleNotFoundError: No module named 'primus_runner'; nics: ModuleNotFoundError"* ]]
   assert_env NCCL_IB_GID_INDEX 3
   assert_env NCCL_IB_HCA ""
   assert_env HIP_VISIBLE_DEVICES 0,1,2,3,4,5,6,7
