@@ -1,0 +1,640 @@
+"""Every rule of the registry: a violating value (severity, variable named) and a passing one.
+
+Values and expectations are written by hand from the references.
+"""
+from __future__ import annotations
+
+import pytest
+
+from primus_runner.registry import load
+from primus_runner.rules import RULES, CheckContext, Finding, check, exit_code, neuron_family
+
+UNKNOWN = CheckContext(cpu_count=8)          # instance unknown
+TRN1 = CheckContext(cpu_count=8, neuron_instance_type="trn1.2xlarge", neuron_family="trn1")
+TRN1_32 = CheckContext(cpu_count=8, neuron_instance_type="trn1.32xlarge", neuron_family="trn1")
+TRN2 = CheckContext(cpu_count=8, neuron_instance_type="trn2.48xlarge", neuron_family="trn2")
+CONTAINER = CheckContext(cpu_count=8, container=True)
+
+
+def run(env: dict[str, str], context: CheckContext = UNKNOWN, accelerator: str | None = None
+        ) -> list[Finding]:
+    return check(env, context=context, accelerator=accelerator)
+
+
+def about(findings: list[Finding], variable: str, rule: str | None = None) -> list[Finding]:
+    return [f for f in findings if f.variable == variable and (rule is None or f.rule == rule)]
+
+
+def expect(env: dict[str, str], severity: str, variable: str, rule: str,
+           context: CheckContext = UNKNOWN, accelerator: str | None = None) -> Finding:
+    findings = run(env, context, accelerator)
+    hits = about(findings, variable, rule)
+    assert hits, f"no {rule} finding for {variable} in {findings}"
+    finding = hits[0]
+    assert finding.severity == severity, finding
+    assert finding.message and finding.fix, finding
+    assert finding.value == env.get(variable, finding.value)
+    return finding
+
+
+def clean(env: dict[str, str], variable: str, rule: str | None = None,
+          context: CheckContext = UNKNOWN, accelerator: str | None = None) -> None:
+    """No finding above info for ``variable`` (from ``rule`` when given)."""
+    hits = [f for f in about(run(env, context, accelerator), variable, rule)
+            if f.severity != "info"]
+    assert hits == []
+
+
+def test_every_rule_has_cases_here():
+    import inspect
+    source = inspect.getsource(inspect.getmodule(test_every_rule_has_cases_here))
+    for rule_id in RULES:
+        assert f'"{rule_id}"' in source, f"rule {rule_id} has no test case"
+
+
+# --------------------------------------------------------------------------- clean
+def test_clean_environment_has_no_findings():
+    assert run({}) == []
+    assert run({"PATH": "/usr/bin:/bin", "HOME": "/root"}) == []
+    assert exit_code([]) == 0
+
+
+def test_empty_value_counts_as_unset():
+    assert run({"NEURON_RT_VALIDATE_HASH": "", "MASTER_PORT": "", "NCCL_DEBUG": ""}) == []
+
+
+def test_exit_codes():
+    error = run({"MASTER_PORT": "80"})
+    warning = run({"NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS": "100"})
+    assert exit_code(error) == 2
+    assert exit_code(warning) == 0
+    assert exit_code(warning, strict=True) == 2
+    assert exit_code(run({"NEURON_RT_INSPECT_OUTPUT_DIR": "/x"}), strict=True) == 0  # info only
+
+
+def test_errors_sort_first():
+    findings = run({"MASTER_PORT": "80", "NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS": "100"})
+    assert [f.severity for f in findings] == ["error", "warning"]
+
+
+# --------------------------------------------------------------------------- type
+@pytest.mark.parametrize("value", ["0", "1", "true", "false", "TRUE", "False", "tRuE"])
+def test_neuron_bool_accepts(value):
+    clean({"NEURON_RT_VALIDATE_HASH": value}, "NEURON_RT_VALIDATE_HASH")
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "2", " true", "enable"])
+def test_neuron_bool_rejects(value):
+    f = expect({"NEURON_RT_VALIDATE_HASH": value}, "error", "NEURON_RT_VALIDATE_HASH", "type")
+    assert "0, 1, true or false" in f.message
+
+
+@pytest.mark.parametrize("name, bad, good, severity", [
+    ("PRIMUS_LOG_TIMESTAMP", "yes", "0", "error"),                        # switch
+    ("NEURON_RT_EXEC_TIMEOUT", "-5", "600", "error"),                     # uint seconds
+    ("NEURON_RT_EXEC_TIMEOUT", "30s", "30", "error"),
+    ("NEURON_RT_DBG_DUMP_INPUTS_ON_ERR", "x", "-1", "error"),             # signed int
+    ("JAX_COORDINATOR_PORT", "70000", "1234", "error"),                   # port
+    ("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY", "loud", "critical", "error"),
+    ("NEURON_RT_LOG_LEVEL", "VERBOSE", "info", "error"),                  # enum, any case
+    ("NEURON_RT_LOG_LOCATION", "file", "syslog", "error"),
+    ("NEURON_RT_INSPECT_DEVICE_PROFILE", "always", "session", "error"),
+    ("NEURON_RT_ROOT_COMM_ID", "10.0.0.1", "10.0.0.1:62182", "error"),    # host:port
+    ("NEURON_RT_ROOT_COMM_ID", "node1:0", "[fe80::1]:5000", "error"),
+    ("NEURON_RT_VISIBLE_CORES", "3-1", "0-3", "error"),                   # range list
+    ("NEURON_RT_VISIBLE_CORES", "0-", "0,2,4", "error"),
+    ("NEURON_RT_LOW_LATENCY_TASKS_CPU_AFFINITY", "0-1;2", "0-1,3", "error"),
+    ("NEURON_RT_CC_STREAM_SPLIT", "3-1", "3:1", "warning"),               # W0:W1, default kept
+    ("NEURON_RT_CC_STREAM_SPLIT", "0:1", "1:1", "warning"),
+    ("NEURON_RT_HBM_INIT_VAL", "nan", "fp32_nan", "error"),               # enum or uint32
+    ("NEURON_RT_HBM_INIT_VAL", "4294967296", "4294967295", "error"),
+    ("NEURON_RT_HBM_INIT_VAL", "-1", "off", "error"),
+    ("NEURON_RT_S3_CORE_DUMP_PREFIX", "bucket/dumps", "s3://bucket/dumps/%d", "error"),
+    ("GPU_ARCHS", "gfx942,gfx950", "gfx942;gfx950", "error"),             # semicolons
+    ("GPU_ARCHS", "mi300x", "gfx90a:xnack-", "error"),
+    ("XLA_PYTHON_CLIENT_MEM_FRACTION", "1.5", ".97", "error"),
+    ("XLA_PYTHON_CLIENT_MEM_FRACTION", "97%", "0.5", "error"),
+    ("MASTER_ADDR", "node 1", "node-001.cluster", "error"),
+    ("MASTER_ADDR", "", "10.1.2.3", None),
+    ("NEURON_RT_CC_CHUNK_SIZE", "2MiB", "2097152", "error"),              # byte count
+    ("TF_CPP_MIN_LOG_LEVEL", "5", "3", "error"),
+    ("PRIMUS_ACCELERATOR", "gpu", "neuron", "error"),
+    ("PRIMUS_TURBO_MOE_DISPATCH_COMBINE_BACKEND", "NCCL", "DEEP_EP", "error"),
+    ("PRIMUS_HIPBLASLT_TUNING_STAGE", "4", "3", "error"),                 # stages 0-3
+    ("PRIMUS_LOG_LEVEL", "VERBOSE", "debug", "warning"),                  # treated as INFO
+    ("NCCL_DEBUG", "LOUD", "INFO", "warning"),                            # RCCL ignores it
+    ("PRIMUS_GPU_MODEL", "MI250", "mi355x", "warning"),
+    ("NNODES", "0", "16", "error"),                                       # >= 1
+    ("GPUS_PER_NODE", "eight", "8", "error"),
+])
+def test_type_rule(name, bad, good, severity):
+    if severity is not None:
+        expect({name: bad}, severity, name, "type")
+    clean({name: good}, name, "type")
+
+
+def test_type_error_fix_names_accepted_values_and_default():
+    f = expect({"NEURON_RT_NUMERICAL_ERRORS_VERBOSITY": "loud"}, "error",
+               "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY", "type")
+    assert "none, critical, debug, verbose" in f.fix
+    assert "default none" in f.fix
+
+
+# --------------------------------------------------------------------------- generic
+def test_deprecated_names():
+    f = expect({"NEURON_RT_NUM_CORES": "4"}, "warning", "NEURON_RT_NUM_CORES", "deprecated")
+    assert "NEURON_RT_VISIBLE_CORES" in f.fix and "still applied" in f.message
+    f = expect({"NEURON_RT_VIRTUAL_CORE_SIZE": "2"}, "warning", "NEURON_RT_VIRTUAL_CORE_SIZE",
+               "deprecated")
+    assert "NEURON_LOGICAL_NC_CONFIG" in f.fix
+    f = expect({"NEURON_RT_VIRTUAL_CORE_SIZE": "2", "NEURON_LOGICAL_NC_CONFIG": "2"}, "warning",
+               "NEURON_RT_VIRTUAL_CORE_SIZE", "deprecated")
+    assert "ignored" in f.message
+    f = expect({"NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "4"}, "warning",
+               "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "deprecated")
+    assert "ignored" in f.message and "async" in f.fix
+    clean({"NEURON_RT_VISIBLE_CORES": "0-3", "NEURON_LOGICAL_NC_CONFIG": "2"},
+          "NEURON_RT_VISIBLE_CORES", "deprecated")
+
+
+def test_unknown_neuron_variable():
+    f = expect({"NEURON_RT_VISIBLE_CORE": "0-3"}, "warning", "NEURON_RT_VISIBLE_CORE",
+               "unknown_neuron_variable")
+    assert "NEURON_RT_VISIBLE_CORES" in f.fix
+    assert about(run({"NEURON_CC_FLAGS": "--model-type=transformer"}), "NEURON_CC_FLAGS") == []
+    assert about(run({"NEURON_RT_VISIBLE_CORES": "0"}), "NEURON_RT_VISIBLE_CORES") == []
+
+
+def test_unknown_primus_variable():
+    f = expect({"PRIMUS_HIPBLASLT_TUNNING": "1"}, "info", "PRIMUS_HIPBLASLT_TUNNING",
+               "unknown_primus_variable")
+    assert "PRIMUS_HIPBLASLT_TUNING" in f.fix
+    assert about(run({"PRIMUS_ROOT": "/opt/primus-runner"}), "PRIMUS_ROOT") == []
+
+
+def test_not_forwarded_into_container():
+    f = expect({"NEURON_RT_EXEC_TIMEOUT": "600"}, "info", "NEURON_RT_EXEC_TIMEOUT",
+               "not_forwarded", CONTAINER)
+    assert "--env NEURON_RT_EXEC_TIMEOUT=" in f.fix
+    assert about(run({"MASTER_ADDR": "n1", "PRIMUS_LOG_LEVEL": "INFO"}, CONTAINER),
+                 "MASTER_ADDR") == []
+    assert about(run({"PRIMUS_LOG_LEVEL": "INFO"}, CONTAINER), "PRIMUS_LOG_LEVEL") == []
+    assert about(run({"NEURON_RT_EXEC_TIMEOUT": "600"}), "NEURON_RT_EXEC_TIMEOUT") == []
+
+
+def test_secret_values_are_masked():
+    findings = run({"NEURON_RT_API_TOKEN": "s3cr3t-value"})
+    assert findings and findings[0].value == "****"
+    assert all("s3cr3t" not in f.message + f.fix + f.value for f in findings)
+
+
+# --------------------------------------------------------------------------- Primus
+@pytest.mark.parametrize("port, bad", [("80", True), ("1023", True), ("1024", False),
+                                       ("29500", False), ("65535", False)])
+def test_master_port_range(port, bad):
+    if bad:
+        f = expect({"MASTER_PORT": port}, "error", "MASTER_PORT", "master_port_range")
+        assert "1024-65535" in f.message
+    else:
+        clean({"MASTER_PORT": port}, "MASTER_PORT")
+
+
+def test_master_port_above_65535_is_reported_once():
+    findings = about(run({"MASTER_PORT": "70000"}), "MASTER_PORT")
+    assert [(f.severity, f.rule) for f in findings] == [("error", "type")]
+
+
+def test_rank_bounds():
+    expect({"NODE_RANK": "2", "NNODES": "2"}, "error", "NODE_RANK", "rank_bounds")
+    expect({"RANK": "8", "WORLD_SIZE": "8"}, "error", "RANK", "rank_bounds")
+    expect({"LOCAL_RANK": "8", "LOCAL_WORLD_SIZE": "8"}, "error", "LOCAL_RANK", "rank_bounds")
+    clean({"NODE_RANK": "1", "NNODES": "2"}, "NODE_RANK")
+
+
+@pytest.mark.parametrize("value, ok", [("Simple,FOO", False), ("LL256", False), ("^LL128", True),
+                                       ("simple,ll", True), ("Simple,LL,LL128", True)])
+def test_nccl_proto_values(value, ok):
+    if ok:
+        clean({"NCCL_PROTO": value}, "NCCL_PROTO")
+    else:
+        expect({"NCCL_PROTO": value}, "error", "NCCL_PROTO", "nccl_proto_values")
+
+
+@pytest.mark.parametrize("value, ok", [("a,,b", False), ("all,fused_rope", False),
+                                       ("fused rope", False), ("te_patch,", False),
+                                       ("all", True), ("none", True), ("", True),
+                                       ("te_patch,moe.fix-1", True)])
+def test_primus_patches_syntax(value, ok):
+    if ok:
+        clean({"PRIMUS_PATCHES": value}, "PRIMUS_PATCHES")
+    else:
+        expect({"PRIMUS_PATCHES": value}, "warning", "PRIMUS_PATCHES", "primus_patches_syntax")
+
+
+def test_hipblaslt_stage_needs_switch():
+    expect({"PRIMUS_HIPBLASLT_TUNING_STAGE": "2"}, "warning", "PRIMUS_HIPBLASLT_TUNING_STAGE",
+           "hipblaslt_stage_needs_switch")
+    expect({"PRIMUS_HIPBLASLT_TUNING_STAGE": "1", "PRIMUS_HIPBLASLT_TUNING": "0"}, "warning",
+           "PRIMUS_HIPBLASLT_TUNING_STAGE", "hipblaslt_stage_needs_switch")
+    clean({"PRIMUS_HIPBLASLT_TUNING_STAGE": "2", "PRIMUS_HIPBLASLT_TUNING": "1"},
+          "PRIMUS_HIPBLASLT_TUNING_STAGE")
+    clean({"PRIMUS_HIPBLASLT_TUNING_STAGE": "0"}, "PRIMUS_HIPBLASLT_TUNING_STAGE")
+
+
+def test_hipblaslt_stage3_override_file(tmp_path):
+    env = {"PRIMUS_HIPBLASLT_TUNING": "1", "PRIMUS_HIPBLASLT_TUNING_STAGE": "3"}
+    f = expect(env, "error", "HIPBLASLT_TUNING_OVERRIDE_FILE", "hipblaslt_stage3_override_file")
+    assert f.value == ""
+    missing = {**env, "HIPBLASLT_TUNING_OVERRIDE_FILE": str(tmp_path / "nope.txt")}
+    expect(missing, "error", "HIPBLASLT_TUNING_OVERRIDE_FILE", "hipblaslt_stage3_override_file")
+    tuned = tmp_path / "tuned.txt"
+    tuned.write_text("kernel overrides\n")
+    clean({**env, "HIPBLASLT_TUNING_OVERRIDE_FILE": str(tuned)}, "HIPBLASLT_TUNING_OVERRIDE_FILE")
+    # Inside a container the host cannot see the file: info only.
+    clean(missing, "HIPBLASLT_TUNING_OVERRIDE_FILE", context=CONTAINER)
+    expect(missing, "info", "HIPBLASLT_TUNING_OVERRIDE_FILE", "hipblaslt_stage3_override_file",
+           CONTAINER)
+
+
+def test_hipblaslt_vs_deterministic():
+    expect({"PRIMUS_HIPBLASLT_TUNING": "1", "PRIMUS_DETERMINISTIC": "1"}, "error",
+           "PRIMUS_HIPBLASLT_TUNING", "hipblaslt_vs_deterministic")
+    clean({"PRIMUS_HIPBLASLT_TUNING": "1", "PRIMUS_DETERMINISTIC": "0"}, "PRIMUS_HIPBLASLT_TUNING")
+    clean({"PRIMUS_HIPBLASLT_TUNING": "0", "PRIMUS_DETERMINISTIC": "1"}, "PRIMUS_HIPBLASLT_TUNING")
+
+
+def test_te_tuning_vs_deterministic():
+    expect({"TE_HIPBLASLT_TUNING": "1", "PRIMUS_DETERMINISTIC": "1"}, "warning",
+           "TE_HIPBLASLT_TUNING", "te_tuning_vs_deterministic")
+    clean({"TE_HIPBLASLT_TUNING": "0", "PRIMUS_DETERMINISTIC": "1"}, "TE_HIPBLASLT_TUNING")
+
+
+def test_te_algo_selection_container():
+    f = expect({"TE_HIPBLASLT_ALGO_SELECTION": "1"}, "warning", "TE_HIPBLASLT_ALGO_SELECTION",
+               "te_algo_selection_container", CONTAINER)
+    assert "--env TE_HIPBLASLT_ALGO_SELECTION=1" in f.fix
+    assert about(run({"TE_HIPBLASLT_ALGO_SELECTION": "1"}), "TE_HIPBLASLT_ALGO_SELECTION") == []
+
+
+def test_hip_visible_devices_vs_gpus():
+    f = expect({"GPUS_PER_NODE": "8", "HIP_VISIBLE_DEVICES": "0,1,2,3"}, "error",
+               "HIP_VISIBLE_DEVICES", "hip_visible_devices_vs_gpus")
+    assert "GPUS_PER_NODE=8" in f.message
+    expect({"HIP_VISIBLE_DEVICES": "0,,1"}, "error", "HIP_VISIBLE_DEVICES",
+           "hip_visible_devices_vs_gpus")
+    expect({"HIP_VISIBLE_DEVICES": "0,0,1"}, "error", "HIP_VISIBLE_DEVICES",
+           "hip_visible_devices_vs_gpus")
+    expect({"HIP_VISIBLE_DEVICES": "0,1"}, "error", "HIP_VISIBLE_DEVICES",
+           "hip_visible_devices_vs_gpus", CheckContext(gpus_per_node=4))
+    expect({"GPUS_PER_NODE": "2", "HIP_VISIBLE_DEVICES": "0,1,2,3"}, "info",
+           "HIP_VISIBLE_DEVICES", "hip_visible_devices_vs_gpus")
+    clean({"GPUS_PER_NODE": "8", "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, "HIP_VISIBLE_DEVICES")
+    clean({"GPUS_PER_NODE": "4", "HIP_VISIBLE_DEVICES": "4,5,6,7"}, "HIP_VISIBLE_DEVICES")
+
+
+def test_xla_autotune_level_min():
+    f = expect({"XLA_GPU_AUTOTUNE_LEVEL": "0"}, "error", "XLA_GPU_AUTOTUNE_LEVEL",
+               "xla_autotune_level_min")
+    assert "NaN" in f.message
+    clean({"XLA_GPU_AUTOTUNE_LEVEL": "1"}, "XLA_GPU_AUTOTUNE_LEVEL")
+
+
+def test_xla_flags_syntax():
+    expect({"XLA_FLAGS": "xla_gpu_enable_triton_gemm=false"}, "error", "XLA_FLAGS",
+           "xla_flags_syntax")
+    expect({"XLA_FLAGS_APPEND": "--xla_a='unbalanced"}, "error", "XLA_FLAGS_APPEND",
+           "xla_flags_syntax")
+    clean({"XLA_FLAGS_APPEND": "--xla_gpu_autotune_level=2 --xla_gpu_enable_command_buffer=''"},
+          "XLA_FLAGS_APPEND")
+
+
+def test_xla_flags_overridden():
+    f = expect({"XLA_FLAGS": "--xla_gpu_enable_triton_gemm=true"}, "warning", "XLA_FLAGS",
+               "xla_flags_overridden")
+    assert "XLA_FLAGS_APPEND" in f.fix
+    expect({"XLA_FLAGS": "--xla_gpu_autotune_level=2"}, "warning", "XLA_FLAGS",
+           "xla_flags_overridden")
+    clean({"XLA_FLAGS": "--xla_gpu_autotune_level=2", "XLA_GPU_AUTOTUNE_LEVEL": "2"}, "XLA_FLAGS")
+    clean({"XLA_FLAGS": "--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_command_buffer=''"},
+          "XLA_FLAGS")
+
+
+def test_xla_dump_by_hand():
+    expect({"XLA_FLAGS_APPEND": "--xla_dump_to=/tmp/hlo"}, "info", "XLA_FLAGS_APPEND",
+           "xla_dump_by_hand")
+    assert about(run({"DUMP_HLO": "1"}), "XLA_FLAGS_APPEND") == []
+
+
+def test_skip_validation():
+    expect({"PRIMUS_SKIP_VALIDATION": "1"}, "warning", "PRIMUS_SKIP_VALIDATION", "skip_validation")
+    clean({"PRIMUS_SKIP_VALIDATION": "0"}, "PRIMUS_SKIP_VALIDATION")
+
+
+def test_neuron_root_comm_multinode():
+    expect({"NNODES": "2"}, "error", "NEURON_RT_ROOT_COMM_ID", "neuron_root_comm_multinode",
+           accelerator="neuron")
+    clean({"NNODES": "2", "NEURON_RT_ROOT_COMM_ID": "10.0.0.1:62182"}, "NEURON_RT_ROOT_COMM_ID",
+          accelerator="neuron")
+    clean({"NNODES": "1"}, "NEURON_RT_ROOT_COMM_ID", accelerator="neuron")
+    clean({"NNODES": "2"}, "NEURON_RT_ROOT_COMM_ID", accelerator="rocm")
+
+
+# --------------------------------------------------------------------------- Neuron
+@pytest.mark.parametrize("value, context, severity", [
+    ("3", UNKNOWN, "error"), ("0", UNKNOWN, "error"), ("6", TRN2, "error"),   # power of two
+    ("4", TRN1, "error"),                                   # does not divide 2 cores/device
+    ("1", TRN2, "warning"), ("4", TRN2, "warning"),         # only 2 supported on Trn2+
+])
+def test_lnc_size_violations(value, context, severity):
+    expect({"NEURON_LOGICAL_NC_CONFIG": value}, severity, "NEURON_LOGICAL_NC_CONFIG", "lnc_size",
+           context)
+
+
+@pytest.mark.parametrize("value, context", [("2", TRN2), ("1", TRN1), ("2", TRN1),
+                                            ("8", UNKNOWN)])
+def test_lnc_size_passes(value, context):
+    clean({"NEURON_LOGICAL_NC_CONFIG": value}, "NEURON_LOGICAL_NC_CONFIG", "lnc_size", context)
+
+
+def test_lnc_size_checks_the_deprecated_spelling_when_alone():
+    expect({"NEURON_RT_VIRTUAL_CORE_SIZE": "3"}, "error", "NEURON_RT_VIRTUAL_CORE_SIZE", "lnc_size")
+    assert about(run({"NEURON_RT_VIRTUAL_CORE_SIZE": "3", "NEURON_LOGICAL_NC_CONFIG": "2"}),
+                 "NEURON_RT_VIRTUAL_CORE_SIZE", "lnc_size") == []
+
+
+def test_visible_cores_exist():
+    # trn1.2xlarge: 1 device x 2 cores at LNC 1 -> cores 0-1.
+    f = expect({"NEURON_RT_VISIBLE_CORES": "0-3"}, "error", "NEURON_RT_VISIBLE_CORES",
+               "visible_cores_exist", TRN1)
+    assert "0-1" in f.message
+    clean({"NEURON_RT_VISIBLE_CORES": "0-1"}, "NEURON_RT_VISIBLE_CORES", context=TRN1)
+    clean({"NEURON_RT_VISIBLE_CORES": "0-31"}, "NEURON_RT_VISIBLE_CORES", context=TRN1_32)
+    clean({"NEURON_RT_VISIBLE_CORES": "0-63"}, "NEURON_RT_VISIBLE_CORES", context=TRN2)
+    expect({"NEURON_RT_VISIBLE_CORES": "64"}, "error", "NEURON_RT_VISIBLE_CORES",
+           "visible_cores_exist", TRN2)
+    clean({"NEURON_RT_VISIBLE_CORES": "0-99"}, "NEURON_RT_VISIBLE_CORES")  # instance unknown
+    expect({"NEURON_RT_VISIBLE_CORES": "8"}, "error", "NEURON_RT_VISIBLE_CORES",
+           "visible_cores_exist", CheckContext(neuron_cores=8))
+
+
+def test_dma_packetization_cap():
+    f = expect({"NEURON_RT_DBG_DMA_PACKETIZATION_SIZE": "1048576"}, "error",
+               "NEURON_RT_DBG_DMA_PACKETIZATION_SIZE", "dma_packetization_cap")
+    assert "1048575" in f.message
+    clean({"NEURON_RT_DBG_DMA_PACKETIZATION_SIZE": "1048575"}, "NEURON_RT_DBG_DMA_PACKETIZATION_SIZE")
+
+
+def test_xu_queue_clamp():
+    f = expect({"NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS": "100"}, "warning",
+               "NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS", "xu_queue_clamp")
+    assert "63" in f.message
+    clean({"NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS": "63"}, "NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS")
+
+
+def test_cc_dma_packet_size_ignored():
+    expect({"NEURON_RT_DBG_CC_DMA_PACKET_SIZE": "4096,4096"}, "warning",
+           "NEURON_RT_DBG_CC_DMA_PACKET_SIZE", "cc_dma_packet_size_ignored")
+    assert run({}) == []
+
+
+@pytest.mark.parametrize("barrier", ["0", "false", "FALSE"])
+def test_ranks_per_proxy_needs_hw_barrier(barrier):
+    expect({"NEURON_RT_RANKS_PER_NETWORK_PROXY": "2",
+            "NEURON_RT_ENABLE_HW_EXECUTION_BARRIER": barrier}, "error",
+           "NEURON_RT_RANKS_PER_NETWORK_PROXY", "ranks_per_proxy_hw_barrier")
+
+
+def test_ranks_per_proxy_barrier_defaults():
+    env = {"NEURON_RT_RANKS_PER_NETWORK_PROXY": "4"}
+    expect(env, "error", "NEURON_RT_RANKS_PER_NETWORK_PROXY", "ranks_per_proxy_hw_barrier", TRN1)
+    expect(env, "warning", "NEURON_RT_RANKS_PER_NETWORK_PROXY", "ranks_per_proxy_hw_barrier")
+    clean(env, "NEURON_RT_RANKS_PER_NETWORK_PROXY", context=TRN2)
+    clean({**env, "NEURON_RT_ENABLE_HW_EXECUTION_BARRIER": "1"}, "NEURON_RT_RANKS_PER_NETWORK_PROXY",
+          context=TRN1)
+    clean({"NEURON_RT_RANKS_PER_NETWORK_PROXY": "1", "NEURON_RT_ENABLE_HW_EXECUTION_BARRIER": "0"},
+          "NEURON_RT_RANKS_PER_NETWORK_PROXY")
+
+
+def test_register_hbm_mr_needs_map_hbm():
+    expect({"NEURON_RT_REGISTER_HBM_MR": "1", "NEURON_RT_MAP_HBM": "0"}, "warning",
+           "NEURON_RT_REGISTER_HBM_MR", "register_hbm_mr_needs_map_hbm")
+    expect({"NEURON_RT_MAP_HBM": "false"}, "info", "NEURON_RT_REGISTER_HBM_MR",
+           "register_hbm_mr_needs_map_hbm")
+    expect({"NEURON_RT_REGISTER_HBM_MR": "true"}, "warning", "NEURON_RT_REGISTER_HBM_MR",
+           "register_hbm_mr_needs_map_hbm", TRN1)
+    clean({"NEURON_RT_REGISTER_HBM_MR": "1", "NEURON_RT_MAP_HBM": "1"}, "NEURON_RT_REGISTER_HBM_MR")
+    clean({"NEURON_RT_REGISTER_HBM_MR": "1"}, "NEURON_RT_REGISTER_HBM_MR", context=TRN2)
+
+
+def test_contiguous_scratchpad_lnc1():
+    env = {"NEURON_RT_CONTIGUOUS_SCRATCHPAD": "1", "NEURON_LOGICAL_NC_CONFIG": "1"}
+    f = expect(env, "error", "NEURON_RT_CONTIGUOUS_SCRATCHPAD", "contiguous_scratchpad_lnc1", TRN2)
+    assert "NRT_INVALID" in f.message
+    expect(env, "warning", "NEURON_RT_CONTIGUOUS_SCRATCHPAD", "contiguous_scratchpad_lnc1")
+    clean({"NEURON_RT_CONTIGUOUS_SCRATCHPAD": "1"}, "NEURON_RT_CONTIGUOUS_SCRATCHPAD", context=TRN2)
+    clean(env, "NEURON_RT_CONTIGUOUS_SCRATCHPAD", context=TRN1)
+    clean({**env, "NEURON_RT_CONTIGUOUS_SCRATCHPAD": "0"}, "NEURON_RT_CONTIGUOUS_SCRATCHPAD",
+          context=TRN2)
+
+
+def test_scratchpad_page_size_ignored():
+    expect({"NEURON_SCRATCHPAD_PAGE_SIZE": "256", "NEURON_RT_CONTIGUOUS_SCRATCHPAD": "1"},
+           "warning", "NEURON_SCRATCHPAD_PAGE_SIZE", "scratchpad_page_size_ignored")
+    expect({"NEURON_SCRATCHPAD_PAGE_SIZE": "256"}, "info", "NEURON_SCRATCHPAD_PAGE_SIZE",
+           "scratchpad_page_size_ignored")
+    clean({"NEURON_SCRATCHPAD_PAGE_SIZE": "256", "NEURON_RT_CONTIGUOUS_SCRATCHPAD": "0"},
+          "NEURON_SCRATCHPAD_PAGE_SIZE")
+
+
+def test_low_latency_affinity_cpus():
+    f = expect({"NEURON_RT_LOW_LATENCY_TASKS_CPU_AFFINITY": "40-47,88-95"}, "error",
+               "NEURON_RT_LOW_LATENCY_TASKS_CPU_AFFINITY", "low_latency_affinity_cpus")
+    assert "8 CPUs" in f.message
+    clean({"NEURON_RT_LOW_LATENCY_TASKS_CPU_AFFINITY": "4-7"},
+          "NEURON_RT_LOW_LATENCY_TASKS_CPU_AFFINITY")
+    clean({"NEURON_RT_LOW_LATENCY_TASKS_CPU_AFFINITY": "40-47,88-95"},
+          "NEURON_RT_LOW_LATENCY_TASKS_CPU_AFFINITY", context=CheckContext(cpu_count=192))
+
+
+def test_neuron_log_pairing():
+    f = expect({"NEURON_RT_LOG_LEVEL": "INFO"}, "warning", "NEURON_RT_LOG_LEVEL",
+               "neuron_log_pairing")
+    assert "syslog" in f.message
+    f = expect({"NEURON_RT_LOG_LOCATION": "console"}, "warning", "NEURON_RT_LOG_LOCATION",
+               "neuron_log_pairing")
+    assert "ERROR" in f.message
+    clean({"NEURON_RT_LOG_LEVEL": "INFO", "NEURON_RT_LOG_LOCATION": "console"},
+          "NEURON_RT_LOG_LEVEL")
+
+
+def test_log_submodule_names():
+    f = expect({"NEURON_RT_LOG_LEVEL_FOO": "INFO"}, "warning", "NEURON_RT_LOG_LEVEL_FOO",
+               "log_submodule_names")
+    assert "HAL" in f.message
+    f = expect({"NEURON_RT_LOG_LOCATION_hal": "syslog"}, "warning", "NEURON_RT_LOG_LOCATION_hal",
+               "log_submodule_names")
+    assert "NEURON_RT_LOG_LOCATION_HAL" in f.fix
+    assert about(run({"NEURON_RT_LOG_LEVEL_FOO": "INFO"}), "NEURON_RT_LOG_LEVEL_FOO",
+                 "unknown_neuron_variable") == []
+    assert run({"NEURON_RT_LOG_LEVEL_HAL": "INFO", "NEURON_RT_LOG_LOCATION_NRT": "console"}) == []
+    expect({"NEURON_RT_LOG_LEVEL_HAL": "LOUD"}, "error", "NEURON_RT_LOG_LEVEL_HAL", "type")
+
+
+def test_oom_dump_dir_length():
+    expect({"NEURON_RT_OOM_DUMP_DIRECTORY": "/" + "d" * 200}, "warning",
+           "NEURON_RT_OOM_DUMP_DIRECTORY", "oom_dump_dir_length")
+    clean({"NEURON_RT_OOM_DUMP_DIRECTORY": "/" + "d" * 199}, "NEURON_RT_OOM_DUMP_DIRECTORY")
+
+
+@pytest.mark.parametrize("value, ok", [("1000", False), ("0", False), ("262143", False),
+                                       ("262144", True), ("1", True), ("1048576", True)])
+def test_debug_stream_buffer_pow2(value, ok):
+    if ok:
+        clean({"NEURON_RT_DEBUG_STREAM_BUFFER_SIZE": value}, "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE")
+    else:
+        expect({"NEURON_RT_DEBUG_STREAM_BUFFER_SIZE": value}, "error",
+               "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", "debug_stream_buffer_pow2")
+
+
+def test_inspect_on_fail_implies():
+    on_fail = {"NEURON_RT_INSPECT_ON_FAIL": "1"}
+    expect({**on_fail, "NEURON_RT_INSPECT_ENABLE": "0"}, "warning", "NEURON_RT_INSPECT_ENABLE",
+           "inspect_on_fail_implies")
+    expect({**on_fail, "NEURON_RT_INSPECT_DEVICE_PROFILE": "session"}, "warning",
+           "NEURON_RT_INSPECT_DEVICE_PROFILE", "inspect_on_fail_implies")
+    expect({**on_fail, "NEURON_RT_INSPECT_SYSTEM_PROFILE": "true"}, "warning",
+           "NEURON_RT_INSPECT_SYSTEM_PROFILE", "inspect_on_fail_implies")
+    assert [f for f in run({**on_fail, "NEURON_RT_INSPECT_DEVICE_PROFILE": "model"})
+            if f.severity != "info"] == []
+
+
+def test_inspect_warmup_model_mode():
+    expect({"NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP": "5",
+            "NEURON_RT_INSPECT_DEVICE_PROFILE": "session"}, "warning",
+           "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP", "inspect_warmup_model_mode")
+    expect({"NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP": "5"}, "warning",
+           "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP", "inspect_warmup_model_mode")
+    for mode in ("model", "1"):
+        clean({"NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP": "5",
+               "NEURON_RT_INSPECT_DEVICE_PROFILE": mode}, "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP")
+    clean({"NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP": "5", "NEURON_RT_INSPECT_ON_FAIL": "1"},
+          "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP")
+
+
+def test_inspect_filter_nc_visible():
+    enabled = {"NEURON_RT_INSPECT_ENABLE": "1"}
+    f = expect({**enabled, "NEURON_RT_VISIBLE_CORES": "0-3",
+                "NEURON_RT_INSPECT_EVENT_FILTER_NC": "2,4"}, "error",
+               "NEURON_RT_INSPECT_EVENT_FILTER_NC", "inspect_filter_nc_visible")
+    assert "4" in f.message and "NEURON_RT_VISIBLE_CORES=0-3" in f.message
+    clean({**enabled, "NEURON_RT_VISIBLE_CORES": "0-3", "NEURON_RT_INSPECT_EVENT_FILTER_NC": "1-3"},
+          "NEURON_RT_INSPECT_EVENT_FILTER_NC")
+    expect({**enabled, "NEURON_RT_INSPECT_EVENT_FILTER_NC": "2"}, "error",
+           "NEURON_RT_INSPECT_EVENT_FILTER_NC", "inspect_filter_nc_visible", TRN1)
+    clean({**enabled, "NEURON_RT_INSPECT_EVENT_FILTER_NC": "1"},
+          "NEURON_RT_INSPECT_EVENT_FILTER_NC", context=TRN1)
+    expect({**enabled, "NEURON_RT_INSPECT_EVENT_FILTER_NC": "0-1000000"}, "error",
+           "NEURON_RT_INSPECT_EVENT_FILTER_NC", "inspect_filter_nc_visible", TRN2)
+    f = expect({**enabled, "NEURON_RT_INSPECT_EVENT_FILTER_NC": "7"}, "info",
+               "NEURON_RT_INSPECT_EVENT_FILTER_NC", "inspect_filter_nc_visible")
+    assert "PRIMUS_NEURON_INSTANCE" in f.fix
+
+
+@pytest.mark.parametrize("value, severity", [("hardware;software", "error"),
+                                             ("hardware,,software", "error"),
+                                             ("hardware,^", "error"),
+                                             ("hardware,dma_foo", "info")])
+def test_inspect_filter_type_names(value, severity):
+    expect({"NEURON_RT_INSPECT_ENABLE": "1", "NEURON_RT_INSPECT_EVENT_FILTER_TYPE": value},
+           severity, "NEURON_RT_INSPECT_EVENT_FILTER_TYPE", "inspect_filter_type_names")
+
+
+def test_inspect_filter_type_passes():
+    assert run({"NEURON_RT_INSPECT_ENABLE": "1",
+                "NEURON_RT_INSPECT_EVENT_FILTER_TYPE": "hardware,^cc_running"}) == []
+    assert run({"NEURON_RT_INSPECT_ENABLE": "1",
+                "NEURON_RT_INSPECT_EVENT_FILTER_TYPE": "software"}) == []
+
+
+def test_inspect_without_enable():
+    expect({"NEURON_RT_INSPECT_OUTPUT_DIR": "/fsx/profiles"}, "info",
+           "NEURON_RT_INSPECT_OUTPUT_DIR", "inspect_without_enable")
+    assert run({"NEURON_RT_INSPECT_OUTPUT_DIR": "/fsx/profiles",
+                "NEURON_RT_INSPECT_ENABLE": "true"}) == []
+
+
+def test_profile_buf_instruction_zero():
+    expect({"NEURON_RT_PROFILE_BUF_INSTRUCTION_MB": "0"}, "warning",
+           "NEURON_RT_PROFILE_BUF_INSTRUCTION_MB", "profile_buf_instruction_zero")
+    clean({"NEURON_RT_PROFILE_BUF_INSTRUCTION_MB": "128"}, "NEURON_RT_PROFILE_BUF_INSTRUCTION_MB")
+    assert run({"NEURON_RT_PROFILE_BUF_H2D_DMA_MB": "0"}) == []  # 0 is the documented off switch
+
+
+def test_fail_on_nan_verbosity():
+    f = expect({"NEURON_FAIL_ON_NAN": "1", "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY": "none"},
+               "warning", "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY", "fail_on_nan_verbosity")
+    assert "critical" in f.message
+    clean({"NEURON_FAIL_ON_NAN": "1", "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY": "critical"},
+          "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY")
+    clean({"NEURON_FAIL_ON_NAN": "0", "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY": "none"},
+          "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY")
+
+
+def test_allow_legacy_neff():
+    f = expect({"NEURON_RT_ALLOW_LEGACY_NEFF": "1"}, "warning", "NEURON_RT_ALLOW_LEGACY_NEFF",
+               "allow_legacy_neff")
+    assert "testing" in f.message
+    clean({"NEURON_RT_ALLOW_LEGACY_NEFF": "0"}, "NEURON_RT_ALLOW_LEGACY_NEFF")
+
+
+def test_disable_execution_barrier():
+    f = expect({"NEURON_RT_DISABLE_EXECUTION_BARRIER": "true"}, "warning",
+               "NEURON_RT_DISABLE_EXECUTION_BARRIER", "disable_execution_barrier")
+    assert "SPMD" in f.message
+    clean({"NEURON_RT_DISABLE_EXECUTION_BARRIER": "false"}, "NEURON_RT_DISABLE_EXECUTION_BARRIER")
+
+
+# --------------------------------------------------------------------------- accelerator, context
+def test_accelerator_downgrades_what_has_no_effect():
+    f = expect({"NEURON_RT_VALIDATE_HASH": "yes"}, "info", "NEURON_RT_VALIDATE_HASH", "type",
+               accelerator="rocm")
+    assert "no effect" in f.message
+    expect({"NCCL_PROTO": "bogus"}, "info", "NCCL_PROTO", "nccl_proto_values", accelerator="neuron")
+    expect({"NCCL_PROTO": "bogus"}, "error", "NCCL_PROTO", "nccl_proto_values", accelerator="rocm")
+    expect({"MASTER_PORT": "80"}, "error", "MASTER_PORT", "master_port_range", accelerator="cpu")
+    expect({"NEURON_RT_VALIDATE_HASH": "yes", "PRIMUS_ACCELERATOR": "cuda"}, "info",
+           "NEURON_RT_VALIDATE_HASH", "type")
+
+
+def test_context_from_env():
+    ctx = CheckContext.from_env({"PRIMUS_NEURON_INSTANCE": "trn1n.32xlarge", "GPUS_PER_NODE": "4"},
+                                container=True)
+    assert (ctx.neuron_family, ctx.gpus_per_node, ctx.container) == ("trn1", 4, True)
+    assert neuron_family("trn2u.48xlarge") == "trn2"
+    assert neuron_family("inf2.xlarge") == "inf2"
+    assert neuron_family("m5.large") is None
+    assert neuron_family(None) is None
+
+
+def test_instance_type_from_the_env_is_used():
+    findings = check({"PRIMUS_NEURON_INSTANCE": "trn1.2xlarge", "NEURON_RT_VISIBLE_CORES": "0-3"})
+    assert [f.rule for f in about(findings, "NEURON_RT_VISIBLE_CORES")] == ["visible_cores_exist"]
+
+
+def test_values_are_data():
+    hostile = "$(touch /tmp/primus-pwned); `id` ; rm -rf * \n'\""
+    findings = run({"NEURON_RT_VISIBLE_CORES": hostile, "PRIMUS_PATCHES": hostile})
+    assert {f.value for f in findings} == {hostile}
+    import os
+    assert not os.path.exists("/tmp/primus-pwned")
+
+
+def test_every_default_produces_no_error_or_warning():
+    reg = load()
+    for var in reg.variables:
+        if var.default in (None, "") or var.family or var.deprecated:
+            continue
+        bad = [f for f in run({var.name: var.default}) if f.severity in ("error", "warning")]
+        # Setting only one of the Neuron log pair is itself the documented warning.
+        bad = [f for f in bad if f.rule != "neuron_log_pairing"]
+        assert bad == [], (var.name, bad)
