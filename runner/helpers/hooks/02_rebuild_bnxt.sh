@@ -66,9 +66,10 @@ main() {
   root=${root%/}
   hook_info "REBUILD_BNXT=1: rebuilding bnxt_re from $pkg"
   if hook_dry_run; then
-    hook_run tar -xzf "$pkg" -C "<work dir>"
-    hook_info "dry run: would run in libbnxt_re-*/: sh ./autogen.sh; ./configure; make clean all install"
-    install_system_files "<work dir>/libbnxt_re-*" "$root"
+    local work=${TMPDIR:-/tmp}/primus-bnxt.XXXXXX
+    hook_run tar -xzf "$pkg" -C "$work"
+    hook_info "dry run: would run in $work/libbnxt_re-*/: sh ./autogen.sh; ./configure; make clean all install"
+    install_system_files "$work/libbnxt_re-*" "$root"
     hook_info "dry run: nothing was changed"
     return 0
   fi
