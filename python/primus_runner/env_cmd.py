@@ -287,8 +287,16 @@ def cmd_docs(out: str | None) -> int:
     return 0
 
 
+def _md(text: str) -> str:
+    """Escape < and > outside `code` spans (a bare <submodule> would vanish as HTML)."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _md(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _anchor(title: str) -> str:
@@ -390,7 +398,7 @@ def render_docs(reg) -> str:
 def _render_variable(reg, var, add) -> None:
     add(f"### `{var.name}`")
     add("")
-    add(var.description)
+    add(_md(var.description))
     add("")
     add("| | |")
     add("|---|---|")
