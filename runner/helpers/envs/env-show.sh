@@ -24,6 +24,8 @@
 #                    families (NCCL_*, RCCL_*, HSA_*, NEURON_*, XLA_*, ...) as user
 #   --reload         recompute even when PRIMUS_ENV_ORIGINS is set
 #   --env KEY=VALUE  apply like primus-cli direct --env (origin --env)
+#   --debug, --dry-run, --config FILE   primus-cli global options: accepted
+#                    and ignored (env show prints values, not logs)
 #   -h, --help       this text
 set -euo pipefail
 
@@ -146,6 +148,10 @@ main() {
         ;;
       --all) all=1; shift ;;
       --reload) reload=1; shift ;;
+      # primus-cli's global options, handed on by `primus-cli env show`.
+      --dry-run) shift ;;
+      --debug) shift ;;
+      --config) shift 2 ;;
       --env)
         if [[ ! ${2-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then
           echo "env-show: error: --env '${2-}' is not KEY=VALUE; accepted: NAME=VALUE with NAME a shell variable name. Fix: e.g. --env NCCL_DEBUG=INFO." >&2

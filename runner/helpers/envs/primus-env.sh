@@ -19,8 +19,9 @@
 #                                 then `python3 -m primus_runner env check`
 #                                 (errors: return 2). PRIMUS_SKIP_VALIDATION=1 skips
 #                                 both with a warning; PRIMUS_ENV_DEFER_VALIDATION=1
-#                                 (the launcher, which runs env check itself after
-#                                 hooks and --env) skips only env check, silently.
+#                                 (alias PRIMUS_DEFER_VALIDATION=1: the launcher,
+#                                 which runs env check itself after hooks and
+#                                 --env) skips only env check, silently.
 # PRIMUS_DEBUG=1 traces the loader (set -x) and only the loader.
 # Returns 0, or 2 when validation fails; never exits the caller's shell; leaves
 # the caller's shell options as they were. Guarded: a second source in the same
@@ -117,7 +118,7 @@ __primus_layer_validation() {
   if [[ ${PRIMUS_ACCELERATOR:-} == neuron ]]; then
     primus_neuron_validate_cores || return 2
   fi
-  [[ ${PRIMUS_ENV_DEFER_VALIDATION:-0} == 1 ]] && return 0
+  [[ ${PRIMUS_ENV_DEFER_VALIDATION:-${PRIMUS_DEFER_VALIDATION:-0}} == 1 ]] && return 0
   local rc=0
   primus_python env check || rc=$?
   case $rc in
