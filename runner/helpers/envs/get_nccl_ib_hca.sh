@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# runner/helpers/envs/get_nccl_ib_hca.sh: print the NCCL_IB_HCA value for this host.
+#
+# Usage:
+#   get_nccl_ib_hca.sh [--sysfs-root DIR] [-h|--help]
+#
+# Prints one line: the user's NCCL_IB_HCA when it is set, else the detected list
+# of active RDMA ports as `dev:port,...` (empty when the host has none), from
+# `python3 -m primus_runner nics`. Kept under the reference's file name so
+# scripts calling `NCCL_IB_HCA=$(bash .../get_nccl_ib_hca.sh)` keep working;
+# the launcher itself gets every network value from one `nics` call instead.
+#
+# Detection (see `python3 -m primus_runner nics --help`): ports ACTIVE and LinkUp,
+# InfiniBand preferred over Ethernet (RoCE), EFA left out, devices matching
+# PRIMUS_IB_HCA_EXCLUDE (a regular expression, default `bond`) excluded, a
+# leading `=` when a name would prefix-match an excluded device. Sysfs is read
+# under --sysfs-root (default $PRIMUS_SYSFS_ROOT, else /).
+#
+# Exit codes: 0 ok; 1 Python helper missing; 2 bad arguments.
+set -euo pipefail
+
+HCA_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=runner/lib/common.sh
+source "$HCA_HELPER_DIR/lib/common.sh"
+
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+main() {
+  local args=()
+  while (($#)); do
+    case $1 in
+      -h | --help) usage; return 0 ;;
+      --sysfs-root)
+        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--sysfs-root needs a directory; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]"
+        args+=(--sysfs-root "$2"); shift 2 ;;
+      --sysfs-root=*) args+=(--sysfs-root "${1#*=}"); shift ;;
+      *) die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]" ;;
+    esac
+  done
+  primus_python nics "${args[@]}" --get NCCL_IB_HCA
+}
+
+main "$@"

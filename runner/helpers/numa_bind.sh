@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# runner/helpers/numa_bind.sh: run a command bound to the NUMA node of a local
+# rank's accelerator.
+#
+# Usage:
+#   numa_bind.sh LOCAL_RANK -- CMD [ARGS...]
+#   numa_bind.sh -- CMD [ARGS...]          (LOCAL_RANK from the environment, else 0)
+#   numa_bind.sh -h | --help
+#
+# The rank's device is GPU LOCAL_RANK (through HIP_VISIBLE_DEVICES /
+# ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES when set), or the Neuron device
+# holding logical core LOCAL_RANK, or, on a CPU host, NUMA node LOCAL_RANK mod
+# the number of nodes. One `python3 -m primus_runner devices --numa-for-rank`
+# call finds the node (sysfs under $PRIMUS_SYSFS_ROOT, /dev under
+# $PRIMUS_DEV_ROOT) and, through psutil, pins this shell to the node's CPUs.
+# Then, in order:
+#   1. numactl on PATH and able to bind here: exec
+#      `numactl --cpunodebind=N --membind=N -- CMD ARGS...`;
+#   2. otherwise, when the CPU affinity was set: exec CMD (it inherits the pin);
+#   3. otherwise: a warning saying why, and exec CMD unbound.
+# CMD replaces this shell (exec), so signals reach it and its exit status is
+# this script's (128+N after signal N). Arguments pass byte-for-byte.
+#
+# Exit codes: 2 bad arguments; otherwise CMD's own status (127 when CMD is not found).
+set -euo pipefail
+
+NUMA_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=runner/lib/common.sh
+source "$NUMA_HELPER_DIR/lib/common.sh"
+
+NUMA_USAGE="usage: numa_bind.sh [LOCAL_RANK] -- CMD [ARGS...]"
+
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+# parse_args ARGS...: set NUMA_RANK and NUMA_CMD.
+parse_args() {
+  NUMA_RANK=${LOCAL_RANK:-0}
+  NUMA_CMD=()
+  case ${1:-} in
+    -h | --help) usage; exit 0 ;;
+    --) shift ;;
+    "") die "$PRIMUS_EXIT_INVALID" "missing command; $NUMA_USAGE" ;;
+    *)
+      NUMA_RANK=$1
+      shift
+      [[ ${1:-} == -- ]] || die "$PRIMUS_EXIT_INVALID" "expected '--' after LOCAL_RANK '$NUMA_RANK'; $NUMA_USAGE"
+      shift ;;
+  esac
+  (($#)) || die "$PRIMUS_EXIT_INVALID" "missing command after '--'; $NUMA_USAGE"
+  [[ $NUMA_RANK =~ ^[0-9]{1,6}$ ]] ||
+    die "$PRIMUS_EXIT_INVALID" "LOCAL_RANK '$NUMA_RANK' is not a non-negative integer; $NUMA_USAGE"
+  NUMA_RANK=$((10#$NUMA_RANK))
+  NUMA_CMD=("$@")
+}
+
+# find_node: set NUMA_NODE, NUMA_CPUS and NUMA_AFFINITY (set|empty|skipped|failed:*)
+# from one python3 start, which also pins this shell ($$) to the node's CPUs.
+find_node() {
+  local answer
+  NUMA_NODE=-1 NUMA_CPUS=- NUMA_AFFINITY=skipped
+  if ! answer=$(primus_python devices --numa-for-rank "$NUMA_RANK" --set-affinity-pid "$$"); then
+    LOG_WARN "numa_bind: device detection failed (see above); running local rank $NUMA_RANK unbound"
+    return 0
+  fi
+  read -r NUMA_NODE NUMA_CPUS NUMA_AFFINITY <<<"$answer"
+  [[ $NUMA_NODE =~ ^-?[0-9]+$ ]] || NUMA_NODE=-1
+}
+
+# numactl_works: numactl is on PATH and can bind to NUMA_NODE in this environment
+# (containers without CAP_SYS_NICE and hosts without that node refuse).
+numactl_works() {
+  command -v numactl >/dev/null 2>&1 || return 1
+  numactl --cpunodebind="$NUMA_NODE" --membind="$NUMA_NODE" -- true >/dev/null 2>&1
+}
+
+main() {
+  parse_args "$@"
+  if ! type -P "${NUMA_CMD[0]}" >/dev/null; then
+    LOG_ERROR "numa_bind: command '${NUMA_CMD[0]}' not found"
+    exit 127
+  fi
+  find_node
+  if ((NUMA_NODE < 0)); then
+    LOG_WARN "numa_bind: no NUMA node known for local rank $NUMA_RANK's device; running unbound"
+    exec "${NUMA_CMD[@]}"
+  fi
+  if numactl_works; then
+    LOG_DEBUG "numa_bind: local rank $NUMA_RANK -> numactl --cpunodebind=$NUMA_NODE --membind=$NUMA_NODE"
+    exec numactl --cpunodebind="$NUMA_NODE" --membind="$NUMA_NODE" -- "${NUMA_CMD[@]}"
+  fi
+  local why="numactl not on PATH"
+  command -v numactl >/dev/null 2>&1 && why="numactl cannot bind to node $NUMA_NODE here"
+  if [[ $NUMA_AFFINITY == set ]]; then
+    LOG_DEBUG "numa_bind: $why; local rank $NUMA_RANK pinned to node $NUMA_NODE CPUs $NUMA_CPUS (psutil)"
+    exec "${NUMA_CMD[@]}"
+  fi
+  LOG_WARN "numa_bind: $why, and CPU affinity for node $NUMA_NODE (CPUs $NUMA_CPUS) was not set" \
+    "($NUMA_AFFINITY); running local rank $NUMA_RANK unbound"
+  exec "${NUMA_CMD[@]}"
+}
+
+main "$@"
