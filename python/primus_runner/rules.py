@@ -51,31 +51,50 @@ class CheckContext(_Record):
     """Facts about the machine and the launch that some rules need.
 
     ``cpu_count`` (None: os.cpu_count()); ``neuron_cores``: logical NeuronCores the
-    instance exposes (None: unknown; derived from ``neuron_instance_type`` when that
-    is a known type); ``neuron_instance_type`` (e.g. trn1.32xlarge) and
+    instance exposes (None: unknown, then derived from the device facts or the
+    instance type); ``neuron_instance_type`` (e.g. trn1.32xlarge) and
     ``neuron_family`` (trn1, trn2, inf2...); ``container``: the launch goes into a
-    container; ``gpus_per_node``: fallback when GPUS_PER_NODE is not in the env.
+    container; ``gpus_per_node``: fallback when GPUS_PER_NODE is not in the env;
+    ``neuron_devices`` / ``neuron_cores_per_device`` / ``neuron_default_lnc``:
+    detected device facts (the devices helper exports them as PRIMUS_NEURON_*).
     """
 
     __slots__ = ("cpu_count", "neuron_cores", "neuron_instance_type", "neuron_family",
-                 "container", "gpus_per_node")
+                 "container", "gpus_per_node", "neuron_devices", "neuron_cores_per_device",
+                 "neuron_default_lnc")
     cpu_count: int | None
     neuron_cores: int | None
     neuron_instance_type: str | None
     neuron_family: str | None
     container: bool
     gpus_per_node: int | None
+    neuron_devices: int | None
+    neuron_cores_per_device: int | None
+    neuron_default_lnc: int | None
     _DEFAULTS = {"container": False}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, container: bool = False,
                  cpu_count: int | None = None) -> CheckContext:
-        """Context from PRIMUS_NEURON_INSTANCE and GPUS_PER_NODE of ``env``."""
+        """Context from ``env``: PRIMUS_NEURON_INSTANCE, the detected device facts
+        PRIMUS_NEURON_DEVICES / _CORES_PER_DEVICE / _DEFAULT_LNC / _LOGICAL_CORES,
+        and GPUS_PER_NODE."""
+        def number(name: str) -> int | None:
+            value = env.get(name, "")
+            return int(value) if _UINT.match(value) else None
+
         instance = env.get("PRIMUS_NEURON_INSTANCE") or None
-        gpus = env.get("GPUS_PER_NODE", "")
-        return cls(cpu_count=cpu_count, neuron_instance_type=instance,
+        default_lnc = number("PRIMUS_NEURON_DEFAULT_LNC")
+        logical = number("PRIMUS_NEURON_LOGICAL_CORES")
+        chosen_lnc = number("NEURON_LOGICAL_NC_CONFIG")
+        if chosen_lnc is not None and chosen_lnc != default_lnc:
+            logical = None  # counted at the default LNC: recomputed from the devices
+        return cls(cpu_count=cpu_count, neuron_cores=logical, neuron_instance_type=instance,
                    neuron_family=neuron_family(instance), container=container,
-                   gpus_per_node=int(gpus) if _UINT.match(gpus) else None)
+                   gpus_per_node=number("GPUS_PER_NODE"),
+                   neuron_devices=number("PRIMUS_NEURON_DEVICES"),
+                   neuron_cores_per_device=number("PRIMUS_NEURON_CORES_PER_DEVICE"),
+                   neuron_default_lnc=default_lnc)
 
 
 def neuron_family(instance_type: str | None) -> str | None:
@@ -187,9 +206,18 @@ class _State:
         self.reg = registry
         self.ctx = context
         self.accel = accelerator
-        facts = registry.neuron.get("families", {})
+        families = registry.neuron.get("families", {})
         self.family = context.neuron_family
-        self.facts: dict | None = facts.get(self.family) if self.family else None
+        facts = families.get(self.family) if self.family else None
+        self.family_facts: dict | None = facts  # per-family facts of the reference
+        if context.neuron_cores_per_device or context.neuron_default_lnc:
+            # Detected facts win over the table (and exist even without a family).
+            facts = dict(facts or {})
+            if context.neuron_cores_per_device:
+                facts["cores_per_device"] = context.neuron_cores_per_device
+            if context.neuron_default_lnc:
+                facts["default_lnc"] = context.neuron_default_lnc
+        self.facts: dict | None = facts
 
     def get(self, name: str) -> str | None:
         value = self.env.get(name)
@@ -223,7 +251,8 @@ class _State:
         if self.ctx.neuron_cores is not None:
             return self.ctx.neuron_cores
         instance = (self.ctx.neuron_instance_type or "").strip().lower()
-        devices = self.reg.neuron.get("devices_per_instance", {}).get(instance)
+        devices = self.ctx.neuron_devices or self.reg.neuron.get(
+            "devices_per_instance", {}).get(instance)
         per_device = (self.facts or {}).get("cores_per_device")
         lnc, _ = self.lnc()
         if devices is None or not per_device or not lnc or per_device % lnc:
@@ -315,7 +344,7 @@ def _unknown_primus(s: _State) -> Iterator[Finding]:
         if s.reg.get(name) is not None:
             continue
         hint = closest(name, names)
-        if hint is None or _similarity(name, hint) < 0.85:
+        if hint is None or _similarity(name, hint) < 0.93:  # one-letter slips only
             continue
         yield s.found("info", name, f"is not a registered variable but looks like {hint}",
                       f"rename it to {hint} if that was meant", value)
@@ -664,11 +693,11 @@ def _ranks_per_proxy(s: _State) -> Iterator[Finding]:
         yield s.found("error", "NEURON_RT_RANKS_PER_NETWORK_PROXY",
                       "is above 1 with NEURON_RT_ENABLE_HW_EXECUTION_BARRIER=0: sharing a proxy "
                       "needs the hardware barrier, so runtime init fails", fix)
-    elif barrier is None and s.facts is not None and not s.facts.get("hw_barrier_default"):
+    elif barrier is None and s.family_facts is not None and not s.family_facts.get("hw_barrier_default"):
         yield s.found("error", "NEURON_RT_RANKS_PER_NETWORK_PROXY",
                       f"is above 1 but the hardware barrier is off by default on {s.family}; "
                       "runtime init fails", fix)
-    elif barrier is None and s.facts is None:
+    elif barrier is None and s.family_facts is None:
         yield s.found("warning", "NEURON_RT_RANKS_PER_NETWORK_PROXY",
                       "is above 1 and needs the hardware barrier, whose default depends on the "
                       "instance (off on Trn1); init fails where it is off", fix)
@@ -684,7 +713,7 @@ def _register_hbm(s: _State) -> Iterator[Finding]:
     reason = None
     if map_hbm is False:
         reason = "NEURON_RT_MAP_HBM=0"
-    elif map_hbm is None and s.facts is not None and not s.facts.get("map_hbm") and explicit:
+    elif map_hbm is None and s.family_facts is not None and not s.family_facts.get("map_hbm") and explicit:
         reason = f"HBM mapping only exists on Trn2 and later, not {s.family}"
     if reason is None:
         return
@@ -702,11 +731,11 @@ def _contiguous_lnc1(s: _State) -> Iterator[Finding]:
     if lnc != 1:
         return
     fix = "unset NEURON_RT_CONTIGUOUS_SCRATCHPAD (it defaults to 0 there) or use LNC 2"
-    if s.facts is not None and s.facts.get("trn2_plus"):
+    if s.family_facts is not None and s.family_facts.get("trn2_plus"):
         yield s.found("error", "NEURON_RT_CONTIGUOUS_SCRATCHPAD",
                       f"=1 is unsupported on {s.family} with LNC 1: the explicit value is honoured "
                       "and then rejected, so nrt_init() fails with NRT_INVALID", fix)
-    elif s.facts is None and explicit:
+    elif s.family_facts is None and explicit:
         yield s.found("warning", "NEURON_RT_CONTIGUOUS_SCRATCHPAD",
                       "=1 with LNC 1 makes nrt_init() fail with NRT_INVALID on Trn2 and later "
                       "(instance unknown here)", fix)

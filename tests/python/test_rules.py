@@ -638,3 +638,25 @@ def test_every_default_produces_no_error_or_warning():
         # Setting only one of the Neuron log pair is itself the documented warning.
         bad = [f for f in bad if f.rule != "neuron_log_pairing"]
         assert bad == [], (var.name, bad)
+
+
+def test_detected_device_facts_from_the_env():
+    # What the devices helper exports on a trn1.32xlarge: 16 devices x 2 cores, LNC 1.
+    detected = {"PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "2",
+                "PRIMUS_NEURON_DEFAULT_LNC": "1", "PRIMUS_NEURON_LOGICAL_CORES": "32"}
+    ctx = CheckContext.from_env(detected)
+    assert (ctx.neuron_cores, ctx.neuron_devices, ctx.neuron_family) == (32, 16, None)
+    findings = check({**detected, "NEURON_RT_VISIBLE_CORES": "0-31"})
+    assert about(findings, "NEURON_RT_VISIBLE_CORES") == []
+    findings = check({**detected, "NEURON_RT_VISIBLE_CORES": "32"})
+    assert [f.rule for f in about(findings, "NEURON_RT_VISIBLE_CORES")] == ["visible_cores_exist"]
+    # LNC 2 fuses the two cores of each device: 16 logical cores remain.
+    findings = check({**detected, "NEURON_LOGICAL_NC_CONFIG": "2", "NEURON_RT_VISIBLE_CORES": "16"})
+    assert [f.rule for f in about(findings, "NEURON_RT_VISIBLE_CORES")] == ["visible_cores_exist"]
+    # 4 does not divide the 2 cores of a device, even without a known family.
+    findings = check({**detected, "NEURON_LOGICAL_NC_CONFIG": "4"})
+    assert [(f.severity, f.rule) for f in about(findings, "NEURON_LOGICAL_NC_CONFIG")] == [
+        ("error", "lnc_size")]
+    # Device facts alone do not say the family: the barrier default stays unknown.
+    findings = check({**detected, "NEURON_RT_RANKS_PER_NETWORK_PROXY": "2"})
+    assert [f.severity for f in about(findings, "NEURON_RT_RANKS_PER_NETWORK_PROXY")] == ["warning"]
