@@ -137,7 +137,8 @@ LAUNCHER_DEFAULTS = {
 def test_launcher_defaults(reg):
     assert reg.launcher_defaults() == LAUNCHER_DEFAULTS
     assert set(reg.launcher_derived()) == {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
-                                           "NCCL_IB_HCA", "HIP_VISIBLE_DEVICES", "HF_HOME"}
+                                           "NCCL_IB_HCA", "HIP_VISIBLE_DEVICES", "HF_HOME",
+                                           "DATA_PATH", "TORCH_COMPILE_CACHE_KEY_TAG"}
 
 
 @pytest.mark.parametrize("name, default", [
