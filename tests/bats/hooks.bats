@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted on purpose
 # Hooks and patches (SPEC section 8): the execute_hooks.sh / execute_patches.sh
 # protocol, the numbered hooks and the hipBLASLt stages of
 # hooks/train/pretrain/prepare_experiment.sh.
@@ -14,7 +15,7 @@ STUBS="$FIX/stubs"
 
 setup() {
   export T=$BATS_TEST_TMPDIR
-  cd "$T"
+  cd "$T" || return 1
   export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 PRIMUS_LOG_LEVEL=INFO
   export STUB_LOG=$T/stub.log MARK=$T/mark
   export REAL_PYTHON="$ROOT/.venv/bin/python"
