@@ -382,6 +382,37 @@ def _master_port(s: _State) -> Iterator[Finding]:
                       "export MASTER_PORT=1234 (or another free port from 1024 to 65535)")
 
 
+@rule("master_addr_multinode")
+def _master_addr(s: _State) -> Iterator[Finding]:
+    nnodes = s.uint("NNODES")
+    addr = s.get("MASTER_ADDR")
+    if nnodes is None or nnodes <= 1 or addr is None:
+        return
+    if addr.lower() in ("localhost", "localhost.localdomain", "::1") or addr.startswith("127."):
+        yield s.found("error", "MASTER_ADDR",
+                      f"is a loopback address with NNODES={nnodes}: the other nodes would try "
+                      "their own loopback and the rendezvous never completes",
+                      "export MASTER_ADDR=<host name or IP of node 0 reachable from every node> "
+                      "(Slurm launches fill it in)")
+
+
+@rule("jax_coordinator_single_node")
+def _jax_single(s: _State) -> Iterator[Finding]:
+    nnodes = s.uint("NNODES")
+    if s.get("JAX_COORDINATOR_IP") is not None and nnodes is not None and nnodes <= 1:
+        yield s.found("warning", "JAX_COORDINATOR_IP",
+                      "is set for a single-node run: Primus leaves it unset there so MaxText takes "
+                      "its local single-controller path; set, it starts the distributed one",
+                      "unset JAX_COORDINATOR_IP (and JAX_COORDINATOR_PORT) for one node")
+
+
+@rule("dump_hlo_dir_without_dump")
+def _dump_dir(s: _State) -> Iterator[Finding]:
+    if s.get("DUMP_HLO_DIR") is not None and s.get("DUMP_HLO") != "1":
+        yield s.found("info", "DUMP_HLO_DIR", "has no effect unless DUMP_HLO=1",
+                      "export DUMP_HLO=1 to dump HLO there")
+
+
 @rule("rank_bounds")
 def _rank_bounds(s: _State) -> Iterator[Finding]:
     for rank, size in (("NODE_RANK", "NNODES"), ("RANK", "WORLD_SIZE"),

@@ -660,3 +660,25 @@ def test_detected_device_facts_from_the_env():
     # Device facts alone do not say the family: the barrier default stays unknown.
     findings = check({**detected, "NEURON_RT_RANKS_PER_NETWORK_PROXY": "2"})
     assert [f.severity for f in about(findings, "NEURON_RT_RANKS_PER_NETWORK_PROXY")] == ["warning"]
+
+
+@pytest.mark.parametrize("addr", ["localhost", "127.0.0.1", "127.0.1.1", "::1", "LOCALHOST"])
+def test_master_addr_multinode(addr):
+    f = expect({"NNODES": "4", "MASTER_ADDR": addr}, "error", "MASTER_ADDR", "master_addr_multinode")
+    assert "NNODES=4" in f.message
+
+
+def test_master_addr_multinode_passes():
+    clean({"NNODES": "4", "MASTER_ADDR": "node-001"}, "MASTER_ADDR")
+    clean({"NNODES": "1", "MASTER_ADDR": "localhost"}, "MASTER_ADDR")
+
+
+def test_jax_coordinator_single_node():
+    expect({"NNODES": "1", "JAX_COORDINATOR_IP": "node-001"}, "warning", "JAX_COORDINATOR_IP",
+           "jax_coordinator_single_node")
+    clean({"NNODES": "2", "JAX_COORDINATOR_IP": "node-001"}, "JAX_COORDINATOR_IP")
+
+
+def test_dump_hlo_dir_without_dump():
+    expect({"DUMP_HLO_DIR": "/fsx/hlo"}, "info", "DUMP_HLO_DIR", "dump_hlo_dir_without_dump")
+    assert run({"DUMP_HLO_DIR": "/fsx/hlo", "DUMP_HLO": "1"}) == []
