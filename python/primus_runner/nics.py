@@ -175,22 +175,29 @@ def read_ports(root: str) -> list[HcaPort]:
             if not port_name.isdigit():
                 continue
             pdir = os.path.join(dev_dir, "ports", port_name)
+            state = _state_word(_read(os.path.join(pdir, "state")))
+            link_layer = _read(os.path.join(pdir, "link_layer")) or "unknown"
+            netdevs = list(dev_netdevs)
             gids: list[int] = []
-            ndevs: list[str] = []
-            for idx in sorted((i for i in _listdir(os.path.join(pdir, "gids")) if i.isdigit()), key=int):
-                gtype = _read(os.path.join(pdir, "gid_attrs/types", idx))
-                gid = _read(os.path.join(pdir, "gids", idx)) or ""
-                ndev = _read(os.path.join(pdir, "gid_attrs/ndevs", idx))
-                if ndev and ndev not in ndevs:
-                    ndevs.append(ndev)
-                if gtype and gtype.strip().lower() == "roce v2" and _ipv4_from_gid(gid):
-                    gids.append(int(idx))
+            if link_layer == "Ethernet":
+                # GID types first: only RoCE v2 entries have their GID read. Empty
+                # slots fail with EINVAL on a real host and are skipped.
+                indices = sorted((i for i in _listdir(os.path.join(pdir, "gids")) if i.isdigit()), key=int)
+                for idx in indices if state == "ACTIVE" else []:
+                    gtype = _read(os.path.join(pdir, "gid_attrs/types", idx))
+                    if gtype and gtype.strip().lower() == "roce v2" and _ipv4_from_gid(
+                            _read(os.path.join(pdir, "gids", idx)) or ""):
+                        gids.append(int(idx))
+                if not netdevs:
+                    for idx in indices[:4]:
+                        ndev = _read(os.path.join(pdir, "gid_attrs/ndevs", idx))
+                        if ndev:
+                            netdevs = [ndev]
+                            break
             ports.append(HcaPort(
-                device=dev, port=int(port_name),
-                state=_state_word(_read(os.path.join(pdir, "state"))),
+                device=dev, port=int(port_name), state=state,
                 phys_state=_state_word(_read(os.path.join(pdir, "phys_state"))),
-                link_layer=(_read(os.path.join(pdir, "link_layer")) or "unknown"),
-                netdevs=ndevs or dev_netdevs, numa_node=numa, roce_v2_ipv4_gids=gids))
+                link_layer=link_layer, netdevs=netdevs, numa_node=numa, roce_v2_ipv4_gids=gids))
     return ports
 
 
