@@ -22,10 +22,8 @@ Overrides win over detection: ``PRIMUS_ACCELERATOR`` (auto|rocm|cuda|neuron|cpu)
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -211,7 +209,9 @@ def _model_from_text(text: str) -> str | None:
 
 def rocm_smi_model(env: Mapping[str, str]) -> str | None:
     """One ``rocm-smi --showproductname --json`` call; the first MI model it names."""
+    import json
     import shutil
+    import subprocess
 
     exe = shutil.which("rocm-smi", path=env.get("PATH", os.defpath))
     if not exe:
@@ -334,6 +334,7 @@ def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
 # -- NVIDIA -----------------------------------------------------------------------
 def nvidia_gpus(root: str, env: Mapping[str, str]) -> list[Device] | None:
     import shutil
+    import subprocess
 
     exe = shutil.which("nvidia-smi", path=env.get("PATH", os.defpath))
     if not exe:
@@ -519,6 +520,7 @@ def _table(found: Devices) -> str:
 
 def main(argv: list[str]) -> int:
     import argparse
+    import json
     import sys
 
     parser = argparse.ArgumentParser(

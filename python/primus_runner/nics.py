@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -330,6 +329,8 @@ def local_addresses_from_proc(root: str, routes: list[Route]) -> dict[str, list[
 
 def local_addresses(root: str, routes: list[Route]) -> dict[str, list[str]]:
     if os.path.realpath(root) == "/":
+        import socket
+
         try:
             import psutil
         except ImportError:
@@ -353,6 +354,8 @@ def resolve_ipv4(root: str, host: str) -> str | None:
         if len(cols) >= 2 and _ip_to_int(cols[0]) is not None and wanted in (c.lower() for c in cols[1:]):
             return cols[0]
     if os.path.realpath(root) == "/":
+        import socket
+
         try:
             infos = socket.getaddrinfo(host, None, socket.AF_INET)
         except OSError:
@@ -363,6 +366,8 @@ def resolve_ipv4(root: str, host: str) -> str | None:
 
 def host_name(root: str) -> str | None:
     if os.path.realpath(root) == "/":
+        import socket
+
         return socket.gethostname()
     return _read(os.path.join(root, "etc/hostname"))
 
