@@ -157,6 +157,18 @@ env LAST_ARGS=[\"--config\", \"my exp.yaml\", \"--train_data_path\", \"/data/my 
   assert_output --partial "hook '00_x.sh' line 1: invalid option name '--evil'"
 }
 
+@test "protocol: secrets in shown lines are masked; an env. record keeps the secret value for the job" {
+  mkdir -p "$T/h"
+  echo 'echo "logged in with $HF_TOKEN"; echo "env.HF_TOKEN=$HF_TOKEN"' >"$T/h/00_secret.sh"
+  HF_TOKEN=hf_s3cr3t_value hooks --hooks-dir "$T/h" train pretrain
+  assert_success
+  run records
+  assert_output 'env HF_TOKEN=hf_s3cr3t_value'
+  run errors
+  assert_line 'logged in with ****'
+  refute_output --partial 'hf_s3cr3t_value'
+}
+
 @test "protocol: a hook env. value that sets PATH does not break the following hooks" {
   mkdir -p "$T/h"
   echo 'echo "env.PATH=/nonexistent"' >"$T/h/00_path.sh"
