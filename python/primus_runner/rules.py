@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from primus_runner.masking import mask
-from primus_runner.registry import Registry, Variable, _Record, load
+from primus_runner.registry import Registry, Variable, load, record
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
@@ -33,21 +33,26 @@ _EVENT_WORD = re.compile(r"\^?[A-Za-z][A-Za-z0-9_]*\Z")
 _BOOL = {"0": False, "1": True, "false": False, "true": True}
 
 
-class Finding(_Record):
+class Finding(record("Finding", "severity variable value message fix rule", {"rule": ""})):  # type: ignore[misc]
     """One problem: ``severity`` is error|warning|info; ``value`` is masked for secrets;
     ``message`` is the reason (from the references); ``fix`` what to do; ``rule`` the id."""
 
-    __slots__ = ("severity", "variable", "value", "message", "fix", "rule")
+    __slots__ = ()
     severity: str
     variable: str
     value: str
     message: str
     fix: str
     rule: str
-    _DEFAULTS = {"rule": ""}
 
 
-class CheckContext(_Record):
+_CONTEXT_FIELDS = ("cpu_count neuron_cores neuron_instance_type neuron_family container "
+                   "gpus_per_node neuron_devices neuron_cores_per_device neuron_default_lnc")
+_CONTEXT_DEFAULTS: dict[str, object] = {name: None for name in _CONTEXT_FIELDS.split()}
+_CONTEXT_DEFAULTS["container"] = False
+
+
+class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)):  # type: ignore[misc]
     """Facts about the machine and the launch that some rules need.
 
     ``cpu_count`` (None: os.cpu_count()); ``neuron_cores``: logical NeuronCores the
@@ -59,9 +64,7 @@ class CheckContext(_Record):
     detected device facts (the devices helper exports them as PRIMUS_NEURON_*).
     """
 
-    __slots__ = ("cpu_count", "neuron_cores", "neuron_instance_type", "neuron_family",
-                 "container", "gpus_per_node", "neuron_devices", "neuron_cores_per_device",
-                 "neuron_default_lnc")
+    __slots__ = ()
     cpu_count: int | None
     neuron_cores: int | None
     neuron_instance_type: str | None
@@ -71,7 +74,6 @@ class CheckContext(_Record):
     neuron_devices: int | None
     neuron_cores_per_device: int | None
     neuron_default_lnc: int | None
-    _DEFAULTS = {"container": False}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, container: bool = False,
