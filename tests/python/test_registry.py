@@ -6,7 +6,6 @@ fixture list of names, extracted from them), never produced by the code under te
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
