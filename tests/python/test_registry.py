@@ -354,3 +354,10 @@ def test_example_values_pass(reg):
     env = registry_mod.full_environment(reg)
     assert len(env) == len(reg.variables)
     assert [f for f in rules_mod.check(env) if f.severity == "error"] == []
+
+
+def test_runner_config_allowlist_matches_the_registry(reg):
+    """runner/.primus.yaml's container.options.env is the allowlist the container mode
+    forwards (SPEC section 7: checked against the registry so the two cannot drift)."""
+    config = yaml.safe_load((ROOT / "runner" / ".primus.yaml").read_text())
+    assert config["container"]["options"]["env"] == reg.container_forwarded()
