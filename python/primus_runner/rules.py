@@ -391,9 +391,13 @@ def _master_addr(s: _State) -> Iterator[Finding]:
     if nnodes is None or nnodes <= 1 or addr is None:
         return
     if addr.lower() in ("localhost", "localhost.localdomain", "::1") or addr.startswith("127."):
-        yield s.found("error", "MASTER_ADDR",
-                      f"is a loopback address with NNODES={nnodes}: the other nodes would try "
-                      "their own loopback and the rendezvous never completes",
+        # A warning, not an error: several "nodes" on one machine (bring-up,
+        # tests) rendezvous fine on loopback; across hosts it would hang.
+        # The launcher refuses the unexported default (ranks.resolve).
+        yield s.found("warning", "MASTER_ADDR",
+                      f"is a loopback address with NNODES={nnodes}: that only works when every "
+                      "node runs on this one machine; nodes on other hosts would try their own "
+                      "loopback and the rendezvous never completes",
                       "export MASTER_ADDR=<host name or IP of node 0 reachable from every node> "
                       "(Slurm launches fill it in)")
 
