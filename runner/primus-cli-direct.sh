@@ -199,6 +199,15 @@ apply_cli_env() {
   for item in "${CLI_ENV[@]}"; do
     printf -v "${item%%=*}" '%s' "${item#*=}"
     export "${item%%=*}"
+    [[ ${item%%=*} != XLA_FLAGS ]] || export PRIMUS_XLA_FLAGS_OWNED=1
+  done
+}
+
+# note_cli_origins: tell env show where the --env values came from.
+note_cli_origins() {
+  local item
+  for item in "${CLI_ENV[@]}"; do
+    primus_env_note_origin "${item%%=*}" cli
   done
 }
 
@@ -209,8 +218,21 @@ load_layers() {
   require_file "$loader" "environment layer loader"
   # The launcher validates the final environment itself (after hooks and --env).
   export PRIMUS_DEFER_VALIDATION=1
+  local rc=0
   # shellcheck source=runner/helpers/envs/primus-env.sh
-  source "$loader"
+  source "$loader" -- "${WORKLOAD[@]}" || rc=$?
+  ((rc == 0)) || exit "$rc"
+}
+
+# finish_layers: after the last --env, the steps that must see final values.
+finish_layers() {
+  note_cli_origins
+  if declare -F primus_xla_apply_append >/dev/null; then
+    primus_xla_apply_append
+  fi
+  if declare -F primus_neuron_validate_cores >/dev/null; then
+    primus_neuron_validate_cores || exit "$PRIMUS_EXIT_INVALID"
+  fi
 }
 
 # ------------------------------------------------------------ hooks, patches
@@ -223,6 +245,7 @@ on_hook_record() {
     env)
       printf -v "$2" '%s' "$3"
       export "${2?}"
+      primus_env_note_origin "$2" hook
       ;;
     extra) EXTRA_ARGS+=("--$2" "$3") ;;
     *) LOG_WARN "ignoring unknown hook record kind '$1'" ;;
@@ -527,6 +550,7 @@ main() {
   run_hooks
   run_patches
   apply_cli_env
+  finish_layers
   validate_distributed_params || exit "$PRIMUS_EXIT_INVALID"
   if [[ ${PRIMUS_SKIP_MAIN_LAUNCH:-0} == 1 ]]; then
     LOG_INFO "PRIMUS_SKIP_MAIN_LAUNCH=1 (set by a hook): stopping after hooks, nothing launched."

@@ -69,6 +69,9 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         if name not in env:
             out[name] = value
     out["PRIMUS_DETECTION_DONE"] = "1"
+    # Values the launcher defaulted or detected (not the user's): the layers
+    # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.
+    out["PRIMUS_DETECTED_VARS"] = " ".join(sorted(n for n in out if n not in env and not n.startswith("PRIMUS_")))
     return out
 
 

@@ -8,9 +8,11 @@
 # own code (SPEC section 3). So each worker runs through this wrapper, which
 # writes a non-zero status to $PRIMUS_RC_DIR/rank-<RANK> for the launcher.
 # Per worker it also applies:
-#   PRIMUS_NEURON_CORES_PER_PROC=K  NEURON_RT_VISIBLE_CORES = this local rank's
-#                                   slice of K logical cores (offset by
-#                                   PRIMUS_NEURON_CORE_BASE, default 0)
+#   PRIMUS_NEURON_CORE_SLICES       one core list per local rank, space separated
+#                                   (set by the Neuron layer from the available
+#                                   cores): word LOCAL_RANK becomes this worker's
+#                                   NEURON_RT_VISIBLE_CORES
+#   PRIMUS_NEURON_CORES_PER_PROC=K  without the slices: cores LOCAL_RANK*K .. +K-1
 #   PRIMUS_NUMA_BIND=1              run through numa_bind.sh for this local rank
 # Deliberately no `set -e`: the program's status is the point.
 set -uo pipefail
@@ -25,9 +27,16 @@ if [[ $# -eq 0 ]]; then
 fi
 
 local_rank=${LOCAL_RANK:-0}
-if [[ -n ${PRIMUS_NEURON_CORES_PER_PROC:-} ]]; then
+if [[ -n ${PRIMUS_NEURON_CORE_SLICES:-} ]]; then
+  read -r -a slices <<<"$PRIMUS_NEURON_CORE_SLICES"
+  if ((10#$local_rank >= ${#slices[@]})); then
+    echo "run_worker.sh: LOCAL_RANK=$local_rank has no Neuron core slice in PRIMUS_NEURON_CORE_SLICES='$PRIMUS_NEURON_CORE_SLICES'" >&2
+    exit 2
+  fi
+  export NEURON_RT_VISIBLE_CORES=${slices[10#$local_rank]}
+elif [[ -n ${PRIMUS_NEURON_CORES_PER_PROC:-} ]]; then
   per=$((10#$PRIMUS_NEURON_CORES_PER_PROC))
-  first=$((10#${PRIMUS_NEURON_CORE_BASE:-0} + 10#$local_rank * per))
+  first=$((10#$local_rank * per))
   export NEURON_RT_VISIBLE_CORES="$first-$((first + per - 1))"
 fi
 
