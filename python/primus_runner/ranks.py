@@ -398,7 +398,9 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
         raise UsageError(f"MASTER_ADDR='{master}'{_where(r.origins['MASTER_ADDR'])} is not a host "
                          "name or IP address; accepted: e.g. node001, node001.cluster, 10.0.0.1. "
                          "Fix: export MASTER_ADDR=<rank-0 host>.")
-    if nnodes > 1 and is_loopback(master):
+    # An exported loopback address with NNODES > 1 is legitimate: several
+    # "nodes" on one machine (tests, bring-up). Only a default is a mistake.
+    if nnodes > 1 and is_loopback(master) and r.origins["MASTER_ADDR"] != "exported":
         raise UsageError(f"MASTER_ADDR={master}{_where(r.origins['MASTER_ADDR'])} with NNODES="
                          f"{nnodes}: every node would wait for a rendezvous on itself. Fix: export "
                          "MASTER_ADDR=<host name or IP of the node with NODE_RANK 0>.")
