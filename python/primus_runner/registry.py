@@ -159,6 +159,7 @@ def describe_type(var: Variable) -> str:
         "gpu_archs": "semicolon-separated GPU targets such as gfx942;gfx950",
         "hbm_init": "off, fp32_nan, bf16_nan or a 32-bit unsigned integer (0-4294967295)",
         "patches": 'empty or "all" (all patches), "none", or a comma-separated list of patch names',
+        "device_list": "comma-separated GPU indices such as 0,1,2,3 (or GPU UUIDs)",
     }
     if var.type == "enum":
         text = "one of " + ", ".join(var.values or ())

@@ -24,7 +24,7 @@ KNOWN_FIELDS = {"type", "values", "ci", "min", "max", "default", "default_note",
                 "deprecated", "invalid", "subsystem", "host"}
 KNOWN_TYPES = {"bool", "switch", "int", "uint", "bytes", "mib", "seconds", "float", "port",
                "host", "hostport", "range_list", "int_list", "enum", "path", "string",
-               "flags", "uri", "s3uri", "ratio", "gpu_archs", "hbm_init", "patches"}
+               "flags", "uri", "s3uri", "ratio", "gpu_archs", "hbm_init", "patches", "device_list"}
 
 
 def fixture_sections() -> dict[str, list[str]]:
