@@ -27,7 +27,7 @@ data() {
   NODE_RANK=1 data prepare >"$T/n1.out" 2>&1 &
   local n1=$!
   local i
-  for ((i = 0; i < 200; i++)); do
+  for ((i = 0; i < 1200; i++)); do
     grep -q 'waiting for node rank 0' "$T/n1.out" 2>/dev/null && break
     sleep 0.05
   done

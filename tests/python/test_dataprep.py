@@ -68,7 +68,7 @@ def start(args: list[str], env: dict[str, str], out: Path) -> subprocess.Popen:
     return proc
 
 
-def wait_for_text(path: Path, text: str, seconds: float = 20) -> None:
+def wait_for_text(path: Path, text: str, seconds: float = 60) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if path.exists() and text in path.read_text(errors="replace"):
@@ -201,7 +201,7 @@ def test_sigkill_mid_preparation_then_rerun_redoes_it(tmp_path: Path, corpus: Pa
     args = ["prepare", "--corpus", str(corpus), "--workspace", str(ws)]
     rank0 = start(args, base_env(NODE_RANK="0", PRIMUS_DATA_PREP_FAULT="sleep:60"), tmp_path / "r0.log")
     partial = Path(f"{prefix}.tmp-{socket.gethostname()}-{rank0.pid}.bin")
-    end = time.monotonic() + 20
+    end = time.monotonic() + 60
     while not (partial.exists() and partial.stat().st_size > 0) and time.monotonic() < end:
         time.sleep(0.05)
     assert partial.stat().st_size == 12  # the first document, 6 tokens of 2 bytes
