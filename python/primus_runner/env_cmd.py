@@ -12,24 +12,37 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+from types import SimpleNamespace
 from primus_runner.errors import MissingError, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 PROG = "primus-cli env"
 
 
-def _formatter(prog: str) -> argparse.HelpFormatter:
+def _formatter(prog: str) -> "argparse.HelpFormatter":
     """A help formatter with a fixed width: the default one imports shutil (~6 ms) on
     every parse just to read the terminal size."""
     columns = os.environ.get("COLUMNS", "")
     width = int(columns) - 2 if columns.isdigit() and int(columns) > 40 else 98
+    import argparse
+
     return argparse.HelpFormatter(prog, width=width)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> "argparse.ArgumentParser":
+    import argparse
+
+    class _SubParser(argparse.ArgumentParser):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            kwargs.setdefault("formatter_class", _formatter)
+            super().__init__(*args, **kwargs)
+
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=_formatter, description="List, explain, check and document environment variables "
         "(one registry for both references).")
@@ -72,14 +85,50 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _SubParser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        kwargs.setdefault("formatter_class", _formatter)
-        super().__init__(*args, **kwargs)
+_CHECK_VALUES = {"--accelerator": ("auto", "rocm", "cuda", "neuron", "cpu"),
+                 "--format": ("text", "json"), "--env-file": None}
+
+
+def fast_check_args(argv: list[str]) -> SimpleNamespace | None:
+    """Parse ``check`` options without building the argparse parser (the launcher runs
+    ``env check`` on every launch; argparse with gettext and locale costs ~7 ms).
+    Returns None for anything unusual (help, errors, abbreviations): argparse then
+    handles it, with its usual messages and exit codes."""
+    if not argv or argv[0] != "check":
+        return None
+    args = SimpleNamespace(command="check", strict=False, accelerator=None, env_file=None,
+                              format="text", container=False)
+    rest = argv[1:]
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word in ("--strict", "--container"):
+            setattr(args, word[2:], True)
+            i += 1
+            continue
+        option, eq, value = word.partition("=")
+        if option not in _CHECK_VALUES:
+            return None
+        if not eq:
+            if i + 1 >= len(rest):
+                return None
+            value = rest[i + 1]
+            i += 1
+        i += 1
+        choices = _CHECK_VALUES[option]
+        if choices is not None and value not in choices:
+            return None
+        if option == "--env-file":
+            if not value or value.startswith("-"):
+                return None
+            args.env_file = (args.env_file or []) + [value]
+        else:
+            setattr(args, option[2:], value)
+    return args
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = fast_check_args(argv) or _parser().parse_args(argv)
     if args.command == "list":
         return cmd_list(args.subsystem, args.format)
     if args.command == "explain":
@@ -237,7 +286,7 @@ def shown(value: str) -> str:
     return "'" + escaped.replace("'", "'\\''") + "'"
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(args: SimpleNamespace) -> int:
     from primus_runner.rules import CheckContext, check, exit_code
 
     if args.env_file:

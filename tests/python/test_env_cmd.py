@@ -244,3 +244,23 @@ def test_help_for_every_subcommand():
         result = run_cli([sub, "--help"])
         assert result.returncode == 0 and "usage: primus-cli env " + sub in result.stdout
     assert run_cli([]).returncode == 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["check"], ["check", "--strict"], ["check", "--container", "--format", "json"],
+    ["check", "--accelerator=neuron", "--env-file", "a.env", "--env-file=b.env", "--strict"],
+    ["check", "--format=text", "--accelerator", "rocm"],
+])
+def test_fast_check_args_agree_with_argparse(argv):
+    fast = env_cmd.fast_check_args(argv)
+    assert fast is not None
+    assert vars(fast) == vars(env_cmd._parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--help"], ["check", "--accelerator", "tpu"], ["check", "--format"],
+    ["check", "--strct"], ["check", "extra"], ["check", "--env-file", "--strict"],
+    ["list"], [],
+])
+def test_fast_check_args_leave_the_rest_to_argparse(argv):
+    assert env_cmd.fast_check_args(argv) is None
