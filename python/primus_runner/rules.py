@@ -1032,6 +1032,8 @@ def check(env: Mapping[str, str], *, accelerator: str | None = None,
     """
     reg = registry or load()
     accel = (accelerator or env.get("PRIMUS_ACCELERATOR") or "auto").lower()
+    if accel not in ACCELERATORS:
+        accel = "auto"  # the type rule reports a bad PRIMUS_ACCELERATOR; check everything
     ctx = context or CheckContext.from_env(env)
     if ctx.cpu_count is None:
         ctx = _with_cpu_count(ctx)

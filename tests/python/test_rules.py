@@ -682,3 +682,11 @@ def test_jax_coordinator_single_node():
 def test_dump_hlo_dir_without_dump():
     expect({"DUMP_HLO_DIR": "/fsx/hlo"}, "info", "DUMP_HLO_DIR", "dump_hlo_dir_without_dump")
     assert run({"DUMP_HLO_DIR": "/fsx/hlo", "DUMP_HLO": "1"}) == []
+
+
+def test_unknown_accelerator_checks_everything():
+    findings = run({"PRIMUS_ACCELERATOR": "gpu", "NEURON_RT_VALIDATE_HASH": "yes",
+                    "NCCL_PROTO": "bogus"})
+    assert {(f.variable, f.severity) for f in findings} == {
+        ("PRIMUS_ACCELERATOR", "error"), ("NEURON_RT_VALIDATE_HASH", "error"),
+        ("NCCL_PROTO", "error")}
