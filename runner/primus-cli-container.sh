@@ -150,11 +150,24 @@ build_command() {
   RUN_CMD+=(direct "${INNER[@]}")
 }
 
+# check_host_env: the registry's checks, in container context (TE_* variables
+# set on the host are not forwarded: the check says how to pass them).
+check_host_env() {
+  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
+    LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped."
+    return 0
+  fi
+  local rc=0
+  primus_python env check --container --format text || rc=$?
+  ((rc == 0)) || die "$rc" "environment check failed (exit $rc): no container was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1."
+}
+
 main() {
   parse_args "$@"
   ((OPT_DEBUG == 0)) || export PRIMUS_LOG_LEVEL=DEBUG
   primus_config_load "$OPT_CONFIG" || exit
   resolve_settings
+  check_host_env
   build_command
   local quoted
   printf -v quoted '%q ' "${RUN_CMD[@]}"

@@ -33,10 +33,12 @@ teardown() {
   refute_output --partial hf_secret_x
 }
 
-@test "TE_* variables are not forwarded; an --env value is, byte for byte" {
+@test "TE_* variables are not forwarded (with a warning saying how); an --env value is, byte for byte" {
   value='a "b" $(touch pwned) ; *'
   TE_HIPBLASLT_ALGO_SELECTION=1 run "$PRIMUS_CLI" container --image img --env "MY_VAR=$value" -- preflight
   assert_success
+  assert_output --partial "TE_HIPBLASLT_ALGO_SELECTION"
+  assert_output --partial "--env"
   ! grep -qx TE_HIPBLASLT_ALGO_SELECTION "$STUB_RECORD_DIR/args.txt"
   mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
   [[ " ${envs[*]} " == *" MY_VAR=$value "* ]]
@@ -74,6 +76,13 @@ teardown() {
   PATH=/usr/bin:/bin run "$PRIMUS_CLI" container --image img --runtime podman -- preflight
   assert_failure 1
   assert_output --partial "'podman' not found"
+}
+
+@test "an invalid variable stops the container launch with exit 2 before the runtime runs" {
+  MASTER_PORT=80 run "$PRIMUS_CLI" container --image img -- preflight
+  assert_failure 2
+  assert_output --partial "MASTER_PORT"
+  [[ ! -e $STUB_RECORD_DIR/args.nul ]]
 }
 
 @test "the container's exit code is the launcher's" {
