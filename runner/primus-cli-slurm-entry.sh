@@ -355,7 +355,8 @@ forward_signal() {
 # shellcheck disable=SC2329 # called from forward_signal
 announce_cancel() {
   entry_log ERROR "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-?}} CANCELLED on this" \
-    "node: SIG$1 received (scancel, time limit, preemption or Ctrl-C); stopping the launcher" \
+    "node: SIG$1 received (scancel, time limit, preemption, Ctrl-C, or a failed node ending the" \
+    "step); stopping the launcher" \
     "(exit status will be $((128 + $(signal_number "$1"))))."
 }
 
@@ -390,9 +391,10 @@ run_launcher() {
 report_exit() {
   local rc=$1
   if [[ -n $CHILD_SIGNAL ]]; then
-    ((rc > 128)) || rc=$((128 + $(signal_number "$CHILD_SIGNAL")))
-    entry_log ERROR "job ${SLURM_JOB_ID} CANCELLED (SIG$CHILD_SIGNAL): the launcher stopped," \
-      "exit status $rc."
+    local own=$rc
+    rc=$((128 + $(signal_number "$CHILD_SIGNAL")))
+    entry_log ERROR "job ${SLURM_JOB_ID} CANCELLED (SIG$CHILD_SIGNAL): the launcher stopped" \
+      "(its status $own); exit status $rc."
   elif ((rc == 0)); then
     entry_log INFO "launcher finished: exit status 0."
   elif ((rc > 128)); then
@@ -403,7 +405,17 @@ report_exit() {
   exit "$rc"
 }
 
+# fix_hostname: HOSTNAME exported by the submitting shell reaches every node
+# of the job unchanged; take this node's own name (UTS namespace aware, no fork).
+fix_hostname() {
+  local name=""
+  { IFS= read -r name </proc/sys/kernel/hostname; } 2>/dev/null || name=$(hostname 2>/dev/null) || name=""
+  [[ -n $name ]] || return 0
+  HOSTNAME=$name
+}
+
 main() {
+  fix_hostname
   parse_args "$@"
   ((ENTRY_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
   [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && ENTRY_DRY_RUN=1

@@ -312,22 +312,27 @@ simulated_shape() {
   [[ -n $SIM_NODES ]] || SIM_NODES=1
   ((10#$SIM_NODES >= 1)) || SIM_NODES=1
   SIM_NODES=$((10#$SIM_NODES))
-  if ((HAS_TPN)); then
-    SIM_TPN=$GIVEN_TPN
-  elif ((HAS_NTASKS)); then
-    SIM_TPN=$(((GIVEN_NTASKS + SIM_NODES - 1) / SIM_NODES))
-  else
-    SIM_TPN=1
-  fi
   SIM_PLACEHOLDER=0
   if ((HAS_NODELIST)) && [[ $GIVEN_NODELIST != */* ]]; then
     SIM_NODELIST=$GIVEN_NODELIST
+    # -w without -N: Slurm allocates every listed node.
+    if [[ -z $GIVEN_NODES ]]; then
+      SIM_NODES=$(primus_python hostlist count -- "$SIM_NODELIST") ||
+        bad_usage "-w/--nodelist '$SIM_NODELIST' is not a valid Slurm hostlist (see above)."
+    fi
   elif ((SIM_NODES == 1)); then
     SIM_NODELIST=dryrun-node1
     SIM_PLACEHOLDER=1
   else
     SIM_NODELIST="dryrun-node[1-$SIM_NODES]"
     SIM_PLACEHOLDER=1
+  fi
+  if ((HAS_TPN)); then
+    SIM_TPN=$GIVEN_TPN
+  elif ((HAS_NTASKS)); then
+    SIM_TPN=$(((GIVEN_NTASKS + SIM_NODES - 1) / SIM_NODES))
+  else
+    SIM_TPN=1
   fi
 }
 

@@ -1,0 +1,220 @@
+#!/usr/bin/env bats
+# The live Slurm suite: real slurmctld/slurmd daemons (tests/slurm/cluster.sh,
+# 4 nodes node1..node4 on 127.0.77.1-4, each with its own hostname). Run it with
+# tests/slurm/run.sh, which starts and stops the cluster; without a cluster
+# every test fails (never skips).
+#
+# On CPU the launcher uses gloo; GPUS_PER_NODE=2 gives 2 processes per node.
+
+REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+load "$REPO_ROOT/node_modules/bats-support/load"
+load "$REPO_ROOT/node_modules/bats-assert/load"
+
+ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
+PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
+
+setup_file() {
+  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
+    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
+    return 1
+  }
+  local states
+  states=$(sinfo -h -N -o '%N %t' | sort -u)
+  [[ $states == *"node1 idle"*"node2 idle"*"node3 idle"*"node4 idle"* ]] || {
+    echo "the test cluster is not up with 4 idle nodes: $states" >&3
+    return 1
+  }
+}
+
+setup() {
+  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-live.XXXXXX")
+  chmod 0755 "$TEST_DIR"
+  cd "$TEST_DIR" || return 1
+  local name
+  for name in $(compgen -e); do
+    case $name in
+      SLURM_CONF) ;;
+      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
+    esac
+  done
+  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE \
+    PRIMUS_DRY_RUN
+  export HOME=$TEST_DIR/home
+  mkdir -p "$HOME"
+  export PRIMUS_WORKSPACE=$TEST_DIR/workspace
+  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
+  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
+  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+  # A port of its own per test: jobs of earlier tests may still be closing.
+  export MASTER_PORT=$((21000 + (RANDOM % 2000) * 2))
+}
+
+teardown() {
+  # Leave no job behind for the next test.
+  scancel --user=root --full 2>/dev/null || true
+  wait_queue_empty 30 || true
+  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+}
+
+wait_queue_empty() {
+  local limit=$1 i
+  for ((i = 0; i < limit * 10; i++)); do
+    [[ -z $(squeue -h -o %i 2>/dev/null) ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# job_id_from_output: the id in sbatch's "Submitted batch job N".
+job_id_from_output() {
+  sed -n 's/^Submitted batch job \([0-9][0-9]*\).*/\1/p' <<<"$output" | head -n 1
+}
+
+# job_state JOBID
+job_state() {
+  scontrol show job -o "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+}
+
+# pids_matching TEXT: "pid cmdline" of the processes whose command line
+# contains TEXT (read from /proc without a fork per process).
+pids_matching() {
+  local proc cmd
+  local -a parts
+  for proc in /proc/[0-9]*; do
+    [[ $proc == "/proc/$$" || $proc == "/proc/$BASHPID" ]] && continue
+    { mapfile -d '' -t parts <"$proc/cmdline"; } 2>/dev/null || continue
+    cmd="${parts[*]}"
+    [[ $cmd == *"$1"* ]] && printf '%s %s\n' "${proc#/proc/}" "$cmd"
+  done
+  return 0
+}
+
+# hosts_of_pids: the UTS hostname (node) of each given "pid cmd" line.
+hosts_of_pids() {
+  local pid rest
+  while read -r pid rest; do
+    nsenter --target "$pid" --uts hostname 2>/dev/null
+  done | sort -u
+}
+
+@test "srun -N2 of the entry (dry-run): NODE_RANK 0 and 1, one MASTER_ADDR, first host from scontrol" {
+  run timeout 120 srun -N2 --ntasks-per-node=1 "$ENTRY" --dry-run direct -- preflight
+  assert_success
+  assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] slurm-entry: job [0-9]+ step 0: 2 node\(s\) node\[1-2\], this is node 0 \(node1\), 2 task\(s\), first host node1, mode direct"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] slurm-entry: job [0-9]+ step 0: 2 node\(s\) node\[1-2\], this is node 1 \(node2\)"
+  assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node1 --master_port $MASTER_PORT"
+  assert_output --partial "--nnodes 2 --node_rank 1 --master_addr node1 --master_port $MASTER_PORT"
+  [[ $(grep -o -- '--master_addr [^ ]*' <<<"$output" | sort -u) == "--master_addr node1" ]]
+  [[ $(grep -c -- ' command: ' <<<"$output") == 2 ]]
+}
+
+@test "srun -N4 --ntasks-per-node=2 is refused on every task: no torchrun at all" {
+  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --dry-run direct -- preflight
+  assert_failure
+  assert_output --partial "this step runs 8 tasks on 4 node(s) (SLURM_STEP_TASKS_PER_NODE=2(x4))"
+  assert_output --partial "srun --ntasks-per-node=1"
+  [[ $(grep -c "refused: 8 tasks on 4 node(s)" <<<"$output") == 7 ]]
+  refute_output --partial " command: "
+}
+
+@test "srun -N4 --ntasks-per-node=2 --srun-native: 8 workers, RANK 0-7, no torchrun" {
+  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --srun-native --dry-run direct -- preflight
+  assert_success
+  [[ $(grep -c " command: " <<<"$output") == 8 ]]
+  refute_output --partial "torchrun --nproc_per_node"
+  local r
+  for r in 0 1 2 3 4 5 6 7; do
+    assert_output --regexp "srun-native: worker RANK=$r LOCAL_RANK=$((r % 2)) WORLD_SIZE=8 LOCAL_WORLD_SIZE=2"
+  done
+  assert_output --regexp "\[NODE-3\(node4\)\] .*RANK=7 LOCAL_RANK=1"
+}
+
+@test "a 2-node srun inside a 4-node sbatch allocation maps 2 nodes, not 4" {
+  run timeout 120 sbatch --wait -N4 -o "$TEST_DIR/job.out" \
+    --wrap "srun -N2 --ntasks-per-node=1 $ENTRY --dry-run direct -- preflight"
+  assert_success
+  run cat "$TEST_DIR/job.out"
+  assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node1 "
+  assert_output --partial "--nnodes 2 --node_rank 1 --master_addr node1 "
+  refute_output --partial "--nnodes 4"
+  assert_output --partial "2 node(s) node[1-2]"
+}
+
+@test "primus-cli slurm sbatch -N 2 -- direct -- preflight: runs from the spooled script, world size 4" {
+  run timeout 300 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job-%j.out" -- direct -- preflight
+  assert_success
+  job=$(job_id_from_output)
+  [[ -n $job ]]
+  # The script Slurm ran is its spooled copy, not a file of ours.
+  run cat "$TEST_DIR/job-$job.out"
+  assert_output --partial "[preflight] OK: world size 4"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] slurm-entry: job $job step 0: 2 node\(s\) node\[1-2\]"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] slurm-entry: job $job step 0"
+  assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] slurm-entry: launcher finished: exit status 0"
+  assert_output --partial "primus-cli slurm: srun of job $job exited with status 0"
+  [[ $(job_state "$job") == COMPLETED ]]
+}
+
+@test "primus-cli slurm srun -N 2 -- direct -- preflight: world size 4 on node1 and node2" {
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- direct -- preflight
+  assert_success
+  assert_output --partial "[preflight] OK: world size 4"
+  assert_output --partial "NNODES=2 NODE_RANK=0 GPUS_PER_NODE=2 MASTER_ADDR=node1"
+  assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
+}
+
+@test "srun-native preflight: 2 nodes x 2 tasks, one worker per task, world size 4" {
+  run timeout 300 "$PRIMUS_CLI" slurm --srun-native srun -N 2 --ntasks-per-node=2 -- direct -- preflight
+  assert_success
+  assert_output --partial "[preflight] OK: world size 4"
+  assert_output --partial "mode=single"
+}
+
+@test "workload values reach every node byte for byte through sbatch" {
+  run timeout 120 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job.out" -- direct --dry-run \
+    -- preflight 'a b' '$(touch pwned)' '`touch pwned2`' '*' 'x;y'
+  assert_success
+  run cat "$TEST_DIR/job.out"
+  local expected='preflight a\ b \$\(touch\ pwned\) \`touch\ pwned2\` \* x\;y'
+  [[ $(grep -cF -- "$expected" <<<"$output") == 2 ]]
+  [[ ! -e pwned && ! -e pwned2 && ! -e $HOME/pwned ]]
+}
+
+@test "scancel of a running 2-node job ends every process on every node; the output says cancelled" {
+  printf 'import time\nprint("sleeper up", flush=True)\ntime.sleep(600)\n' >"$TEST_DIR/sleeper.py"
+  run timeout 60 "$PRIMUS_CLI" slurm sbatch -N 2 -o "$TEST_DIR/job.out" -- direct \
+    --script "$TEST_DIR/sleeper.py" -- sleep forever
+  assert_success
+  job=$(job_id_from_output)
+  [[ -n $job ]]
+  # Wait for the workers: the console shows node 0's first and node 1's last.
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    (($(grep -c "sleeper up" "$TEST_DIR/job.out" 2>/dev/null) == 2)) && break
+    sleep 0.1
+  done
+  pids_matching "$TEST_DIR/sleeper.py" >"$TEST_DIR/before.txt"
+  [[ $(hosts_of_pids <"$TEST_DIR/before.txt" | tr '\n' ' ') == "node1 node2 " ]]
+  scancel "$job"
+  for ((i = 0; i < 300; i++)); do
+    [[ -z $(pids_matching "$TEST_DIR") ]] && [[ $(job_state "$job") == CANCELLED ]] && break
+    sleep 0.1
+  done
+  run pids_matching "$TEST_DIR"
+  assert_output ""
+  run pids_matching "slurmstepd: [$job."
+  assert_output ""
+  [[ $(job_state "$job") == CANCELLED ]]
+  run cat "$TEST_DIR/job.out"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[ERROR\] slurm-entry: job $job step 0 CANCELLED on this node: SIGTERM received .*exit status will be 143"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[ERROR\] slurm-entry: job $job step 0 CANCELLED on this node: SIGTERM received"
+  assert_output --partial "primus-cli slurm: job $job received SIGTERM"
+}
+
+@test "primus-cli slurm --dry-run with -w on the live cluster names node3 as master" {
+  run timeout 60 "$PRIMUS_CLI" --dry-run slurm srun -w 'node[3-4]' -- direct -- preflight
+  assert_success
+  assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node3 "
+  [[ -z $(squeue -h -o %i) ]]
+}
