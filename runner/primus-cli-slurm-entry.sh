@@ -46,7 +46,10 @@
 # status (128+N after signal N).
 set -euo pipefail
 
-ENTRY_RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# This script's directory without a fork (srun runs it by absolute path).
+ENTRY_RUNNER_DIR=${BASH_SOURCE[0]%/*}
+[[ $ENTRY_RUNNER_DIR == "${BASH_SOURCE[0]}" ]] && ENTRY_RUNNER_DIR=.
+[[ $ENTRY_RUNNER_DIR == /* ]] || ENTRY_RUNNER_DIR=$(cd "$ENTRY_RUNNER_DIR" && pwd)
 PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$ENTRY_RUNNER_DIR}
 # shellcheck source=runner/lib/common.sh
 source "$PRIMUS_RUNNER_DIR/lib/common.sh"
@@ -187,13 +190,15 @@ read_step_shape() {
   is_positive "$STEP_TASKS" ||
     entry_die "$PRIMUS_EXIT_INVALID" "the number of tasks of this step is '$STEP_TASKS'" \
       "(SLURM_STEP_NUM_TASKS / SLURM_NTASKS); accepted: an integer >= 1."
-  NODE_TASKS=$(tasks_on_node "${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}}" "$STEP_NODE_ID")
+  tasks_on_node "${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}}" "$STEP_NODE_ID"
 }
 
-# tasks_on_node SPEC INDEX: the task count of node INDEX in a Slurm tasks-per-
-# node spec such as "2(x3),1"; empty when SPEC does not say. Linear in SPEC.
+# tasks_on_node SPEC INDEX: NODE_TASKS = the task count of node INDEX in a
+# Slurm tasks-per-node spec such as "2(x3),1"; empty when SPEC does not say.
+# Linear in SPEC; no subshell.
 tasks_on_node() {
   local spec=$1 index=$2 item count repeat seen=0
+  NODE_TASKS=""
   [[ -n $spec ]] || return 0
   local -a items
   IFS=, read -r -a items <<<"$spec"
@@ -208,7 +213,7 @@ tasks_on_node() {
       return 0
     fi
     if ((10#$index < seen + 10#$repeat)); then
-      printf '%d' "$((10#$count))"
+      NODE_TASKS=$((10#$count))
       return 0
     fi
     seen=$((seen + 10#$repeat))
@@ -307,19 +312,13 @@ find_first_host() {
   export PRIMUS_SLURM_FIRST_HOST=$names
 }
 
-# shown_nodelist: the node list as Slurm gives it, cut to 160 characters.
-shown_nodelist() {
-  if ((${#STEP_NODELIST} > 160)); then
-    printf '%s... (%d characters)' "${STEP_NODELIST:0:160}" "${#STEP_NODELIST}"
-  else
-    printf '%s' "$STEP_NODELIST"
-  fi
-}
-
 log_step() {
   local first=${PRIMUS_SLURM_FIRST_HOST:-(expanded by the rank mapping)}
+  # The node list as Slurm gives it (compressed), cut to 160 characters.
+  local shown=$STEP_NODELIST
+  ((${#shown} <= 160)) || shown="${shown:0:160}... (${#STEP_NODELIST} characters)"
   entry_log INFO "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-batch}}:" \
-    "$STEP_NODES node(s) $(shown_nodelist), this is node $STEP_NODE_ID" \
+    "$STEP_NODES node(s) $shown, this is node $STEP_NODE_ID" \
     "(${SLURMD_NODENAME:-${HOSTNAME:-?}}), $STEP_TASKS task(s), first host $first, mode $ENTRY_MODE"
 }
 

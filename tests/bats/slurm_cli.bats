@@ -245,9 +245,10 @@ path_without_scontrol() {
   local ids
   ids=$(seq -s, -f '%05g' 1 2 32767)
   step_env 16384 "gpu[$ids]" 16383
-  PATH=$(path_without_scontrol)
-  ! command -v scontrol
-  run "$ENTRY" --dry-run direct -- preflight
+  local nopath
+  nopath=$(path_without_scontrol)
+  ! PATH=$nopath command -v scontrol
+  PATH=$nopath run "$ENTRY" --dry-run direct -- preflight
   assert_success
   assert_output --partial "--nnodes 16384 --node_rank 16383 --master_addr gpu00001 "
   assert_output --partial "slurm-entry: job 4242 step 0: 16384 node(s) gpu[00001,00003,"
