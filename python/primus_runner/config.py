@@ -10,26 +10,31 @@ files) so parsing and merging test without a cluster.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+import sys
+import zlib
 from typing import Any, Iterator, Mapping
 
 from primus_runner.errors import MissingError, UsageError, closest
+from primus_runner.records import dataclass, field
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-DEFAULT_ROOT = PACKAGE_DIR.parent.parent  # python/primus_runner -> repo root
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))  # python/primus_runner -> repo
+# runner/.primus.yaml parsed ahead of time: importing PyYAML costs 30-40 ms of
+# the launch budget, so the system file is read from this JSON copy while its
+# checksum matches (an edited system file falls back to PyYAML, never stale).
+SYSTEM_JSON = os.path.join(PACKAGE_DIR, "data", "system_config.json")
 
 
-def system_config_path() -> Path:
-    root = os.environ.get("PRIMUS_ROOT")
-    base = Path(root) if root else DEFAULT_ROOT
-    return base / "runner" / ".primus.yaml"
+def system_config_path() -> str:
+    root = os.environ.get("PRIMUS_ROOT") or DEFAULT_ROOT
+    return os.path.join(root, "runner", ".primus.yaml")
 
 
-def user_config_path() -> Path:
-    return Path(os.path.expanduser("~")) / ".primus.yaml"
+def user_config_path() -> str:
+    return os.path.join(os.path.expanduser("~"), ".primus.yaml")
 
 
 @dataclass
@@ -82,20 +87,56 @@ def parse_yaml(text: str, path: str) -> dict[str, Any]:
     return data
 
 
-def read_layer(path: str | os.PathLike[str], required: bool) -> Layer | None:
-    p = Path(path)
-    if not p.is_file():
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def checksum(text: str) -> str:
+    data = text.encode("utf-8")
+    return f"{zlib.crc32(data):08x}-{len(data)}"
+
+
+def read_layer(path: str, required: bool, *, json_copy: str | None = None) -> Layer | None:
+    if not os.path.isfile(path):
         if required:
             raise MissingError(
-                f"config file '{p}' (from --config) not found; pass an existing YAML file "
+                f"config file '{path}' (from --config) not found; pass an existing YAML file "
                 "or drop --config to use runner/.primus.yaml and ~/.primus.yaml."
             )
         return None
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _read_text(path)
     except OSError as exc:
-        raise MissingError(f"config file '{p}' cannot be read: {exc.strerror}") from None
-    return Layer(str(p), parse_yaml(text, str(p)))
+        raise MissingError(f"config file '{path}' cannot be read: {exc.strerror}") from None
+    if json_copy:
+        cached = _json_copy_for(text, json_copy)
+        if cached is not None:
+            return Layer(path, cached)
+    return Layer(path, parse_yaml(text, path))
+
+
+def _json_copy_for(text: str, json_copy: str) -> dict[str, Any] | None:
+    try:
+        with open(json_copy, encoding="utf-8") as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if stored.get("checksum") != checksum(text):
+        return None
+    return stored.get("data")
+
+
+def write_system_json(out: str = SYSTEM_JSON) -> str:
+    """Regenerate the JSON copy of runner/.primus.yaml (after editing it)."""
+    path = system_config_path()
+    text = _read_text(path)
+    payload = {"source": "runner/.primus.yaml", "checksum": checksum(text),
+               "data": parse_yaml(text, path)}
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, indent=1, sort_keys=False)
+        handle.write("\n")
+    return out
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -155,7 +196,7 @@ def _is_open(key: str) -> bool:
 
 def load(config_file: str | None = None, *, include_user: bool = True) -> Config:
     """Load system, user and explicit config files and merge them."""
-    system = read_layer(system_config_path(), required=False)
+    system = read_layer(system_config_path(), required=False, json_copy=SYSTEM_JSON)
     layers = [layer for layer in (system,) if layer]
     if include_user and os.environ.get("PRIMUS_NO_USER_CONFIG") != "1":
         user = read_layer(user_config_path(), required=False)
@@ -214,12 +255,45 @@ def render_text(text: str, env: Mapping[str, str], path: str) -> str:
 
 
 def render_file(path: str, env: Mapping[str, str]) -> str:
-    p = Path(path)
-    if not p.is_file():
+    if not os.path.isfile(path):
         raise MissingError(f"file to render '{path}' not found; pass an existing YAML file.")
-    return render_text(p.read_text(encoding="utf-8"), env, path)
+    return render_text(_read_text(path), env, path)
 
 
 def load_rendered_yaml(path: str, env: Mapping[str, str]) -> dict[str, Any]:
     """Render ``${VAR}`` patterns, then parse as YAML (workload configs)."""
     return parse_yaml(render_file(path, env), path)
+
+
+# ------------------------------------------------- records for the bash side
+
+def config_records(cfg: Config) -> Iterator[tuple[str, str, str]]:
+    """(kind, key, value) records: 'cfg' for scalars, 'list' + 'item' for lists."""
+    for dotted, value in flatten(cfg.values):
+        if isinstance(value, list):
+            yield "list", dotted, str(len(value))
+            for item in value:
+                yield "item", dotted, scalar_text(item)
+        elif isinstance(value, dict):
+            yield "list", dotted, "0"
+        else:
+            yield "cfg", dotted, scalar_text(value)
+
+
+def encode_records(records: Iterator[tuple[str, str, str]]) -> bytes:
+    """NUL-delimited kind\\0key\\0value\\0 records (runner/lib/config.sh reads them)."""
+    out = []
+    for kind, key, value in records:
+        for part in (kind, key, value):
+            if "\0" in part:
+                raise UsageError(f"config value for '{key}' holds a NUL byte; remove it.")
+        out.append(f"{kind}\0{key}\0{value}\0")
+    return "".join(out).encode("utf-8", "surrogateescape")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write-json"]:
+        print(write_system_json())
+    else:
+        print("usage: python3 -m primus_runner.config --write-json", file=sys.stderr)
+        sys.exit(2)

@@ -14,34 +14,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Iterator
+from typing import Any
 
 from primus_runner import config as cfgmod
+from primus_runner.config import config_records, encode_records
 from primus_runner import log
 from primus_runner.masking import mask
-
-
-def config_records(cfg: cfgmod.Config) -> Iterator[tuple[str, str, str]]:
-    """(kind, key, value) records: 'cfg' for scalars, 'list' + 'item' for lists."""
-    for dotted, value in cfgmod.flatten(cfg.values):
-        if isinstance(value, list):
-            yield "list", dotted, str(len(value))
-            for item in value:
-                yield "item", dotted, cfgmod.scalar_text(item)
-        elif isinstance(value, dict):
-            yield "list", dotted, "0"
-        else:
-            yield "cfg", dotted, cfgmod.scalar_text(value)
-
-
-def encode_records(records: Iterator[tuple[str, str, str]]) -> bytes:
-    out = []
-    for kind, key, value in records:
-        for part in (kind, key, value):
-            if "\0" in part:
-                raise ValueError(f"NUL byte in config value for {key}")
-        out.append(f"{kind}\0{key}\0{value}\0")
-    return "".join(out).encode("utf-8", "surrogateescape")
 
 
 def _display(dotted: str, value: Any) -> str:

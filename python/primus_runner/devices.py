@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from primus_runner.records import asdict, dataclass, field
 
 from primus_runner.errors import UsageError, closest
 
@@ -209,13 +209,11 @@ def _model_from_text(text: str) -> str | None:
 
 def rocm_smi_model(env: Mapping[str, str]) -> str | None:
     """One ``rocm-smi --showproductname --json`` call; the first MI model it names."""
-    import json
-    import shutil
-    import subprocess
-
-    exe = shutil.which("rocm-smi", path=env.get("PATH", os.defpath))
+    exe = _which("rocm-smi", env)
     if not exe:
         return None
+    import json
+    import subprocess
     try:
         proc = subprocess.run([exe, "--showproductname", "--json"], capture_output=True,
                               text=True, timeout=30, check=False)
@@ -332,13 +330,20 @@ def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
 
 
 # -- NVIDIA -----------------------------------------------------------------------
-def nvidia_gpus(root: str, env: Mapping[str, str]) -> list[Device] | None:
-    import shutil
-    import subprocess
+def _which(name: str, env: Mapping[str, str]) -> str | None:
+    """Like shutil.which, without importing shutil on every launch."""
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
-    exe = shutil.which("nvidia-smi", path=env.get("PATH", os.defpath))
+
+def nvidia_gpus(root: str, env: Mapping[str, str]) -> list[Device] | None:
+    exe = _which("nvidia-smi", env)
     if not exe:
         return None
+    import subprocess
     try:
         proc = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):

@@ -7,7 +7,6 @@ PRIMUS_LOG_COLOR not 0. Messages pass through secret masking.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 
@@ -22,7 +21,7 @@ def _threshold() -> int:
 
 
 def prefix() -> str:
-    host = socket.gethostname().split(".")[0]
+    host = os.uname().nodename.split(".")[0]
     return f"[NODE-{os.environ.get('NODE_RANK', '0')}({host})]"
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from primus_runner.records import asdict, dataclass, field
 
 from primus_runner.errors import UsageError
 
@@ -296,8 +296,12 @@ def read_routes(root: str) -> list[Route]:
     return routes
 
 
-def local_addresses_from_proc(root: str, routes: list[Route]) -> dict[str, list[str]]:
-    """Interface -> IPv4 addresses from fib_trie's '/32 host LOCAL' leaves and route."""
+def local_addresses_from_proc(root: str, routes: list[Route],
+                              ambiguous: list[str] | None = None) -> dict[str, list[str]]:
+    """Interface -> IPv4 addresses from fib_trie's '/32 host LOCAL' leaves and route.
+
+    An address whose best connected route exists on two interfaces cannot be
+    placed this way; it is appended to ``ambiguous`` when a list is given."""
     text = _read(os.path.join(root, "proc/net/fib_trie")) or ""
     local: list[str] = []
     leaf = None
@@ -317,31 +321,43 @@ def local_addresses_from_proc(root: str, routes: list[Route]) -> dict[str, list[
             out.setdefault("lo", []).append(ip)
             continue
         best = None
+        tied: set[str] = set()
         for route in routes:
             if route.gateway == 0 and route.mask and value & route.mask == route.dest:
                 key = (bin(route.mask).count("1"), -route.metric)
                 if best is None or key > best[0]:
-                    best = (key, route.iface)
+                    best, tied = (key, route.iface), {route.iface}
+                elif key == best[0]:
+                    tied.add(route.iface)
         if best is not None:
             out.setdefault(best[1], []).append(ip)
+            if len(tied) > 1 and ambiguous is not None:
+                ambiguous.append(ip)
     return out
 
 
 def local_addresses(root: str, routes: list[Route]) -> dict[str, list[str]]:
-    if os.path.realpath(root) == "/":
-        import socket
+    """On the real root the kernel's own tables answer unless two interfaces
+    share a subnet; only then psutil (whose import alone costs ~50 ms of the
+    launch budget) is asked."""
+    if os.path.realpath(root) != "/":
+        return local_addresses_from_proc(root, routes)
+    ambiguous: list[str] = []
+    found = local_addresses_from_proc(root, routes, ambiguous)
+    if found and not ambiguous:
+        return found
+    import socket
 
-        try:
-            import psutil
-        except ImportError:
-            return local_addresses_from_proc(root, routes)
-        out: dict[str, list[str]] = {}
-        for name, addrs in psutil.net_if_addrs().items():
-            for addr in addrs:
-                if addr.family == socket.AF_INET:
-                    out.setdefault(name, []).append(addr.address)
-        return out
-    return local_addresses_from_proc(root, routes)
+    try:
+        import psutil
+    except ImportError:
+        return found
+    out: dict[str, list[str]] = {}
+    for name, addrs in psutil.net_if_addrs().items():
+        for addr in addrs:
+            if addr.family == socket.AF_INET:
+                out.setdefault(name, []).append(addr.address)
+    return out
 
 
 def resolve_ipv4(root: str, host: str) -> str | None:
@@ -366,9 +382,7 @@ def resolve_ipv4(root: str, host: str) -> str | None:
 
 def host_name(root: str) -> str | None:
     if os.path.realpath(root) == "/":
-        import socket
-
-        return socket.gethostname()
+        return os.uname().nodename
     return _read(os.path.join(root, "etc/hostname"))
 
 

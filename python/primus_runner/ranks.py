@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from primus_runner.records import asdict, dataclass, field
 
 from primus_runner.errors import UsageError
 

@@ -19,7 +19,8 @@ __PRIMUS_COMMON_SH=1
 # Exit codes (SPEC section 3).
 PRIMUS_EXIT_MISSING=1
 PRIMUS_EXIT_INVALID=2
-export PRIMUS_EXIT_RUNTIME=3
+# shellcheck disable=SC2034  # used by the scripts that source this file
+PRIMUS_EXIT_RUNTIME=3
 
 PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 PRIMUS_ROOT=${PRIMUS_ROOT:-$(cd "$PRIMUS_RUNNER_DIR/.." && pwd)}

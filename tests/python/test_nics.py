@@ -185,3 +185,25 @@ def test_runs_for_real_on_this_machine() -> None:
     result = detect_nics("/", {})
     assert result.interface is None or result.interface != "lo"
     assert result.gid_index >= 0
+
+
+def _route(iface: str, dest: str, bits: int) -> "Route":
+    from primus_runner.nics import Route
+
+    a, b, c, d = (int(x) for x in dest.split("."))
+    mask = (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
+    return Route(iface, (a << 24) | (b << 16) | (c << 8) | d, mask, 0, 0)
+
+
+def test_proc_tables_place_addresses_and_flag_a_shared_subnet(tmp_path: Path) -> None:
+    from primus_runner.nics import local_addresses_from_proc
+
+    (tmp_path / "proc/net").mkdir(parents=True)
+    (tmp_path / "proc/net/fib_trie").write_text(
+        "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 10.1.0.5\n        /32 host LOCAL\n"
+        "     |-- 10.2.0.7\n        /32 host LOCAL\n     |-- 127.0.0.1\n        /32 host LOCAL\n")
+    routes = [_route("ens1", "10.1.0.0", 24), _route("ens2", "10.2.0.0", 16), _route("ens3", "10.2.0.0", 16)]
+    ambiguous: list[str] = []
+    found = local_addresses_from_proc(str(tmp_path), routes, ambiguous)
+    assert found["ens1"] == ["10.1.0.5"] and found["lo"] == ["127.0.0.1"]
+    assert ambiguous == ["10.2.0.7"]  # ens2 and ens3 share 10.2.0.0/16: psutil must decide
