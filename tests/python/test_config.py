@@ -98,3 +98,23 @@ def test_records_encode_lists_and_booleans() -> None:
         ("cfg", "direct.numa", "1"), ("cfg", "direct.log", ""),
     ]
     assert encode_records(iter(records)).count(b"\0") == 15
+
+
+def test_system_json_copy_matches_runner_primus_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stale copy: run `python3 -m primus_runner.config --write-json`."""
+    import json
+
+    monkeypatch.delenv("PRIMUS_ROOT", raising=False)
+    path = cfgmod.system_config_path()
+    text = Path(path).read_text(encoding="utf-8")
+    stored = json.loads(Path(cfgmod.SYSTEM_JSON).read_text(encoding="utf-8"))
+    assert stored["checksum"] == cfgmod.checksum(text)
+    assert stored["data"] == cfgmod.parse_yaml(text, path)
+
+
+def test_an_edited_system_file_is_parsed_not_taken_from_the_copy(isolated: Path) -> None:
+    # The isolated root's .primus.yaml differs from the repo's, so its checksum
+    # does not match the JSON copy: the file itself must be read.
+    cfg = cfgmod.load(None)
+    assert cfg.get("container.options.env") == ["A", "B"]
+    assert cfg.get("direct.nnodes") == 1
