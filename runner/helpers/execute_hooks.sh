@@ -21,6 +21,10 @@
 # env. values reach the following hooks; extra. options are appended to the
 # arguments of the following hooks too.
 #
+# Gate: a hook may declare `# primus-hook-gate: VAR [VAR...]` in its first 30
+# lines; when every listed variable is unset, empty or 0 (after earlier hooks'
+# env. lines) the hook is not started at all (it would only exit 0).
+#
 # This script's own stdout carries only NUL-delimited records, in order:
 #   env\0NAME\0VALUE\0     and     extra\0NAME\0VALUE\0
 # Logs (each hook's duration) go to stderr.
@@ -121,6 +125,36 @@ discover_hooks() {
       *.sh | *.py) [[ -f $f ]] && SCRIPTS+=("$f") ;;
     esac
   done
+}
+
+# gate_value NAME: NAME's value as the hook would see it (an earlier hook's
+# env. line wins over this process's environment); sets GATE_VALUE.
+gate_value() {
+  local i
+  GATE_VALUE=${!1-}
+  for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
+    [[ ${ENV_NAMES[i]} != "$1" ]] || GATE_VALUE=${ENV_VALUES[i]}
+  done
+}
+
+# hook_gate_open SCRIPT: false when SCRIPT declares a gate in its first 30
+# lines (`# primus-hook-gate: VAR [VAR...]`) and every listed variable is unset,
+# empty or 0. Such a hook would only exit 0; not starting it saves a bash start
+# and a tee per hook on every launch.
+hook_gate_open() {
+  local line n=0 var
+  local -a vars
+  while ((n < 30)) && IFS= read -r line; do
+    n=$((n + 1))
+    [[ $line == "# primus-hook-gate:"* ]] || continue
+    read -r -a vars <<<"${line#*:}"
+    for var in "${vars[@]}"; do
+      gate_value "$var"
+      [[ -z $GATE_VALUE || $GATE_VALUE == 0 ]] || return 0
+    done
+    return 1
+  done <"$1"
+  return 0
 }
 
 # check_scripts: every --scripts file must exist.
@@ -281,6 +315,10 @@ main() {
   local script rc start out err took suffix="" n=0
   if [[ $DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi
   for script in "${SCRIPTS[@]}"; do
+    if ! hook_gate_open "$script"; then
+      LOG_DEBUG "$LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate variables are off" >&2
+      continue
+    fi
     n=$((n + 1))
     out=$TMP_DIR/$n.out
     err=$TMP_DIR/$n.err

@@ -722,3 +722,25 @@ env TE_HIPBLASLT_TUNING_ALGO_COUNT=50"
   run errors
   assert_output --partial "PRIMUS_HIPBLASLT_TUNING_STAGE='4' is not a stage; accepted: 0 (off), 1 (dump shapes), 2 (offline tune), 3 (apply tuned kernels)."
 }
+
+@test "a hook whose declared gate variables are all off is not started; one on starts it" {
+  mkdir -p "$T/h"
+  printf '#!/usr/bin/env bash\n# primus-hook-gate: PRIMUS_T_GATE_A PRIMUS_T_GATE_B\ntouch "$MARK"\necho env.PRIMUS_T_RAN=1\n' >"$T/h/10_gated.sh"
+  PRIMUS_T_GATE_A=0 hooks --hooks-dir "$T/h" train pretrain
+  assert_success
+  [[ ! -e $MARK ]]
+  [[ ! -s $T/rec ]]
+  PRIMUS_T_GATE_B=1 hooks --hooks-dir "$T/h" train pretrain
+  assert_success
+  [[ -e $MARK ]]
+  [[ $(tr '\0' '|' <"$T/rec") == "env|PRIMUS_T_RAN|1|" ]]
+}
+
+@test "an earlier hook's env. line opens a later hook's gate" {
+  mkdir -p "$T/h"
+  printf '#!/usr/bin/env bash\necho env.PRIMUS_T_GATE_A=1\n' >"$T/h/10_opens.sh"
+  printf '#!/usr/bin/env bash\n# primus-hook-gate: PRIMUS_T_GATE_A\ntouch "$MARK"\n' >"$T/h/20_gated.sh"
+  hooks --hooks-dir "$T/h" train pretrain
+  assert_success
+  [[ -e $MARK ]]
+}

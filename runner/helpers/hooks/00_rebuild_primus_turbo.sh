@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # 00_rebuild_primus_turbo.sh: rebuild Primus-Turbo from source before the launch.
+# primus-hook-gate: REBUILD_PRIMUS_TURBO
 #
 # Gate: REBUILD_PRIMUS_TURBO=1 (0 / unset: do nothing).
 # Inputs (reference section 10):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # 01_patch_te_flash_attn_max_version.sh: raise Transformer Engine's cap on the
+# primus-hook-gate: PATCH_TE_FLASH_ATTN
 # flash-attn version it accepts.
 #
 # Gate: PATCH_TE_FLASH_ATTN=1 (0 / unset: do nothing). Reference section 7.

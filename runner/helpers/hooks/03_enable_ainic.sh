@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # 03_enable_ainic.sh: RCCL settings for AMD Pollara AI NICs (AINIC).
+# primus-hook-gate: USING_AINIC
 #
 # Gate: USING_AINIC=1 (0 / unset: do nothing). Reference sections 4, 10, 11.
 # Inputs: ANP_HOME_DIR (default /opt/amd-anp), RCCL_HOME_DIR (default /opt/rccl),

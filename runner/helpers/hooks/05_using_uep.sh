@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # 05_using_uep.sh: MoE dispatch/combine through DeepEP on UCCL-EP (UEP).
+# primus-hook-gate: USING_UEP
 #
 # Gate: USING_UEP=1 (0 / unset: do nothing; the backend stays at its default,
 # TURBO, or whatever the user exported). Reference sections 2, 11.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # hooks/train/pretrain/prepare_experiment.sh: the hipBLASLt tuning flow
+# primus-hook-gate: PRIMUS_HIPBLASLT_TUNING PRIMUS_DETERMINISTIC TE_HIPBLASLT_TUNING PRIMUS_HIPBLASLT_TUNING_STAGE
 # (reference section 9) for `train pretrain`.
 #
 # Arguments: the workload args (e.g. --config exp.yaml); --config names the tune
