@@ -275,32 +275,55 @@ quote_words() {
   printf -v "$__qw_out" '%s' "${__quoted% }"
 }
 
-# build_sbatch: the sbatch call (SLURM_CMD) and its batch script (BATCH_SCRIPT).
-build_sbatch() {
-  entry_words
+# shown_words VAR WORDS...: VAR = the words quoted for display, with secrets
+# masked (SPEC section 3): a word NAME=VALUE whose NAME is a secret shows
+# NAME=****, and the values of secret variables of this shell show ****.
+shown_words() {
+  local __sw_out=$1 __sw_word __sw_text="" __sw_q
+  shift
+  for __sw_word in "$@"; do
+    if [[ $__sw_word =~ ^([A-Za-z_][A-Za-z0-9_]*)=. ]] && primus_is_secret_name "${BASH_REMATCH[1]}"; then
+      __sw_q="${BASH_REMATCH[1]}=****"
+    else
+      printf -v __sw_q '%q' "$__sw_word"
+    fi
+    __sw_text+="${__sw_text:+ }$__sw_q"
+  done
+  primus_mask_into "$__sw_out" "$__sw_text"
+}
+
+# batch_script_text VAR ENTRY_ARGS_QUOTED: VAR = the batch script.
+batch_script_text() {
   # shellcheck disable=SC2016 # expanded by the batch script, on the node
   local -a inner=(srun --nodes='"$SLURM_JOB_NUM_NODES"')
-  local runner_q entry_q args_q tpn
-  if ((!HAS_NTASKS)); then
-    tpn=${GIVEN_TPN:-1}
-    inner+=("--ntasks-per-node=$tpn")
-  fi
+  local runner_q entry_q
+  ((HAS_NTASKS)) || inner+=("--ntasks-per-node=${GIVEN_TPN:-1}")
   ((HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
   quote_words runner_q "$SLURM_RUNNER_DIR"
-  quote_words args_q "${ENTRY_WORDS[@]:1}"
   # shellcheck disable=SC2016 # expanded by the batch script, on the node
   entry_q='"$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh"'
-  BATCH_SCRIPT="#!/bin/bash
+  printf -v "$1" '%s' "#!/bin/bash
 # Batch script written by 'primus-cli slurm sbatch'. Slurm runs it on the first
 # node of the allocation; its srun starts the entry on every node (one task per
 # node), where it maps ranks and runs the '$MODE' launcher.
 export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
 trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
-${inner[*]} $entry_q $args_q
+${inner[*]} $entry_q $2
 rc=\$?
 echo \"primus-cli slurm: srun of job \${SLURM_JOB_ID:-?} exited with status \$rc\"
 exit \"\$rc\"
 "
+}
+
+# build_sbatch: the sbatch call (SLURM_CMD), its batch script (BATCH_SCRIPT)
+# and the script as shown, secrets masked (BATCH_SCRIPT_SHOWN).
+build_sbatch() {
+  entry_words
+  local args_q
+  quote_words args_q "${ENTRY_WORDS[@]:1}"
+  batch_script_text BATCH_SCRIPT "$args_q"
+  shown_words args_q "${ENTRY_WORDS[@]:1}"
+  batch_script_text BATCH_SCRIPT_SHOWN "$args_q"
   SLURM_CMD=(sbatch "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}")
 }
 
@@ -367,10 +390,10 @@ simulate_node0() {
 
 print_dry_run() {
   local quoted
-  quote_words quoted "${SLURM_CMD[@]}"
+  shown_words quoted "${SLURM_CMD[@]}"
   if [[ $LAUNCHER == sbatch ]]; then
     LOG_INFO "dry run: would submit (the batch script below on sbatch's stdin):"
-    printf '%s\n' "$quoted" "----- batch script -----" "${BATCH_SCRIPT%$'\n'}" \
+    printf '%s\n' "$quoted" "----- batch script -----" "${BATCH_SCRIPT_SHOWN%$'\n'}" \
       "----- end of batch script -----"
   else
     LOG_INFO "dry run: would run:"
@@ -407,7 +430,7 @@ main() {
   fi
   require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
   local quoted
-  quote_words quoted "${SLURM_CMD[@]}"
+  shown_words quoted "${SLURM_CMD[@]}"
   LOG_INFO "running: $quoted"
   if [[ $LAUNCHER == sbatch ]]; then
     exec "${SLURM_CMD[@]}" <<<"$BATCH_SCRIPT"

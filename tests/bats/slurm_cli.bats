@@ -279,3 +279,16 @@ path_without_scontrol() {
   assert_output --partial "first host (expanded by the rank mapping)"
   assert_output --partial "--master_addr n1-ib "
 }
+
+@test "secrets never show in the printed srun/sbatch call or batch script" {
+  export MY_API_KEY=hunter2-value
+  run "$SLURM_CLI" --dry-run sbatch -N 2 -- direct --env HF_TOKEN=tok-abc123 --env "X=hunter2-value" -- preflight
+  assert_success
+  refute_output --partial "tok-abc123"
+  refute_output --partial "hunter2-value"
+  assert_output --partial "--env HF_TOKEN=**** --env X=**** -- preflight"
+  run "$SLURM_CLI" --dry-run srun -N 2 -- direct --env WANDB_API_KEY=wb-secret-1 -- preflight
+  assert_success
+  refute_output --partial "wb-secret-1"
+  assert_output --partial "direct --env WANDB_API_KEY=**** -- preflight"
+}
