@@ -31,7 +31,11 @@
 # - A private munged (own key, socket, pid and log) authenticates the daemons.
 # - proctrack/linuxproc, task/none, no cgroups, select/cons_tres.
 # - Without SLURM_CONF every Slurm command fails with a DNS SRV lookup error:
-#   `eval`-free use is `export SLURM_CONF=$PRIMUS_SLURM_DIR/etc/slurm.conf`.
+#   use the cluster with `export SLURM_CONF=$PRIMUS_SLURM_DIR/etc/slurm.conf`
+#   (or `source "$PRIMUS_SLURM_DIR/env"`).
+# - Jobs on CPU: workloads that need GPUs must not ask for --gpus-per-node
+#   (no GRES is configured); each node has 2 CPUs, so --ntasks-per-node=2 fits.
+# - KillWait=2: scancel escalates SIGTERM to SIGKILL after 2 s.
 #
 # Exit codes: 0 ok; 1 a package is missing (the message names the apt-get
 # install line); 2 bad usage; 3 the cluster did not start (the logs are shown).
