@@ -415,6 +415,8 @@ flush_launcher_output() {
 
 # ------------------------------------------------------------------- summary
 
+# print_summary [LINE...]: the launch configuration and the command, plus any
+# extra lines, in one log call (one masking pass).
 print_summary() {
   local -a lines=("launch configuration:"
     "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
@@ -426,7 +428,7 @@ print_summary() {
   done
   local quoted
   printf -v quoted '%q ' "${LAUNCH_CMD[@]}"
-  lines+=("command: ${quoted% }")
+  lines+=("command: ${quoted% }" "$@")
   local IFS=$'\n'
   LOG_INFO "${lines[*]}"
 }
@@ -560,8 +562,7 @@ main() {
   [[ -n $LOG_FILE ]] || default_log_file
   build_command
   if ((OPT_DRY_RUN == 1)); then
-    print_summary
-    LOG_INFO "dry run: nothing was started and nothing was written."
+    print_summary "dry run: nothing was started and nothing was written."
     exit 0
   fi
   claim_log_file

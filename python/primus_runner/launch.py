@@ -79,7 +79,11 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     cfg = cfgmod.load(config_file)
     for warning in cfg.warnings:
         log.warn(warning)
-    yield from config_records(cfg)
+    # The direct launcher reads only these sections; container.* (a 47-name
+    # allowlist) and slurm.* would only cost record parsing in bash.
+    direct_view = cfgmod.Config({k: v for k, v in cfg.values.items() if k in ("main", "direct")},
+                                cfg.sources, cfg.warnings)
+    yield from config_records(direct_view)
     for name, value in detected_env(env, cfg, accelerator, sysfs_root, dev_root).items():
         yield "env", name, value
 

@@ -344,7 +344,7 @@ __primus_base_deterministic() {
 
 # __primus_base_summary: one INFO line per group, on node rank 0.
 __primus_base_summary() {
-  local group name line
+  local group name line text=""
   local -a groups=(
     "cluster:MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE PRIMUS_ACCELERATOR PRIMUS_GPU_MODEL"
     "network:NCCL_IB_HCA NCCL_IB_GID_INDEX NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME HIP_VISIBLE_DEVICES"
@@ -355,8 +355,10 @@ __primus_base_summary() {
     for name in ${group#*:}; do
       [[ -v $name ]] && line+=" $name=${!name}"
     done
-    LOG_INFO_RANK0 "base_env ${group%%:*}:${line}"
+    text+=${text:+$'\n'}"base_env ${group%%:*}:${line}"
   done
+  # One call, one masking pass, one prefix per line.
+  LOG_INFO_RANK0 "$text"
 }
 
 # __primus_base_env_main: everything above, in order.
