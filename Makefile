@@ -18,9 +18,6 @@ TORCH_INDEX_URL ?=
 # Debian packages the tests use: Slurm daemons and client, munge, numactl.
 APT_PACKAGES := slurmctld slurmd slurm-client munge numactl
 
-SHELL_FILES = $(shell git ls-files -co --exclude-standard -- 'runner/*' 'tests/*' 'bench/*' 'examples/*' '.ci/*' \
-	| while read -r f; do [[ -f $$f ]] || continue; case $$f in *.sh|*.bash|*.bats|runner/primus-cli|.ci/run) echo "$$f";; *) head -c 40 "$$f" | grep -qE '^#!.*bash' && echo "$$f";; esac; done | grep -v '\.bats$$' || true)
-
 .PHONY: help setup setup-python setup-node setup-system demo test lint bats pytest slurm-test bench clean
 
 help:
@@ -58,8 +55,7 @@ demo: setup
 test: setup setup-system lint pytest bats slurm-test
 
 lint: setup-python
-	$(SHELLCHECK) -x $(SHELL_FILES)
-	@echo "shellcheck: $(words $(SHELL_FILES)) files clean"
+	SHELLCHECK=$(SHELLCHECK) tests/lint.sh
 
 pytest: setup-python
 	$(PY) -m pytest -q tests/python

@@ -273,7 +273,9 @@ run_protocol_script() {
 run_hooks() {
   local runner=$RUNNER_DIR/helpers/execute_hooks.sh
   require_file "$runner" "hook runner"
-  run_protocol_script "$runner" "${WORKLOAD[@]}"
+  # group and name are the first two workload words; with fewer, empty ones
+  # (only the global hooks run).
+  run_protocol_script "$runner" "${WORKLOAD[0]-}" "${WORKLOAD[1]-}" "${WORKLOAD[@]:2}"
 }
 
 run_patches() {
@@ -469,7 +471,9 @@ descendants() {
 # shellcheck disable=SC2329  # installed as a trap
 stop_run() {
   local num=$1
-  trap '' TERM INT HUP
+  # The console/log tees may already be gone (scancel signals the whole
+  # step): a write must not turn the exit status into 141 (SIGPIPE).
+  trap '' TERM INT HUP PIPE
   if [[ -n $RUN_PID ]]; then
     local -a tree
     mapfile -t tree < <(descendants "$RUN_PID")

@@ -27,8 +27,12 @@ PRIMUS_ROOT=${PRIMUS_ROOT:-$(cd "$PRIMUS_RUNNER_DIR/.." && pwd)}
 export PRIMUS_RUNNER_DIR PRIMUS_ROOT
 
 # __primus_short_host: set __PRIMUS_HOST to this host's short name (once).
+# The kernel's own answer first: an exported HOSTNAME can be inherited from
+# another machine (sbatch/srun propagate the submitting shell's environment).
 __primus_short_host() {
-  local host=${HOSTNAME:-}
+  local host=""
+  { read -r host </proc/sys/kernel/hostname; } 2>/dev/null || host=""
+  [[ -n $host ]] || host=${HOSTNAME:-}
   [[ -n $host ]] || host=$(hostname 2>/dev/null || echo localhost)
   __PRIMUS_HOST=${host%%.*}
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
 # The sourcing contract of runner/helpers/envs/base_env.sh (issue 5, SPEC 6):
 # one test per point. Expected values are the reference's, written by hand.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
 # primus-cli container: the docker/podman command (a stub records it: no
 # container engine can run here), the allowlist, --env values, dry-run.
 
@@ -39,7 +40,7 @@ teardown() {
   assert_success
   assert_output --partial "TE_HIPBLASLT_ALGO_SELECTION"
   assert_output --partial "--env"
-  ! grep -qx TE_HIPBLASLT_ALGO_SELECTION "$STUB_RECORD_DIR/args.txt"
+  refute grep -qx TE_HIPBLASLT_ALGO_SELECTION "$STUB_RECORD_DIR/args.txt"
   mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
   [[ " ${envs[*]} " == *" MY_VAR=$value "* ]]
   [[ ! -e pwned ]]
@@ -51,8 +52,8 @@ teardown() {
   assert_success
   grep -qx from/config:1 "$STUB_RECORD_DIR/args.txt"
   grep -qx flagname "$STUB_RECORD_DIR/args.txt"
-  ! grep -qx cfgname "$STUB_RECORD_DIR/args.txt"
-  ! grep -qx /dev/kfd "$STUB_RECORD_DIR/args.txt"
+  refute grep -qx cfgname "$STUB_RECORD_DIR/args.txt"
+  refute grep -qx /dev/kfd "$STUB_RECORD_DIR/args.txt"
   [[ $(grep -c -x -- --env "$STUB_RECORD_DIR/args.txt") -eq 2 ]]
 }
 

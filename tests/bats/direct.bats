@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
 # primus-cli direct: the launch path (dry-run command, --env, hostile values,
 # logs, exit codes, signals, validation, secrets).
 
@@ -161,8 +162,8 @@ teardown() {
   sleep 0.5
   run pgrep -f "$marker"
   assert_failure 1
-  ! kill -0 "$(<out/pid.0)" 2>/dev/null
-  ! kill -0 "$(<out/pid.1)" 2>/dev/null
+  refute process_running "$(<out/pid.0)"
+  refute process_running "$(<out/pid.1)"
 }
 
 @test "NODE_RANK >= NNODES exits 2 naming NODE_RANK and the accepted range" {
@@ -203,7 +204,7 @@ teardown() {
     --env "HF_TOKEN=$secret" --script "$WORKLOADS/exit_with.py" -- 0
   assert_success
   refute_output --partial "$secret"
-  ! grep -q "$secret" "$TEST_DIR/s.log"
+  refute grep -q "$secret" "$TEST_DIR/s.log"
 }
 
 @test "a missing --script exits 1 naming the file" {

@@ -1,4 +1,5 @@
 # tests/bats/layers_helper.bash: shared set-up for the environment-layer suites
+# shellcheck disable=SC2034 # variables defined here are used by the suites that load this file
 # (base_env_sourcing.bats, layers_*.bats). Every run starts from `env -i` with
 # only what the test passes, so the developer's environment cannot leak in.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
 # runner/helpers/numa_bind.sh: bind a local rank to its device's NUMA node with
 # numactl (real numactl, apt package `numactl`), fall back to CPU affinity via
 # psutil, warn and run unbound when neither works; exec so exit codes and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
 # primus-cli slurm and primus-cli-slurm-entry.sh without a cluster: flag
 # spellings, config filling, dry-run output (srun and sbatch with its inner
 # srun), the entry's refusals, MASTER_ADDR checks and a 16,384-host list.
@@ -247,7 +248,7 @@ path_without_scontrol() {
   step_env 16384 "gpu[$ids]" 16383
   local nopath
   nopath=$(path_without_scontrol)
-  ! PATH=$nopath command -v scontrol
+  refute env PATH="$nopath" bash -c "command -v scontrol"
   PATH=$nopath run "$ENTRY" --dry-run direct -- preflight
   assert_success
   assert_output --partial "--nnodes 16384 --node_rank 16383 --master_addr gpu00001 "

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
 # The live Slurm suite: real slurmctld/slurmd daemons (tests/slurm/cluster.sh,
 # 4 nodes node1..node4 on 127.0.77.1-4, each with its own hostname). Run it with
 # tests/slurm/run.sh, which starts and stops the cluster; without a cluster

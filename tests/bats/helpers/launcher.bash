@@ -1,4 +1,5 @@
 # tests/bats/helpers/launcher.bash: shared set-up for the launcher suites.
+# shellcheck disable=SC2034 # variables defined here are used by the suites that load this file
 # Loads bats-support/bats-assert, puts the repo's primus-cli at $PRIMUS_CLI,
 # runs each test in its own temporary working directory and workspace.
 
@@ -37,4 +38,12 @@ free_port() {
 # tree_listing DIR: every path under DIR with size and mtime (to prove nothing changed).
 tree_listing() {
   find "$1" -printf '%p %s %T@\n' 2>/dev/null | sort
+}
+
+# process_running PID: the process exists and is not a zombie (an orphaned
+# zombie waits for init to reap it; it holds no resources and runs nothing).
+process_running() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ ${stat##*) } != Z* ]]
 }
