@@ -36,17 +36,16 @@ OPT_IMAGE="" OPT_RUNTIME="" OPT_NAME="" OPT_CONFIG="" OPT_DRY_RUN=0 OPT_DEBUG=0
 OPT_VOLUMES=() OPT_DEVICES=() OPT_ENV=() INNER=()
 
 usage() {
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 bad_usage() {
-  LOG_ERROR "$1"
-  echo "Run 'primus-cli container --help' for the accepted options." >&2
-  exit "$PRIMUS_EXIT_INVALID"
+  primus_bad_usage "primus-cli container" "$1"
 }
 
+# need_value OPTION COUNT: OPTION takes a value; COUNT is how many args remain.
 need_value() {
-  (($2 >= 2)) || bad_usage "option $1 needs a value."
+  primus_need_value "primus-cli container" "$1" "$2"
 }
 
 parse_args() {

@@ -50,18 +50,16 @@ CLI_PATCHES=()  # --patch files
 WORKLOAD=()     # everything after the options
 
 usage() {
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 bad_usage() {
-  LOG_ERROR "$1"
-  echo "Run 'primus-cli direct --help' for the accepted options." >&2
-  exit "$PRIMUS_EXIT_INVALID"
+  primus_bad_usage "primus-cli direct" "$1"
 }
 
 # need_value OPTION COUNT: OPTION takes a value; COUNT is how many args remain.
 need_value() {
-  (($2 >= 2)) || bad_usage "option $1 needs a value."
+  primus_need_value "primus-cli direct" "$1" "$2"
 }
 
 parse_args() {

@@ -159,6 +159,26 @@ die() {
   exit "$code"
 }
 
+# primus_usage FILE: print FILE's header comment (line 2 up to the
+# `set -euo pipefail` line) as its help text: the help lives at the top of
+# each executable, where a reader of the code finds it too.
+primus_usage() {
+  sed -n '2,/^set -euo/p' "$1" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+# primus_bad_usage COMMAND MESSAGE: log MESSAGE, point at COMMAND --help, exit 2.
+primus_bad_usage() {
+  LOG_ERROR "$2"
+  echo "Run '$1 --help' for the accepted options." >&2
+  exit "$PRIMUS_EXIT_INVALID"
+}
+
+# primus_need_value COMMAND OPTION REMAINING: OPTION takes a value; REMAINING
+# is how many arguments are left including OPTION.
+primus_need_value() {
+  (($3 >= 2)) || primus_bad_usage "$1" "option $2 needs a value."
+}
+
 # require_command NAME [HINT]: exit 1 when NAME is not on PATH.
 require_command() {
   command -v "$1" >/dev/null 2>&1 ||
