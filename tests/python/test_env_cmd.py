@@ -126,8 +126,14 @@ def test_check_env_file_errors(tmp_path):
 
 
 def test_check_full_environment_has_no_errors(tmp_path):
+    env = full_environment()
+    # The detected Neuron facts must describe the example instance (trn2.48xlarge: 16
+    # devices x 8 cores, default LNC 2, 64 logical cores), not per-type examples.
+    assert env["PRIMUS_NEURON_INSTANCE"] == "trn2.48xlarge"
+    env.update({"PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "8",
+                "PRIMUS_NEURON_DEFAULT_LNC": "2", "PRIMUS_NEURON_LOGICAL_CORES": "64"})
     env_file = tmp_path / "full.env"
-    env_file.write_text("".join(f"{k}={v}\n" for k, v in full_environment().items()))
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
     result = run_cli(["check", "--env-file", str(env_file)])
     assert result.returncode == 0, result.stderr
     assert "ERROR" not in result.stderr

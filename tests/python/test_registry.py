@@ -64,12 +64,49 @@ def test_every_reference_name_is_registered(reg):
     assert missing == []
 
 
+# The runner's own switches (SPEC sections 4-6).
+RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
+                   "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN"]
+# Names the runner's own code reads or exports (grep of runner/, python/, examples/),
+# neither in the references nor in the SPEC list above.
+RUNNER_OWN = [
+    "PRIMUS_ROOT", "PRIMUS_RUNNER_DIR", "PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS",
+    "PRIMUS_ENV_ORIGINS", "PRIMUS_DEFER_VALIDATION", "PRIMUS_ENV_DEFER_VALIDATION",
+    "PRIMUS_XLA_FLAGS_OWNED", "PRIMUS_FRAMEWORK", "PRIMUS_GPU_COUNT", "PRIMUS_NEURON_DEVICES",
+    "PRIMUS_NEURON_CORES_PER_DEVICE", "PRIMUS_NEURON_DEFAULT_LNC", "PRIMUS_NEURON_LOGICAL_CORES",
+    "PRIMUS_IB_HCA_EXCLUDE", "PRIMUS_SOCKET_IFNAME_EXCLUDE", "PRIMUS_NUMA_BIND",
+    "PRIMUS_NEURON_CORES_PER_PROC", "PRIMUS_NEURON_CORE_SLICES", "PRIMUS_NEURON_ROOT_COMM_PORT",
+    "PRIMUS_RC_DIR", "PRIMUS_TORCHRUN", "PRIMUS_KILL_GRACE", "PRIMUS_SKIP_MAIN_LAUNCH",
+    "PRIMUS_NO_USER_CONFIG", "PRIMUS_SLURM_FIRST_HOST", "PRIMUS_SLURM_SRUN_NATIVE",
+    "PRIMUS_SLURM_SCONTROL_TIMEOUT", "PRIMUS_HOOKS_DIR", "PRIMUS_HOOK_GROUP", "PRIMUS_HOOK_NAME",
+    "PRIMUS_TURBO_REPO", "PRIMUS_TURBO_REF", "PRIMUS_TURBO_SRC", "PRIMUS_TURBO_BUILD_DIR",
+    "PRIMUS_TE_FLASH_ATTN_MAX_VERSION", "PRIMUS_BNXT_SYSROOT", "PRIMUS_HIPBLASLT_TUNER",
+    "PRIMUS_PREFLIGHT_BACKEND", "PRIMUS_PREFLIGHT_TIMEOUT", "PRIMUS_TRAIN_STEPS",
+    "PRIMUS_DATA_PREP_FAULT"]
+
+
 def test_registry_adds_only_the_runner_own_variables(reg):
     extra = sorted(v.name for v in reg.variables if v.name not in reference_names())
-    assert extra == sorted(["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
-                            "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON",
-                            "PRIMUS_DRY_RUN"])
-    assert all(reg.get(name).section == "runner" for name in extra)
+    assert extra == sorted(RUNNER_SWITCHES + RUNNER_OWN)
+    assert all(reg.get(name).section == "runner" for name in RUNNER_SWITCHES)
+    assert all(reg.get(name).section == "runner-own" for name in RUNNER_OWN)
+
+
+def test_runner_own_facts(reg):
+    """A few entries checked against the code by hand."""
+    assert reg.get("PRIMUS_KILL_GRACE").type == "seconds"
+    assert reg.get("PRIMUS_KILL_GRACE").default == "10"  # primus-cli-direct.sh stop_run
+    assert reg.get("PRIMUS_IB_HCA_EXCLUDE").default == "bond"  # nics.DEFAULT_HCA_EXCLUDE
+    assert reg.get("PRIMUS_SLURM_SCONTROL_TIMEOUT").default == "3"
+    assert reg.get("PRIMUS_PREFLIGHT_TIMEOUT").default == "300"
+    assert reg.get("PRIMUS_TE_FLASH_ATTN_MAX_VERSION").default == "3.0.0.post1"
+    assert reg.get("PRIMUS_TRAIN_STEPS").default == "30"  # examples/cpu_pretrain.yaml
+    assert reg.get("PRIMUS_NEURON_ROOT_COMM_PORT").min == 1024
+    assert reg.get("PRIMUS_SLURM_SRUN_NATIVE").values == ("1", "true", "yes", "0", "false", "no")
+    # Launcher hand-offs need no container forwarding; user knobs read in the job do.
+    assert reg.get("PRIMUS_ROOT").host and reg.get("PRIMUS_DETECTED_VARS").host
+    assert not reg.get("PRIMUS_KILL_GRACE").host and not reg.get("PRIMUS_TURBO_REPO").host
+    assert not any(reg.get(name).secret for name in RUNNER_OWN)
 
 
 def test_names_are_unique_and_yaml_fields_known():
@@ -350,9 +387,18 @@ def test_load_is_cached():
     assert load() is load()
 
 
+# The detected Neuron facts of the example instance (PRIMUS_NEURON_INSTANCE=trn2.48xlarge):
+# 16 devices x 8 physical cores, default LNC 2 -> 64 logical cores. Generic per-type
+# examples (1, 1, 1, 1) contradict the instance and NEURON_LOGICAL_NC_CONFIG=2.
+TRN2_48XL_FACTS = {"PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "8",
+                   "PRIMUS_NEURON_DEFAULT_LNC": "2", "PRIMUS_NEURON_LOGICAL_CORES": "64"}
+
+
 def test_example_values_pass(reg):
     env = registry_mod.full_environment(reg)
     assert len(env) == len(reg.variables)
+    assert env["PRIMUS_NEURON_INSTANCE"] == "trn2.48xlarge"
+    env.update(TRN2_48XL_FACTS)
     assert [f for f in rules_mod.check(env) if f.severity == "error"] == []
 
 
