@@ -161,11 +161,33 @@ check_host_env() {
   ((rc == 0)) || die "$rc" "environment check failed (exit $rc): no container was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1."
 }
 
+# map_scheduler_ranks: under Slurm, OpenMPI/PMIx or Kubernetes the scheduler's
+# variables are not on the allowlist, so the ranks are mapped here on the host
+# and handed in as MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, GPUS_PER_NODE
+# (which are). Config direct.* values are the defaults, as for direct.
+map_scheduler_ranks() {
+  [[ -n ${SLURM_JOB_ID:-}${OMPI_COMM_WORLD_SIZE:-}${PMIX_RANK:-}${PET_NNODES:-}${JOB_COMPLETION_INDEX:-} ]] ||
+    return 0
+  local -a args=(ranks --format nul)
+  local name key value
+  for name in MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE; do
+    key=direct.${name,,}
+    primus_config_get_into value "$key" ""
+    [[ -z $value ]] || args+=(--default "$name=$value")
+  done
+  primus_read_nul_exports < <(primus_python "${args[@]}")
+  local rc=0
+  wait "$!" || rc=$?
+  ((rc == 0)) || exit "$rc"
+  LOG_INFO "scheduler ranks mapped on the host: NNODES=$NNODES NODE_RANK=$NODE_RANK MASTER_ADDR=$MASTER_ADDR"
+}
+
 main() {
   parse_args "$@"
   ((OPT_DEBUG == 0)) || export PRIMUS_LOG_LEVEL=DEBUG
   primus_config_load "$OPT_CONFIG" || exit
   resolve_settings
+  map_scheduler_ranks
   check_host_env
   build_command
   local quoted

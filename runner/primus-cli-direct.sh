@@ -159,10 +159,19 @@ resolve_settings() {
   ((OPT_DRY_RUN == 1)) || [[ $dry != 1 ]] || OPT_DRY_RUN=1
   [[ $OPT_DEBUG == 1 || ${PRIMUS_CONFIG[main.debug]:-0} == 1 ]] && export PRIMUS_LOG_LEVEL=DEBUG
   setting single "$OPT_SINGLE" direct.single 0
+  # --numa/--no-numa > config direct.numa (when set to true) > ENABLE_NUMA_BINDING.
   setting numa "$OPT_NUMA" direct.numa 0
+  if [[ -z $OPT_NUMA && $numa != 1 && ${ENABLE_NUMA_BINDING:-0} == 1 ]]; then
+    numa=1
+  fi
   setting all "$OPT_ALL_RANKS" direct.log_all_ranks 0
   SINGLE=$single ALL_RANKS=$all
-  [[ $numa != 1 ]] || export PRIMUS_NUMA_BIND=1
+  if [[ $numa == 1 ]]; then
+    export PRIMUS_NUMA_BIND=1
+  else
+    export PRIMUS_NUMA_BIND=0  # --no-numa also overrides an inherited value
+  fi
+  check_kill_grace
   setting LOG_FILE "$OPT_LOG_FILE" direct.log_file ""
   WORKSPACE=${PRIMUS_WORKSPACE:-}
   [[ -n $WORKSPACE ]] || primus_config_get_into WORKSPACE direct.workspace ./output
@@ -181,6 +190,12 @@ resolve_settings() {
   [[ -z $OPT_ACCELERATOR ]] || export PRIMUS_ACCELERATOR=$OPT_ACCELERATOR
   ((OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
   resolve_neuron_cores
+}
+
+# check_kill_grace: PRIMUS_KILL_GRACE reaches shell arithmetic; only digits pass.
+check_kill_grace() {
+  [[ -z ${PRIMUS_KILL_GRACE:-} || $PRIMUS_KILL_GRACE =~ ^[0-9]{1,5}$ ]] ||
+    bad_usage "PRIMUS_KILL_GRACE='$PRIMUS_KILL_GRACE' is not a whole number of seconds; accepted: 0 to 99999 (default 10)."
 }
 
 resolve_neuron_cores() {
@@ -350,6 +365,9 @@ build_command() {
   resolve_script
   if [[ $SINGLE == 1 ]]; then
     LAUNCH_CMD=("${SCRIPT_CMD[@]}" "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
+    if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
+      LAUNCH_CMD=("$RUNNER_DIR/helpers/numa_bind.sh" "${LOCAL_RANK:-0}" -- "${LAUNCH_CMD[@]}")
+    fi
     return
   fi
   find_torchrun
@@ -479,7 +497,7 @@ stop_run() {
     LOG_WARN "signal $num received: stopping the launched processes (${#tree[@]})."
     kill -TERM -- "-$RUN_PID" 2>/dev/null || true
     kill -TERM "${tree[@]}" 2>/dev/null || true
-    local deadline=$((SECONDS + ${PRIMUS_KILL_GRACE:-10}))
+    local deadline=$((SECONDS + 10#${PRIMUS_KILL_GRACE:-10}))
     while ((SECONDS < deadline)) && any_alive "${tree[@]}"; do
       sleep 0.1
     done

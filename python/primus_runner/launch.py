@@ -25,6 +25,9 @@ from primus_runner import config as cfgmod
 from primus_runner import log
 from primus_runner.config import config_records, encode_records
 
+if False:  # annotations only (importing ranks here would slow `launch --help`)
+    from primus_runner import ranks
+
 DIST_KEYS = {
     "MASTER_ADDR": "direct.master_addr",
     "MASTER_PORT": "direct.master_port",
@@ -61,6 +64,9 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     for name, value in found.items():
         if name not in env:
             out[name] = value
+    if _gpus_per_node_is_a_default(mapping, cfg) and found.get("PRIMUS_GPU_COUNT", "0") not in ("", "0"):
+        # One process per detected GPU unless the user or their config said otherwise.
+        out["GPUS_PER_NODE"] = found["PRIMUS_GPU_COUNT"]
     if wanted and wanted != "auto":
         out["PRIMUS_ACCELERATOR"] = wanted
     found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
@@ -70,8 +76,19 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     out["PRIMUS_DETECTION_DONE"] = "1"
     # Values the launcher defaulted or detected (not the user's): the layers
     # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.
-    out["PRIMUS_DETECTED_VARS"] = " ".join(sorted(n for n in out if n not in env and not n.startswith("PRIMUS_")))
+    bookkeeping = ("PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS")
+    out["PRIMUS_DETECTED_VARS"] = " ".join(sorted(n for n in out if n not in env and n not in bookkeeping))
     return out
+
+
+def _gpus_per_node_is_a_default(mapping: "ranks.RankMap", cfg: cfgmod.Config) -> bool:
+    """True when GPUS_PER_NODE comes only from runner/.primus.yaml or the
+    reference (not from the user, a scheduler, ~/.primus.yaml or --config)."""
+    origin = mapping.origins.get("GPUS_PER_NODE")
+    if origin not in ("config", "default"):
+        return False
+    source = cfg.sources.get(DIST_KEYS["GPUS_PER_NODE"])
+    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
 
 
 def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,

@@ -142,6 +142,8 @@ def _state_word(text: str | None) -> str:
 
 
 def _compile(name: str, pattern: str) -> re.Pattern:
+    if pattern == "":
+        return re.compile(r"(?!)")  # set but empty: exclude nothing (an empty regex matches all)
     try:
         return re.compile(pattern)
     except re.error as exc:

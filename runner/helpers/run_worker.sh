@@ -27,6 +27,13 @@ if [[ $# -eq 0 ]]; then
 fi
 
 local_rank=${LOCAL_RANK:-0}
+# Values reach shell arithmetic below: digits only.
+for value in "$local_rank" "${PRIMUS_NEURON_CORES_PER_PROC:-1}"; do
+  if [[ ! $value =~ ^[0-9]{1,6}$ ]]; then
+    echo "run_worker.sh: LOCAL_RANK / PRIMUS_NEURON_CORES_PER_PROC must be whole numbers; got '$value'" >&2
+    exit 2
+  fi
+done
 if [[ -n ${PRIMUS_NEURON_CORE_SLICES:-} ]]; then
   read -r -a slices <<<"$PRIMUS_NEURON_CORE_SLICES"
   if ((10#$local_rank >= ${#slices[@]})); then

@@ -90,3 +90,14 @@ teardown() {
   STUB_EXIT=9 run "$PRIMUS_CLI" container --image img -- preflight
   assert_failure 9
 }
+
+@test "under Slurm the ranks are mapped on the host and forwarded (SLURM_* is not on the allowlist)" {
+  SLURM_JOB_ID=42 SLURM_NNODES=2 SLURM_JOB_NODELIST='gpu[07-08]' SLURM_NODEID=1 SLURM_PROCID=1 \
+    run "$PRIMUS_CLI" container --image img -- preflight
+  assert_success
+  mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
+  [[ " ${envs[*]} " == *" NNODES=2 "* ]]
+  [[ " ${envs[*]} " == *" NODE_RANK=1 "* ]]
+  [[ " ${envs[*]} " == *" MASTER_ADDR=gpu07 "* ]]
+  refute grep -q '^SLURM_' "$STUB_RECORD_DIR/args.txt"
+}

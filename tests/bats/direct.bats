@@ -212,3 +212,23 @@ teardown() {
   assert_failure 1
   assert_output --partial "$TEST_DIR/nope.py"
 }
+
+@test "PRIMUS_KILL_GRACE reaches arithmetic only as digits: anything else exits 2 and runs nothing" {
+  PRIMUS_KILL_GRACE='a[$(touch pwned)]' run "$PRIMUS_CLI" direct --dry-run -- preflight
+  assert_failure 2
+  assert_output --partial "PRIMUS_KILL_GRACE"
+  [[ ! -e pwned ]]
+}
+
+@test "ENABLE_NUMA_BINDING=1 turns NUMA binding on; --no-numa turns it off" {
+  mkdir out
+  ENABLE_NUMA_BINDING=1 run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_NUMA_BIND
+  assert_success
+  [[ $(<out/PRIMUS_NUMA_BIND.single) == 1 ]]
+  assert_output --partial "numa_bind.sh 0 --"
+  ENABLE_NUMA_BINDING=1 PRIMUS_NUMA_BIND=1 run "$PRIMUS_CLI" direct --single --no-numa \
+    --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_NUMA_BIND
+  assert_success
+  [[ $(<out/PRIMUS_NUMA_BIND.single) == 0 ]]
+  refute_output --partial "numa_bind.sh"
+}

@@ -118,3 +118,36 @@ def test_an_edited_system_file_is_parsed_not_taken_from_the_copy(isolated: Path)
     cfg = cfgmod.load(None)
     assert cfg.get("container.options.env") == ["A", "B"]
     assert cfg.get("direct.nnodes") == 1
+
+
+def _prepare_env(tmp_path: Path, sysfs: str, extra: dict[str, str]) -> dict[str, str]:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(root / "python"),
+           "PRIMUS_SYSFS_ROOT": sysfs, "PRIMUS_DEV_ROOT": str(tmp_path / "dev"), **extra}
+    (tmp_path / "dev").mkdir(exist_ok=True)
+    out = subprocess.run([sys.executable, "-m", "primus_runner", "launch", "prepare"], env=env,
+                         capture_output=True, check=True).stdout.decode()
+    fields = out.split("\0")
+    return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3) if fields[i] == "env"}
+
+
+def test_prepare_uses_the_detected_gpu_count_unless_someone_set_gpus_per_node(tmp_path: Path) -> None:
+    import shutil
+
+    # The MI300X machine with only its first 4 GPUs (KFD nodes 0-1 are CPUs).
+    sysfs = str(tmp_path / "four-gpus")
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "sysfs" / "mi300x-roce", sysfs,
+                    symlinks=True)
+    for node in range(6, 10):
+        shutil.rmtree(Path(sysfs) / "sys/class/kfd/kfd/topology/nodes" / str(node))
+    got = _prepare_env(tmp_path, sysfs, {})
+    assert got["PRIMUS_ACCELERATOR"] == "rocm" and got["PRIMUS_GPU_COUNT"] == "4"
+    assert got["GPUS_PER_NODE"] == "4"
+    assert "GPUS_PER_NODE" in got["PRIMUS_DETECTED_VARS"].split()
+    assert "PRIMUS_ACCELERATOR" in got["PRIMUS_DETECTED_VARS"].split()
+    assert _prepare_env(tmp_path, sysfs, {"GPUS_PER_NODE": "8"})["GPUS_PER_NODE"] == "8"
+    (tmp_path / ".primus.yaml").write_text("direct:\n  gpus_per_node: 2\n")
+    assert _prepare_env(tmp_path, sysfs, {})["GPUS_PER_NODE"] == "2"

@@ -51,6 +51,8 @@ checkout_source() {
   hook_run mkdir -p -- "$build_dir"
   hook_run git clone --recursive -- "$repo" "$SRC"
   if [[ -n ${PRIMUS_TURBO_REF:-} ]]; then
+    [[ $PRIMUS_TURBO_REF != -* ]] ||
+      hook_config_error "PRIMUS_TURBO_REF='$PRIMUS_TURBO_REF' starts with '-' and would be read by git as an option; accepted: a branch, tag or commit."
     hook_run git -C "$SRC" checkout "$PRIMUS_TURBO_REF"
   fi
 }
