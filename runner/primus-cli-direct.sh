@@ -133,15 +133,57 @@ on_prepare_record() {
   esac
 }
 
-# run_prepare: one Python start for config, ranks and device/NIC detection.
-run_prepare() {
-  local -a args=(launch prepare)
+# The launch helper: ONE Python process (`launch serve`, a coprocess) first
+# resolves config, ranks and device/NIC detection, then loads the variable
+# registry while this shell sources the layers and runs the hooks, and finally
+# checks the final environment (run_env_check). One interpreter start instead
+# of two, and the registry loads on the other core (SPEC section 10).
+HELPER_PID=""
+
+start_launch_helper() {
+  local -a args=(launch serve --console-fd "$CONSOLE_FD")
   [[ -n $OPT_CONFIG ]] && args+=(--config "$OPT_CONFIG")
   [[ -n $OPT_ACCELERATOR ]] && args+=(--accelerator "$OPT_ACCELERATOR")
-  primus_config_read_records on_prepare_record < <(primus_python "${args[@]}")
+  coproc LAUNCH_HELPER { primus_python "${args[@]}"; }
+  HELPER_PID=$LAUNCH_HELPER_PID
+  HELPER_IN=${LAUNCH_HELPER[1]} HELPER_OUT=${LAUNCH_HELPER[0]}
+  trap stop_launch_helper EXIT
+}
+
+# stop_launch_helper: never leave the helper waiting (exit paths, errors).
+# shellcheck disable=SC2329  # installed as the EXIT trap
+stop_launch_helper() {
+  [[ -n $HELPER_PID ]] || return 0
+  kill "$HELPER_PID" 2>/dev/null || true
+  HELPER_PID=""
+}
+
+# finish_launch_helper: the helper has exited; its status is the step's.
+finish_launch_helper() {
   local rc=0
-  wait "$!" || rc=$?
-  ((rc == 0)) || exit "$rc"
+  wait "$HELPER_PID" 2>/dev/null || rc=$?
+  HELPER_PID=""
+  return "$rc"
+}
+
+# run_prepare: read the helper's records up to its `end` record.
+run_prepare() {
+  start_launch_helper
+  declare -gA __PRIMUS_CONFIG_FILL=()
+  local kind key value ended=0
+  while IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' key <&"$HELPER_OUT" &&
+    IFS= read -r -d '' value <&"$HELPER_OUT"; do
+    if [[ $kind == end ]]; then
+      ended=1
+      break
+    fi
+    primus_config_store "$kind" "$key" "$value" || on_prepare_record "$kind" "$key" "$value"
+  done
+  if ((ended == 0)); then
+    local rc=0
+    finish_launch_helper || rc=$?
+    exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
+  fi
 }
 
 # ------------------------------------------------------------------ settings
@@ -303,15 +345,28 @@ run_patches() {
 
 # ----------------------------------------------------------------- validation
 
+# run_env_check: hand the final environment to the launch helper for the
+# registry's checks (env check); errors stop the launch with exit 2.
 run_env_check() {
   if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
+    printf 'skip\0' >&"$HELPER_IN"
+    finish_launch_helper || true
     LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped; the launch may fail on the nodes instead of here."
     return 0
   fi
-  local -a args=(env check --format text)
-  [[ -z ${PRIMUS_ACCELERATOR:-} ]] || args+=(--accelerator "$PRIMUS_ACCELERATOR")
-  local rc=0
-  primus_python "${args[@]}" || rc=$?
+  {
+    printf 'check\0%s\0' "${PRIMUS_ACCELERATOR:-}"
+    command -p env -0
+    printf '\0'
+  } >&"$HELPER_IN"
+  local kind="" value="" rc=0
+  IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' value <&"$HELPER_OUT" || true
+  finish_launch_helper || rc=$?
+  if [[ $kind == rc && $value =~ ^[0-9]+$ ]]; then
+    rc=$value
+  elif ((rc == 0)); then
+    rc=$PRIMUS_EXIT_RUNTIME
+  fi
   if ((rc != 0)); then
     LOG_ERROR "environment check failed (exit $rc): nothing was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1 to launch anyway."
     exit "$rc"
@@ -564,6 +619,8 @@ run_workload() {
 
 main() {
   parse_args "$@"
+  primus_pick_python
+  exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   run_prepare
   resolve_settings
   apply_cli_env
@@ -579,6 +636,7 @@ main() {
     exit 0
   fi
   run_env_check
+  exec {CONSOLE_FD}>&-
   [[ -n $LOG_FILE ]] || default_log_file
   build_command
   if ((OPT_DRY_RUN == 1)); then

@@ -286,7 +286,9 @@ def shown(value: str) -> str:
     return "'" + escaped.replace("'", "'\\''") + "'"
 
 
-def cmd_check(args: SimpleNamespace) -> int:
+def cmd_check(args: SimpleNamespace, environ: dict[str, str] | None = None) -> int:
+    """``env check``; ``environ`` replaces os.environ (the launcher's serve step
+    hands over the final launch environment this way)."""
     from primus_runner.rules import CheckContext, check, exit_code
 
     if args.env_file:
@@ -294,7 +296,7 @@ def cmd_check(args: SimpleNamespace) -> int:
         for path in args.env_file:
             env.update(read_env_file(path))
     else:
-        env = dict(os.environ)
+        env = dict(os.environ) if environ is None else environ
     context = CheckContext.from_env(env, container=args.container)
     findings = check(env, accelerator=args.accelerator, context=context)
     code = exit_code(findings, strict=args.strict)

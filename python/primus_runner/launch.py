@@ -14,6 +14,15 @@ Python starts before the workload: this one and ``env check``). It
 and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout: ``cfg``,
 ``list`` and ``item`` for configuration values (runner/lib/config.sh), ``env``
 for variables to export. The shell stores them; nothing is evaluated.
+
+``launch serve`` does the same and then stays alive as the launcher's
+coprocess: it ends its records with ``end\\0\\0\\0``, loads the variable
+registry while the shell sources the layers and runs the hooks, and then
+reads the final launch environment from stdin (``check\\0`` or ``skip\\0``,
+then ``env -0`` output, then one empty entry) and runs ``env check`` on it,
+writing findings to ``--console-fd`` / stderr and ``rc\\0N\\0\\0`` on stdout.
+One Python start serves both steps, and the registry loads in parallel with
+the shell's work.
 """
 from __future__ import annotations
 
@@ -116,15 +125,20 @@ def _parser() -> Any:
     prep.add_argument("--accelerator", choices=ACCELERATORS)
     prep.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT", "/"))
     prep.add_argument("--dev-root", default=os.environ.get("PRIMUS_DEV_ROOT", "/"))
+    serve = sub.add_parser("serve", help="prepare, then env check of the final launch environment")
+    for action in prep._actions[1:]:
+        serve._add_action(action)
+    serve.add_argument("--console-fd", help="file descriptor for env check's findings")
     return p
 
 
 def fast_parse(argv: list[str]) -> dict[str, str] | None:
-    """``prepare`` options without argparse (~10 ms per launch); None when the
-    arguments need argparse's help or error messages."""
-    if not argv or argv[0] != "prepare":
+    """``prepare``/``serve`` options without argparse (~10 ms per launch); None
+    when the arguments need argparse's help or error messages."""
+    if not argv or argv[0] not in ("prepare", "serve"):
         return None
-    opts = {"config": "", "accelerator": "", "sysfs_root": os.environ.get("PRIMUS_SYSFS_ROOT", "/"),
+    opts = {"action": argv[0], "config": "", "accelerator": "", "console_fd": "",
+            "sysfs_root": os.environ.get("PRIMUS_SYSFS_ROOT", "/"),
             "dev_root": os.environ.get("PRIMUS_DEV_ROOT", "/")}
     rest = argv[1:]
     while rest:
@@ -136,17 +150,73 @@ def fast_parse(argv: list[str]) -> dict[str, str] | None:
         rest = rest[2:]
     if opts["accelerator"] and opts["accelerator"] not in ACCELERATORS:
         return None
+    if opts["console_fd"] and not opts["console_fd"].isdigit():
+        return None
     return opts
+
+
+def read_entries(stream: Any) -> Iterator[str]:
+    """NUL-terminated entries from a binary stream, until an empty entry or EOF."""
+    pending = b""
+    while True:
+        chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+        if not chunk:
+            return
+        pending += chunk
+        *done, pending = pending.split(b"\0")
+        for raw in done:
+            if raw == b"":
+                return
+            yield raw.decode("utf-8", "surrogateescape")
+
+
+def serve_check(console_fd: int | None) -> int:
+    """Wait for the final launch environment on stdin and check it."""
+    from types import SimpleNamespace
+
+    from primus_runner import env_cmd, registry, rules  # noqa: F401 - loaded while the shell works
+
+    registry.load()
+    entries = read_entries(sys.stdin.buffer)
+    header = next(entries, "skip")
+    if header != "check":
+        return 0
+    accelerator = next(entries, "")
+    environ = {}
+    for entry in entries:
+        name, sep, value = entry.partition("=")
+        if sep:
+            environ[name] = value
+    args = SimpleNamespace(env_file=[], container=False, strict=False, format="text",
+                           accelerator=accelerator or None)
+    saved = sys.stdout
+    console = os.fdopen(console_fd, "w", closefd=False) if console_fd is not None else sys.stderr
+    sys.stdout = console
+    try:
+        return env_cmd.cmd_check(args, environ)
+    finally:
+        console.flush()
+        sys.stdout = saved
 
 
 def main(argv: list[str]) -> int:
     opts = fast_parse(argv)
     if opts is None:
         args = _parser().parse_args(argv)
-        opts = {"config": args.config or "", "accelerator": args.accelerator or "",
-                "sysfs_root": args.sysfs_root, "dev_root": args.dev_root}
+        opts = {"action": args.action, "config": args.config or "",
+                "accelerator": args.accelerator or "", "sysfs_root": args.sysfs_root,
+                "dev_root": args.dev_root, "console_fd": getattr(args, "console_fd", None) or ""}
     accelerator = None if opts["accelerator"] in ("", "auto") else opts["accelerator"]
     records = list(prepare_records(os.environ, opts["config"] or None, accelerator,
                                    opts["sysfs_root"], opts["dev_root"]))
-    sys.stdout.buffer.write(encode_records(iter(records)))
+    out = sys.stdout.buffer
+    if opts["action"] == "prepare":
+        out.write(encode_records(iter(records)))
+        return 0
+    records.append(("end", "", ""))
+    out.write(encode_records(iter(records)))
+    out.flush()
+    code = serve_check(int(opts["console_fd"]) if opts["console_fd"] else None)
+    out.write(f"rc\0{code}\0\0".encode())
+    out.flush()
     return 0
