@@ -2,6 +2,10 @@
 # bench/run.sh: `make bench`. Runs every bench/NN_*.sh in name order; each prints
 # median wall times of whole-process runs (SPEC section 10). Figures, not assertions.
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BENCH_DIR
 export PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}

@@ -4,6 +4,10 @@
 # what a user would: the loss fell and a checkpoint was written.
 #   GPUS_PER_NODE (default 2) processes; PRIMUS_WORKSPACE (default ./output).
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export GPUS_PER_NODE=${GPUS_PER_NODE:-2}

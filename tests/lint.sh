@@ -3,6 +3,10 @@
 # A shell file is *.sh, *.bash, *.bats, runner/primus-cli, .ci/run, or any
 # tracked/untracked (not ignored) file whose first line names bash or sh.
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 shellcheck=${SHELLCHECK:-.venv/bin/shellcheck}
 
