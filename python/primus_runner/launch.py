@@ -28,7 +28,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
+    from typing import Any
 
 from primus_runner import config as cfgmod
 from primus_runner import log
@@ -219,4 +223,7 @@ def main(argv: list[str]) -> int:
     code = serve_check(int(opts["console_fd"]) if opts["console_fd"] else None)
     out.write(f"rc\0{code}\0\0".encode())
     out.flush()
-    return 0
+    sys.stderr.flush()
+    # The launcher waits for this process to end before going on: skip the
+    # interpreter's teardown (~10 ms); everything was written and flushed.
+    os._exit(0)
