@@ -182,6 +182,8 @@ def cmd_list(subsystem: str | None, fmt: str) -> int:
                                           ("deprecated", var.deprecated is not None)) if on)
         default = var.default if var.default not in (None, "") else (
             '""' if var.default == "" else "-")
+        if len(default) > 40:  # the managed XLA_FLAGS string: `env explain` shows it whole
+            default = default[:37] + "..."
         rows.append((var.name, var.type, default, var.subsystem, flags or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     out = []
