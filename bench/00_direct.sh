@@ -2,11 +2,8 @@
 # bench/00_direct.sh: `primus-cli direct --dry-run -- train pretrain` (budget 0.15 s)
 # and the number of python3 processes a launch starts before the workload (budget 2).
 set -euo pipefail
-BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
-BENCH_RUNS=${BENCH_RUNS:-15}
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

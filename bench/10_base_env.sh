@@ -5,10 +5,9 @@
 # already done: no python3 start) and by hand on a fake MI300X host (one python3
 # start for the devices + nics helpers). Prints figures, asserts nothing.
 set -euo pipefail
-BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROOT=$PRIMUS_ROOT
 RUNS=${BENCH_RUNS:-15}
 ENVS=$ROOT/runner/helpers/envs
 FIXTURE=$ROOT/tests/fixtures/sysfs/mi300x-roce

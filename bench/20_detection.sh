@@ -4,11 +4,8 @@
 # interpreter start), rank mapping of a 16,384-node Slurm step, and the nics /
 # devices detectors on a fake MI300X machine. Whole-process medians; figures only.
 set -euo pipefail
-BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
-BENCH_RUNS=${BENCH_RUNS:-15}
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 py=$PRIMUS_ROOT/.venv/bin/python
 [[ -x $py ]] || py=python3

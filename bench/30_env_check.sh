@@ -11,11 +11,9 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 0
 fi
-BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
-BENCH_RUNS=${BENCH_RUNS:-15}
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROOT=$PRIMUS_ROOT
 
 py=$ROOT/.venv/bin/python
 [[ -x $py ]] || py=python3

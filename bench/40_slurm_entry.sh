@@ -6,11 +6,8 @@
 # processes started per node before the workload (budget 2).
 # Reference launcher: 72 s for the fragmented 16,384-node list.
 set -euo pipefail
-BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
-BENCH_RUNS=${BENCH_RUNS:-15}
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

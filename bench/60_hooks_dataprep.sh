@@ -3,11 +3,8 @@
 # launch pays), a hook printing 10,000 lines, and data preparation (fresh,
 # reused, and a waiting rank finding complete data). Figures only.
 set -euo pipefail
-BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
-BENCH_RUNS=${BENCH_RUNS:-15}
 # shellcheck source=bench/lib.sh
-source "$BENCH_DIR/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,6 +1,12 @@
 # shellcheck shell=bash
 # bench/lib.sh: helpers shared by the bench/*.sh scripts (sourced, not executed).
 # Timings use EPOCHREALTIME, so measuring adds no process start of its own.
+# Also sets, unless bench/run.sh already did: BENCH_DIR, PRIMUS_ROOT, BENCH_RUNS,
+# so every bench/NN_*.sh also runs on its own.
+
+BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
+PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
+BENCH_RUNS=${BENCH_RUNS:-15}
 
 # bench_median LABEL RUNS CMD...: run CMD RUNS times (output discarded) and print
 # "LABEL  median X.XXX s  (min A, max B, N runs)".
