@@ -1,0 +1,286 @@
+"""Rules for the launcher, RCCL/NCCL, ROCm, TE, hipBLASLt and JAX/XLA variables
+(Primus reference)."""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from primus_runner.rules.engine import _State, rule
+from primus_runner.rules.types import (
+    Finding,
+)
+
+
+# --------------------------------------------------------------------------- Primus rules
+@rule("master_port_range")
+def _master_port(s: _State) -> Iterator[Finding]:
+    port = s.uint("MASTER_PORT")
+    if port is not None and port < 1024:  # above 65535 the type rule reports it
+        yield s.found("error", "MASTER_PORT",
+                      "is outside 1024-65535; runner/lib/validation.sh rejects it",
+                      "export MASTER_PORT=1234 (or another free port from 1024 to 65535)")
+
+
+@rule("master_addr_multinode")
+def _master_addr(s: _State) -> Iterator[Finding]:
+    nnodes = s.uint("NNODES")
+    addr = s.get("MASTER_ADDR")
+    if nnodes is None or nnodes <= 1 or addr is None:
+        return
+    if addr.lower() in ("localhost", "localhost.localdomain", "::1") or addr.startswith("127."):
+        # A warning, not an error: several "nodes" on one machine (bring-up,
+        # tests) rendezvous fine on loopback; across hosts it would hang.
+        # The launcher refuses the unexported default (ranks.resolve).
+        yield s.found("warning", "MASTER_ADDR",
+                      f"is a loopback address with NNODES={nnodes}: that only works when every "
+                      "node runs on this one machine; nodes on other hosts would try their own "
+                      "loopback and the rendezvous never completes",
+                      "export MASTER_ADDR=<host name or IP of node 0 reachable from every node> "
+                      "(Slurm launches fill it in)")
+
+
+@rule("jax_coordinator_single_node")
+def _jax_single(s: _State) -> Iterator[Finding]:
+    nnodes = s.uint("NNODES")
+    if s.get("JAX_COORDINATOR_IP") is not None and nnodes is not None and nnodes <= 1:
+        yield s.found("warning", "JAX_COORDINATOR_IP",
+                      "is set for a single-node run: Primus leaves it unset there so MaxText takes "
+                      "its local single-controller path; set, it starts the distributed one",
+                      "unset JAX_COORDINATOR_IP (and JAX_COORDINATOR_PORT) for one node")
+
+
+@rule("dump_hlo_dir_without_dump")
+def _dump_dir(s: _State) -> Iterator[Finding]:
+    if s.get("DUMP_HLO_DIR") is not None and s.get("DUMP_HLO") != "1":
+        yield s.found("info", "DUMP_HLO_DIR", "has no effect unless DUMP_HLO=1",
+                      "export DUMP_HLO=1 to dump HLO there")
+
+
+@rule("rank_bounds")
+def _rank_bounds(s: _State) -> Iterator[Finding]:
+    for rank, size in (("NODE_RANK", "NNODES"), ("RANK", "WORLD_SIZE"),
+                       ("LOCAL_RANK", "LOCAL_WORLD_SIZE")):
+        index, count = s.uint(rank), s.uint(size)
+        if index is not None and count is not None and index >= count:
+            yield s.found("error", rank,
+                          f"must be below {size}={count} (indices start at 0); the rendezvous "
+                          f"would wait forever for the missing rank",
+                          f"set {rank} to 0..{count - 1} or raise {size}")
+
+
+@rule("nccl_proto_values")
+def _nccl_proto(s: _State) -> Iterator[Finding]:
+    value = s.get("NCCL_PROTO")
+    if value is None:
+        return
+    body = value[1:] if value.startswith("^") else value
+    known = {"simple", "ll", "ll128"}
+    bad = [item for item in body.split(",") if item.strip().lower() not in known]
+    if bad:
+        yield s.found("error", "NCCL_PROTO",
+                      f"names unknown protocol(s) {', '.join(repr(b) for b in bad)}; RCCL knows "
+                      f"Simple, LL and LL128 (comma-separated, ^ to exclude)",
+                      "set NCCL_PROTO to e.g. Simple,LL128 or ^LL, or unset it to let RCCL choose")
+
+
+@rule("primus_patches_syntax")
+def _patches(s: _State) -> Iterator[Finding]:
+    value = s.env.get("PRIMUS_PATCHES")
+    if not value or value in ("all", "none"):
+        return
+    items = value.split(",")
+    fix = 'set PRIMUS_PATCHES to "all", "none" or names separated by commas only (a,b)'
+    if any(item == "" for item in items):
+        yield s.found("warning", "PRIMUS_PATCHES",
+                      "has an empty item (doubled, leading or trailing comma)", fix)
+        return
+    if len(items) > 1 and ({"all", "none"} & set(items)):
+        yield s.found("warning", "PRIMUS_PATCHES",
+                      '"all" and "none" are whole values, not list items: inside a list they '
+                      "are taken as patch names that do not exist", fix)
+        return
+    bad = [item for item in items if not re.match(r"[A-Za-z0-9_.-]+\Z", item)]
+    if bad:
+        yield s.found("warning", "PRIMUS_PATCHES",
+                      f"item(s) {', '.join(repr(b) for b in bad)} cannot be patch names "
+                      "(spaces or symbols); they match no patch, so those patches do not run", fix)
+
+
+@rule("hipblaslt_stage_needs_switch")
+def _stage_switch(s: _State) -> Iterator[Finding]:
+    stage = s.get("PRIMUS_HIPBLASLT_TUNING_STAGE")
+    if stage in ("1", "2", "3") and s.get("PRIMUS_HIPBLASLT_TUNING") != "1":
+        yield s.found("warning", "PRIMUS_HIPBLASLT_TUNING_STAGE",
+                      "has no effect: the tuning flow runs only when PRIMUS_HIPBLASLT_TUNING=1 "
+                      f"(it is {s.env.get('PRIMUS_HIPBLASLT_TUNING', 'unset')!r})",
+                      "export PRIMUS_HIPBLASLT_TUNING=1, or unset PRIMUS_HIPBLASLT_TUNING_STAGE")
+
+
+@rule("hipblaslt_stage3_override_file")
+def _stage3_file(s: _State) -> Iterator[Finding]:
+    if s.get("PRIMUS_HIPBLASLT_TUNING") != "1" or s.get("PRIMUS_HIPBLASLT_TUNING_STAGE") != "3":
+        return
+    path = s.get("HIPBLASLT_TUNING_OVERRIDE_FILE")
+    if path is None:
+        yield s.found("error", "HIPBLASLT_TUNING_OVERRIDE_FILE",
+                      "is unset, but stage 3 (PRIMUS_HIPBLASLT_TUNING_STAGE=3) applies the tuned "
+                      "kernels from that file",
+                      "export HIPBLASLT_TUNING_OVERRIDE_FILE=<file written by stage 2>", "")
+    elif s.ctx.container:
+        yield s.found("info", "HIPBLASLT_TUNING_OVERRIDE_FILE",
+                      "cannot be checked from the host: it is read inside the container",
+                      "make sure the file is mounted into the container at that path")
+    elif not os.path.isfile(path):
+        yield s.found("error", "HIPBLASLT_TUNING_OVERRIDE_FILE",
+                      "does not name an existing file; stage 3 needs the tuned-kernel file",
+                      "point it at the file stage 2 wrote (on storage every node sees)")
+
+
+@rule("hipblaslt_vs_deterministic")
+def _tuning_deterministic(s: _State) -> Iterator[Finding]:
+    if s.get("PRIMUS_HIPBLASLT_TUNING") == "1" and s.get("PRIMUS_DETERMINISTIC") == "1":
+        yield s.found("error", "PRIMUS_HIPBLASLT_TUNING",
+                      "hipBLASLt tuning and deterministic mode (PRIMUS_DETERMINISTIC=1) exclude "
+                      "each other",
+                      "unset one: PRIMUS_HIPBLASLT_TUNING=0 or PRIMUS_DETERMINISTIC=0")
+
+
+@rule("te_tuning_vs_deterministic")
+def _te_tuning_deterministic(s: _State) -> Iterator[Finding]:
+    value = s.get("TE_HIPBLASLT_TUNING")
+    if value not in (None, "0") and s.get("PRIMUS_DETERMINISTIC") == "1":
+        yield s.found("warning", "TE_HIPBLASLT_TUNING",
+                      "TE hipBLASLt tuning conflicts with deterministic mode "
+                      "(PRIMUS_DETERMINISTIC=1); the tuning hook disables conflicting modes",
+                      "unset TE_HIPBLASLT_TUNING for deterministic runs")
+
+
+@rule("te_algo_selection_container")
+def _te_algo_container(s: _State) -> Iterator[Finding]:
+    value = s.get("TE_HIPBLASLT_ALGO_SELECTION")
+    if value is not None and s.ctx.container:
+        yield s.found("warning", "TE_HIPBLASLT_ALGO_SELECTION",
+                      "is not forwarded into the container: the allowlist covers HIPBLASLT_* "
+                      "names, not TE_*, so the job would silently use the first solution",
+                      f"pass it explicitly: --env TE_HIPBLASLT_ALGO_SELECTION={value}")
+
+
+@rule("hip_visible_devices_vs_gpus")
+def _hip_visible(s: _State) -> Iterator[Finding]:
+    value = s.get("HIP_VISIBLE_DEVICES")
+    if value is None:
+        return
+    items = value.split(",")
+    if any(not item.strip() for item in items):
+        yield s.found("error", "HIP_VISIBLE_DEVICES",
+                      "has an empty item; ROCm stops parsing the list there",
+                      "write the GPU indices separated by single commas, e.g. 0,1,2,3")
+        return
+    if len(set(items)) != len(items):
+        yield s.found("error", "HIP_VISIBLE_DEVICES",
+                      "names a GPU twice; two ranks would share one GPU",
+                      "list each GPU index once")
+        return
+    gpus = s.uint("GPUS_PER_NODE") or s.ctx.gpus_per_node
+    if gpus is None:
+        return
+    if len(items) < gpus:
+        yield s.found("error", "HIP_VISIBLE_DEVICES",
+                      f"exposes {len(items)} GPU(s) but GPUS_PER_NODE={gpus} processes start on "
+                      f"this node; local ranks {len(items)}..{gpus - 1} would find no GPU",
+                      f"list {gpus} GPUs (e.g. {','.join(str(i) for i in range(gpus))}) or set "
+                      f"GPUS_PER_NODE={len(items)}")
+    elif len(items) > gpus:
+        yield s.found("info", "HIP_VISIBLE_DEVICES",
+                      f"exposes {len(items)} GPUs but only GPUS_PER_NODE={gpus} are used",
+                      "list only the GPUs the job should use")
+
+
+@rule("xla_autotune_level_min")
+def _autotune(s: _State) -> Iterator[Finding]:
+    level = s.uint("XLA_GPU_AUTOTUNE_LEVEL")
+    if level == 0:
+        yield s.found("error", "XLA_GPU_AUTOTUNE_LEVEL",
+                      "must be >= 1: at 0 XLA picks a default fp8 GEMM kernel that overflows on "
+                      "fine-grained MoE expert einsums, giving NaN loss on fp8 runs",
+                      "unset XLA_GPU_AUTOTUNE_LEVEL (default 4) or set it to 1-4")
+
+
+def _xla_words(value: str) -> list[str] | None:
+    import shlex
+
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return None
+
+
+@rule("xla_flags_syntax")
+def _xla_syntax(s: _State) -> Iterator[Finding]:
+    for name in ("XLA_FLAGS", "XLA_FLAGS_APPEND"):
+        value = s.get(name)
+        if value is None:
+            continue
+        words = _xla_words(value)
+        if words is None:
+            yield s.found("error", name, "has an unbalanced quote; XLA cannot split it into flags",
+                          "balance the quotes, e.g. --xla_gpu_enable_command_buffer=''")
+            continue
+        bad = [w for w in words if not w.startswith("--")]
+        if bad:
+            yield s.found("error", name,
+                          f"word(s) {', '.join(repr(b) for b in bad[:3])} are not --flags; XLA "
+                          "aborts at start-up on what it cannot parse",
+                          "separate flags by spaces and write each as --name=value")
+
+
+@rule("xla_flags_overridden")
+def _xla_overridden(s: _State) -> Iterator[Finding]:
+    value = s.get("XLA_FLAGS")
+    words = _xla_words(value) if value is not None else None
+    if not words:
+        return
+    managed = {}
+    for item in s.reg.managed_xla_flags:
+        flag_value = item["value"]
+        if item.get("parameter") and s.get(item["parameter"]):
+            flag_value = s.env[item["parameter"]]
+        managed[item["flag"]] = flag_value.strip("'")
+    for word in words:
+        flag, _, user = word.partition("=")
+        if flag in managed and user != managed[flag]:
+            yield s.found("warning", "XLA_FLAGS",
+                          f"sets {flag}={user}, but Primus appends its managed {flag}="
+                          f"{managed[flag] or repr('')} after the inherited XLA_FLAGS and XLA "
+                          "keeps the last occurrence, so your value is overridden",
+                          f"move it to XLA_FLAGS_APPEND='{flag}={user}' (applied last)")
+
+
+@rule("xla_dump_by_hand")
+def _xla_dump(s: _State) -> Iterator[Finding]:
+    for name in ("XLA_FLAGS", "XLA_FLAGS_APPEND"):
+        value = s.get(name)
+        if value is not None and "--xla_dump_to" in value:
+            yield s.found("info", name, "adds --xla_dump_to by hand",
+                          "prefer DUMP_HLO=1 (and DUMP_HLO_DIR) which manage --xla_dump_to")
+
+
+@rule("skip_validation")
+def _skip_validation(s: _State) -> Iterator[Finding]:
+    if s.get("PRIMUS_SKIP_VALIDATION") == "1":
+        yield s.found("warning", "PRIMUS_SKIP_VALIDATION",
+                      "validation is switched off: the launcher starts even when this check "
+                      "finds errors, which then surface late on the cluster",
+                      "unset PRIMUS_SKIP_VALIDATION (or set 0) and fix the findings instead")
+
+
+@rule("neuron_root_comm_multinode")
+def _root_comm(s: _State) -> Iterator[Finding]:
+    nnodes = s.uint("NNODES")
+    if s.accel == "neuron" and nnodes is not None and nnodes > 1 \
+            and s.get("NEURON_RT_ROOT_COMM_ID") is None:
+        yield s.found("error", "NEURON_RT_ROOT_COMM_ID",
+                      f"is unset with NNODES={nnodes}: the Neuron runtime needs rank 0's "
+                      "host:port to bootstrap multi-node collectives",
+                      "export NEURON_RT_ROOT_COMM_ID=$MASTER_ADDR:<free port>", "")
