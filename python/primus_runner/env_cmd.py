@@ -138,6 +138,16 @@ def main(argv: list[str]) -> int:
     return cmd_docs(args.out)
 
 
+# What the cluster check does with a variable of each scope (registry field `scope`).
+SCOPE_WORDS = {
+    "cluster-uniform": "must be identical on every node; the cluster check stops the launch otherwise",
+    "per-node": "may differ per node; the cluster check compares what it means (subnet, link "
+                "layer, GID type and family)",
+    "per-process": "set per rank; never compared",
+    "local": "this host's own business; never compared or sent to other nodes",
+}
+
+
 # --------------------------------------------------------------------------- list
 def variable_dict(var) -> dict:
     return {
@@ -152,7 +162,7 @@ def variable_dict(var) -> dict:
         "deprecated": None if var.deprecated is None else {
             "status": var.deprecated.status, "replacement": list(var.deprecated.replacement),
             "effect": var.deprecated.effect},
-        "rules": list(var.rules),
+        "rules": list(var.rules), "scope": var.scope,
     }
 
 
@@ -222,6 +232,7 @@ def cmd_explain(name: str) -> int:
     field("subsystem", f"{var.subsystem} ({var.section_title}; {var.reference})")
     field("set by", var.set_by or "-")
     field("used by", var.used_by or "-")
+    field("scope", f"{var.scope} ({SCOPE_WORDS[var.scope]})")
     if var.launcher_default is not None:
         field("launcher", f"base_env.sh / direct launcher export {var.launcher_default!r}")
     if var.launcher_derived is not None:
@@ -462,6 +473,7 @@ def _render_variable(reg, var, add) -> None:
     add(f"| Subsystem | `{var.subsystem}` |")
     add(f"| Set by | {_cell(var.set_by or '-')} |")
     add(f"| Used by | {_cell(var.used_by or '-')} |")
+    add(f"| Across nodes | `{var.scope}`: {SCOPE_WORDS[var.scope]} |")
     if var.launcher_default is not None:
         shown_default = f"`{var.launcher_default}`" if var.launcher_default else '"" (empty)'
         add(f"| Launcher default | {shown_default} |")
