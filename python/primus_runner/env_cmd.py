@@ -152,7 +152,7 @@ def variable_dict(var) -> dict:
         "deprecated": None if var.deprecated is None else {
             "status": var.deprecated.status, "replacement": list(var.deprecated.replacement),
             "effect": var.deprecated.effect},
-        "rules": list(var.rules),
+        "rules": list(var.rules), "source": var.source,
     }
 
 
@@ -226,6 +226,8 @@ def cmd_explain(name: str) -> int:
         field("launcher", f"base_env.sh / direct launcher export {var.launcher_default!r}")
     if var.launcher_derived is not None:
         field("launcher", f"base_env.sh derives it from {var.launcher_derived}")
+    if var.source:
+        field("source", var.source)
     field("container", "forwarded (on the section 11 allowlist)" if var.forwarded else
           ("not needed (read by the launcher on the host)" if var.host else
            "not forwarded: pass it with --env NAME=VALUE"))
@@ -467,6 +469,8 @@ def _render_variable(reg, var, add) -> None:
         add(f"| Launcher default | {shown_default} |")
     if var.launcher_derived is not None:
         add(f"| Launcher derives from | {_cell(var.launcher_derived)} |")
+    if var.source:
+        add(f"| Source | {_cell(var.source)} |")
     add(f"| Container | {'forwarded' if var.forwarded else ('host only' if var.host else 'not forwarded (use --env)')} |")
     if var.secret:
         add("| Secret | yes (printed as `****`) |")

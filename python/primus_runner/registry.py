@@ -69,12 +69,12 @@ class Rule(record("Rule", "id severity variables text")):  # type: ignore[misc]
 
 _VARIABLE_FIELDS = ("name type description section section_title reference subsystem default "
                     "default_note values ci min max launcher_default launcher_derived set_by "
-                    "used_by deprecated invalid_severity invalid_effect host forwarded rules")
+                    "used_by deprecated invalid_severity invalid_effect host forwarded rules source")
 _VARIABLE_DEFAULTS: dict[str, object] = {
     "subsystem": "", "default": None, "default_note": None, "values": None, "ci": False,
     "min": None, "max": None, "launcher_default": None, "launcher_derived": None, "set_by": "",
     "used_by": "", "deprecated": None, "invalid_severity": "error", "invalid_effect": None,
-    "host": False, "forwarded": False, "rules": ()}
+    "host": False, "forwarded": False, "rules": (), "source": None}
 
 
 class Variable(record("Variable", _VARIABLE_FIELDS, _VARIABLE_DEFAULTS)):  # type: ignore[misc]
@@ -104,6 +104,7 @@ class Variable(record("Variable", _VARIABLE_FIELDS, _VARIABLE_DEFAULTS)):  # typ
     host: bool
     forwarded: bool
     rules: tuple[str, ...]
+    source: str | None
 
     @property
     def secret(self) -> bool:
@@ -273,7 +274,7 @@ def _variable(name: str, spec: dict[str, Any], section: dict[str, Any], forwarde
         bool(get("ci", False)), get("min"), get("max"), get("launcher_default"),
         get("launcher_derived"), str(get("set_by", "")), str(get("used_by", "")), deprecated,
         invalid.get("severity", "error"), invalid.get("effect"),
-        bool(get("host", section.get("host", False))), forwarded, rules)
+        bool(get("host", section.get("host", False))), forwarded, rules, get("source"))
 
 
 # -- loading -----------------------------------------------------------------
