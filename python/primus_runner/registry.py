@@ -41,10 +41,10 @@ def record(name: str, fields: str, defaults: dict[str, object] | None = None) ->
     first = next((i for i, n in enumerate(names) if n in defaults), len(names))
     base = namedtuple(name, names, defaults=[defaults.get(n) for n in names[first:]])  # type: ignore[misc]
 
-    def replace(self, **changes):  # type: ignore[no-untyped-def]
+    def replace(self: Any, **changes: Any) -> Any:
         return self._replace(**changes)
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self: Any) -> dict[str, object]:
         return dict(self._asdict())
 
     base.replace = replace  # type: ignore[attr-defined]
@@ -291,7 +291,8 @@ def read_yaml(raw: bytes) -> dict[str, Any]:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(raw, Loader=loader)  # noqa: S506 (a safe loader)
+    data: dict[str, Any] = yaml.load(raw, Loader=loader)
+    return data
 
 
 def read_data() -> dict[str, Any]:
@@ -303,7 +304,8 @@ def read_data() -> dict[str, Any]:
         with open(JSON_PATH, encoding="utf-8") as handle:
             cached = json.load(handle)
         if cached.get("source_digest") == digest:
-            return cached["data"]
+            data: dict[str, Any] = cached["data"]
+            return data
     except (OSError, ValueError):
         pass
     return read_yaml(raw)

@@ -92,7 +92,8 @@ def test_base_defaults_equal_the_registry(reg, rocm):
         elif name in derived:
             continue  # checked one by one below
         else:
-            assert name in DERIVED_BY_LAYER, f"{name}={value!r} set by base_env.sh is not in the registry's launcher defaults"
+            assert name in DERIVED_BY_LAYER, (
+                f"{name}={value!r} set by base_env.sh is not in the registry's launcher defaults")
     # The registry's derivations, computed by hand for this host.
     assert base["HIP_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
     assert base["HF_HOME"] == f"{ROOT}/data/huggingface"

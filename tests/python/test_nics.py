@@ -16,6 +16,10 @@ import pytest
 from primus_runner.errors import UsageError
 from primus_runner.nics import detect_nics
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from primus_runner.nics import Route
+
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "sysfs"
 NO_USER: dict[str, str] = {}
@@ -187,7 +191,7 @@ def test_runs_for_real_on_this_machine() -> None:
     assert result.gid_index >= 0
 
 
-def _route(iface: str, dest: str, bits: int) -> "Route":
+def _route(iface: str, dest: str, bits: int) -> Route:
     from primus_runner.nics import Route
 
     a, b, c, d = (int(x) for x in dest.split("."))
