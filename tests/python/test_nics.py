@@ -15,6 +15,10 @@ import pytest
 from primus_runner.errors import UsageError
 from primus_runner.nics import Route, detect_nics
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from primus_runner.nics import Route
+
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "sysfs"
 NO_USER: dict[str, str] = {}
@@ -192,7 +196,6 @@ def test_runs_for_real_on_this_machine() -> None:
 
 
 def _route(iface: str, dest: str, bits: int) -> Route:
-
     a, b, c, d = (int(x) for x in dest.split("."))
     mask = (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
     return Route(iface, (a << 24) | (b << 16) | (c << 8) | d, mask, 0, 0)
