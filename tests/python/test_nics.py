@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from primus_runner.errors import UsageError
 from primus_runner.nics import Route, detect_nics
 

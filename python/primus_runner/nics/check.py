@@ -26,6 +26,10 @@ from primus_runner.nics.hca import select_ports
 from primus_runner.nics.interfaces import parse_ifname_list, select_interfaces
 from primus_runner.records import dataclass
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from primus_runner.nics.detect import NicResult
+
 CHECKED = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "IP_INTERFACE", "NCCL_IB_HCA",
            "NCCL_IB_GID_INDEX")
 
@@ -44,11 +48,11 @@ def user_values(env: Mapping[str, str]) -> dict[str, str]:
     return {n: env[n] for n in CHECKED if env.get(n) and n not in detected}
 
 
-def _ifnames(result) -> str:
+def _ifnames(result: NicResult) -> str:
     return ", ".join(i.name for i in result.interfaces) or "(none)"
 
 
-def host_problems(env: Mapping[str, str], root: str, result=None) -> list[Problem]:
+def host_problems(env: Mapping[str, str], root: str, result: NicResult | None = None) -> list[Problem]:
     values = user_values(env)
     if not values:
         return []

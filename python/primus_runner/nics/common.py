@@ -24,7 +24,7 @@ def listdir(path: str) -> list[str]:
         return []
 
 
-def natural_key(name: str) -> list:
+def natural_key(name: str) -> list[int | str]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
@@ -35,7 +35,7 @@ def state_word(text: str | None) -> str:
     return text.split(":", 1)[1].strip() if ":" in text else text.strip()
 
 
-def compile_pattern(name: str, pattern: str) -> re.Pattern:
+def compile_pattern(name: str, pattern: str) -> re.Pattern[str]:
     if pattern == "":
         return re.compile(r"(?!)")  # set but empty: exclude nothing (an empty regex matches all)
     try:

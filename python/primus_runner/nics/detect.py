@@ -26,6 +26,10 @@ from primus_runner.nics.interfaces import (
 from primus_runner.nics.routes import local_addresses, read_routes
 from primus_runner.records import asdict, dataclass, field
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
+    from typing import Any
+
 ENV_VARS = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "IP_INTERFACE", "NCCL_SOCKET_IFNAME",
             "GLOO_SOCKET_IFNAME", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ROCE_VERSION_NUM")
 GET_VARS = ENV_VARS[:5]
@@ -74,8 +78,8 @@ class NicResult:
     def chosen_ports(self) -> list[HcaPort]:
         return [p for p in self.ports if p.chosen]
 
-    def as_dict(self) -> dict:
-        data = asdict(self)
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = asdict(self)
         data["env"] = self.as_env()
         return data
 

@@ -106,7 +106,7 @@ def _no_routable_gid(port: HcaPort) -> str:
     return f"no RoCE v2 IPv4 GID (GIDs: {', '.join(g.meaning() for g in port.gids)})"
 
 
-def choose_hcas(root: str, ports: list[HcaPort], exclude: re.Pattern) -> str | None:
+def choose_hcas(root: str, ports: list[HcaPort], exclude: re.Pattern[str]) -> str | None:
     """Mark chosen ports and return the NCCL_IB_HCA value (or None)."""
     for port in ports:
         names = [port.device, *port.netdevs]
@@ -133,9 +133,9 @@ def choose_hcas(root: str, ports: list[HcaPort], exclude: re.Pattern) -> str | N
     chosen = [p for p in ports if p.chosen]
     if not chosen:
         return None
-    names = {p.device for p in chosen}
-    others = {p.device for p in ports} - names
-    exact = any(o.startswith(n) for n in names for o in others)
+    chosen_names = {p.device for p in chosen}
+    others = {p.device for p in ports} - chosen_names
+    exact = any(o.startswith(n) for n in chosen_names for o in others)
     value = ",".join(p.name for p in chosen)
     return f"={value}" if exact else value
 

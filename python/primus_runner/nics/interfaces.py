@@ -49,7 +49,7 @@ class Interface:
     loopback: bool = False
 
 
-def read_interfaces(root: str, addresses: dict[str, list[str]], exclude: re.Pattern) -> list[Interface]:
+def read_interfaces(root: str, addresses: dict[str, list[str]], exclude: re.Pattern[str]) -> list[Interface]:
     base = os.path.join(root, "sys/class/net")
     names = set(listdir(base)) | set(addresses)
     out: list[Interface] = []
@@ -95,13 +95,14 @@ def choose_interface(root: str, interfaces: list[Interface], routes: list[Route]
     from primus_runner.ranks import is_loopback
 
     if master_addr and not is_loopback(master_addr):
-        ip = resolve_ipv4(root, master_addr)
-        if ip is None:
+        master_ip = resolve_ipv4(root, master_addr)
+        if master_ip is None:
             notes.append(f"MASTER_ADDR '{master_addr}' has no IPv4 address here; "
                          "using the host's primary interface")
-        elif ip in holder:
-            return holder[ip], f"holds MASTER_ADDR {ip}"
+        elif master_ip in holder:
+            return holder[master_ip], f"holds MASTER_ADDR {master_ip}"
         else:
+            ip = master_ip
             value = ip_to_int(ip)
             tied = best_routes(routes, value, set(usable)) if value is not None else []
             if tied:

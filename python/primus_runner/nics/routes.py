@@ -140,7 +140,7 @@ def resolve_ipv4(root: str, host: str) -> str | None:
             infos = socket.getaddrinfo(host, None, socket.AF_INET)
         except OSError:
             return None
-        return infos[0][4][0] if infos else None
+        return str(infos[0][4][0]) if infos else None
     return None
 
 
