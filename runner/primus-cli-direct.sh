@@ -13,8 +13,10 @@
 #   --single                run the script with python3 directly, without torchrun
 #   --script FILE           training entry (default: config direct.script; when that
 #                           file does not exist, the embedded CPU workload runs)
-#   --env KEY=VALUE|FILE    export KEY=VALUE for the job (repeatable; beats every
-#                           other source). FILE: KEY=VALUE lines, '#' comments
+#   --env KEY=VALUE|FILE|NAME
+#                           export KEY=VALUE for the job (repeatable; beats every
+#                           other source). FILE: KEY=VALUE lines, '#' comments;
+#                           NAME: the value NAME has in the environment
 #   --patch FILE            run a patch script after the hooks (repeatable)
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
@@ -92,8 +94,15 @@ parse_args() {
 add_cli_env() {
   local item=$1
   if [[ $item != *=* ]]; then
-    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE nor an existing file; write --env KEY=VALUE or --env path/to/file.env."
-    read_env_file "$item"
+    if [[ -f $item ]]; then
+      read_env_file "$item"
+    elif [[ $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -n ${!item+set} ]]; then
+      # --env NAME: the value NAME has in the environment (how primus-cli
+      # container hands values in without putting them on an argv).
+      CLI_ENV+=("$item=${!item}")
+    else
+      bad_usage "--env '$item' is neither KEY=VALUE, an existing file, nor a variable set in the environment; write --env KEY=VALUE or --env path/to/file.env."
+    fi
     return
   fi
   check_env_item "$item" "--env"

@@ -38,7 +38,9 @@ def system_config_path() -> str:
 
 
 def user_config_path() -> str:
-    return os.path.join(os.path.expanduser("~"), ".primus.yaml")
+    """PRIMUS_USER_CONFIG (the container launcher's mount of the host user's file),
+    else ~/.primus.yaml."""
+    return os.environ.get("PRIMUS_USER_CONFIG") or os.path.join(os.path.expanduser("~"), ".primus.yaml")
 
 
 @dataclass
@@ -191,7 +193,7 @@ def unknown_key_warnings(cfg: Config, known: set[str]) -> list[str]:
 
 
 # Keys under which any sub-key is accepted (free-form maps).
-OPEN_KEYS = {"direct.env_map", "container.options.extra"}
+OPEN_KEYS = {"direct.env_map", "container.options"}  # container.options: any runtime flag
 
 
 def _is_open(key: str) -> bool:
