@@ -271,10 +271,12 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
 
     reg = registry.load()
     neuron = accel == "neuron"
+    inner_env: list[str] = []    # names the inner direct gets as --env NAME (top precedence)
     for entry in copts.as_list(cfg.get("container.options.env")):
         key, sep, value = entry.partition("=")
         if sep:
             plan.pass_env(key, value)          # reference: KEY=VALUE entries verbatim
+            inner_env.append(key)
         elif key and key not in reg.container_own:
             if env.get(key):
                 plan.forwarded.append(key)
@@ -284,6 +286,7 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     for item in opts.env_items:
         for key, value in env_item(item, "--env", env):
             plan.pass_env(key, value)
+            inner_env.append(key)
     inner, inner_mounts = copts.rewrite_inner(opts.inner, cwd, env, plan, env_item)
     plan.forwarded = [n for n in plan.forwarded if n not in plan.env]
 
@@ -319,7 +322,10 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     words += [image, os.path.join(root, "runner", "primus-cli")]
     if opts.debug:
         words.append("--debug")
-    words += ["direct", *config_args, *inner]
+    words += ["direct", *config_args]
+    for key in dict.fromkeys(inner_env):
+        words += ["--env", key]
+    words += inner
 
     code = 0
     if env.get("PRIMUS_SKIP_VALIDATION") == "1":
