@@ -95,7 +95,7 @@ def test_registry_adds_only_the_runner_own_variables(reg):
 def test_runner_own_facts(reg):
     """A few entries checked against the code by hand."""
     assert reg.get("PRIMUS_KILL_GRACE").type == "seconds"
-    assert reg.get("PRIMUS_KILL_GRACE").default == "10"  # primus-cli-direct.sh stop_run
+    assert reg.get("PRIMUS_KILL_GRACE").default == "10"  # runner/lib/supervise.sh primus_stop_run
     assert reg.get("PRIMUS_IB_HCA_EXCLUDE").default == "bond"  # nics.DEFAULT_HCA_EXCLUDE
     assert reg.get("PRIMUS_SLURM_SCONTROL_TIMEOUT").default == "3"
     assert reg.get("PRIMUS_PREFLIGHT_TIMEOUT").default == "300"
