@@ -119,6 +119,7 @@ ensure_image() {
 }
 
 # stop_container SIGNAL NUMBER: stop and remove our container, exit 128+NUMBER.
+# shellcheck disable=SC2329  # called by the signal traps
 stop_container() {
   trap '' TERM INT HUP
   local name=${PLAN[name]} grace=${PLAN[grace]}

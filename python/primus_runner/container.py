@@ -277,9 +277,8 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
         if sep:
             plan.pass_env(key, value)          # reference: KEY=VALUE entries verbatim
             inner_env.append(key)
-        elif key and key not in reg.container_own:
-            if env.get(key):
-                plan.forwarded.append(key)
+        elif key and key not in reg.container_own and env.get(key):
+            plan.forwarded.append(key)
     for key in sorted(env):
         if env[key] and key not in plan.forwarded and reg.container_forwards(key, neuron):
             plan.forwarded.append(key)
