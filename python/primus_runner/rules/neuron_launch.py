@@ -212,12 +212,13 @@ def _cores_per_proc(s: _State) -> Iterator[Finding]:
     if k is None or k <= 1 or _spmd(s):
         return
     n = _procs(s)
+    raises = (f"raises 'LOCAL_WORLD_SIZE {n} ... is not equal to count {k}'" if n and n != k
+              else "remaps the process to one of them")
     yield s.found("error", "PRIMUS_NEURON_CORES_PER_PROC",
                   f"gives each process {k} NeuronCores, but without XLA_USE_SPMD=1 PyTorch/XLA's "
-                  "Neuron set-up under torchrun requires one core per process: it remaps each "
-                  "process to a single core and raises 'LOCAL_WORLD_SIZE"
-                  f"{f' {n}' if n else ''} ... is not equal to count {k}' when the visible list "
-                  "holds another number of cores",
+                  "Neuron set-up under torchrun gives every process exactly one core: it reads "
+                  "NEURON_RT_VISIBLE_CORES as a node-wide list of LOCAL_WORLD_SIZE cores, so a "
+                  f"per-process list of {k} cores {raises}",
                   "drop --neuron-cores-per-proc (one core per process), or declare a workload that "
                   "owns several cores per process with XLA_USE_SPMD=1 (GSPMD) or PRIMUS_NEURON_SPMD=1")
 
