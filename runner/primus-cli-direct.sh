@@ -296,8 +296,8 @@ finish_layers() {
   if declare -F primus_xla_apply_append >/dev/null; then
     primus_xla_apply_append
   fi
-  if declare -F primus_neuron_validate_cores >/dev/null; then
-    primus_neuron_validate_cores || exit "$PRIMUS_EXIT_INVALID"
+  if declare -F primus_neuron_slices >/dev/null; then
+    primus_neuron_slices  # the Neuron checks are env check's (run_env_check)
   fi
 }
 

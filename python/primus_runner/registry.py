@@ -418,6 +418,8 @@ _EXAMPLE_BY_NAME = {
     "NCCL_PROTO": "Simple,LL128", "NCCL_DEBUG": "WARN", "TE_HIPBLASLT_TUNING": "0",
     "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "0", "PRIMUS_TURBO_DEEPEP_TIMEOUT": "600",
     "NEURON_RT_DBG_CC_DMA_PACKET_SIZE": "4096", "PRIMUS_PYTHON": "python3",
+    # One core per process: a node-wide list as long as GPUS_PER_NODE (8).
+    "NEURON_RT_VISIBLE_CORES": "0-7",
     # The detected facts of the example instance (trn2.48xlarge): 16 devices of
     # 8 physical cores, LNC 2, 64 logical cores.
     "PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "8",

@@ -183,7 +183,7 @@ def type_problem(var: Variable, value: str) -> str | None:
         return f"is not {var.accepted()}"
     if number is not None:
         if var.min is not None and number < var.min:
-            return f"is below the minimum {var.accepted()}"
+            return f"is below the minimum {var.min:g}; accepted: {var.accepted()}"
         if var.max is not None and number > var.max:
             return f"is above the maximum: accepted is {var.accepted()}"
     return None
