@@ -13,8 +13,10 @@
 #   --single                run the script with python3 directly, without torchrun
 #   --script FILE           training entry (default: config direct.script; when that
 #                           file does not exist, the embedded CPU workload runs)
-#   --env KEY=VALUE|FILE    export KEY=VALUE for the job (repeatable; beats every
-#                           other source). FILE: KEY=VALUE lines, '#' comments
+#   --env KEY=VALUE|FILE|NAME
+#                           export KEY=VALUE for the job (repeatable; beats every
+#                           other source). FILE: KEY=VALUE lines, '#' comments;
+#                           NAME: the value NAME has in the environment
 #   --patch FILE            run a patch script after the hooks (repeatable)
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
@@ -94,8 +96,15 @@ parse_args() {
 add_cli_env() {
   local item=$1
   if [[ $item != *=* ]]; then
-    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE nor an existing file; write --env KEY=VALUE or --env path/to/file.env."
-    read_env_file "$item"
+    if [[ -f $item ]]; then
+      read_env_file "$item"
+    elif [[ $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -n ${!item+set} ]]; then
+      # --env NAME: the value NAME has in the environment (how primus-cli
+      # container hands values in without putting them on an argv).
+      CLI_ENV+=("$item=${!item}")
+    else
+      bad_usage "--env '$item' is neither KEY=VALUE, an existing file, nor a variable set in the environment; write --env KEY=VALUE or --env path/to/file.env."
+    fi
     return
   fi
   check_env_item "$item" "--env"
@@ -287,8 +296,8 @@ finish_layers() {
   if declare -F primus_xla_apply_append >/dev/null; then
     primus_xla_apply_append
   fi
-  if declare -F primus_neuron_validate_cores >/dev/null; then
-    primus_neuron_validate_cores || exit "$PRIMUS_EXIT_INVALID"
+  if declare -F primus_neuron_slices >/dev/null; then
+    primus_neuron_slices  # the Neuron checks are env check's (run_env_check)
   fi
 }
 

@@ -13,7 +13,8 @@ Sources, all read under ``--sysfs-root`` (``PRIMUS_SYSFS_ROOT``) and
   asked of ``rocm-smi --showproductname --json`` when it is on PATH.
 - Neuron: ``dev/neuron<N>`` under the dev root, ``sys/class/neuron_device/
   neuron<N>/{core_count,device/numa_node}``, and the EC2 instance type from
-  ``sys/class/dmi/id/product_name`` (see ``NEURON_INSTANCES``).
+  ``sys/class/dmi/id/product_name`` (facts: the registry's ``neuron`` tables), and
+  EFA devices under ``sys/class/infiniband`` (``device/driver`` is ``efa``).
 - NVIDIA: ``nvidia-smi -L`` when on PATH (one call).
 - Otherwise ``cpu``.
 
@@ -39,28 +40,33 @@ AMD_DEVICE_IDS = {0x74A1: "MI300X", 0x74A5: "MI325X"}
 GFX_FAMILY_MODEL = {90500: "MI355X"}          # gfx950: MI350 series, tuned by the MI355X layer
 GFX_NAMES = {90402: "gfx942", 90500: "gfx950", 90010: "gfx90a", 90008: "gfx908"}
 
-# EC2 instance type -> (Neuron devices, physical NeuronCores per device, default LNC).
-# Trn1/Trn1n/Inf2: NeuronCore-v2, 2 per device, LNC 1. Trn2: NeuronCore-v3, 8 per
-# device, default LNC 2. Inf1: NeuronCore-v1, 4 per device.
-NEURON_INSTANCES: dict[str, tuple[int, int, int]] = {
-    "trn1.2xlarge": (1, 2, 1),
-    "trn1.32xlarge": (16, 2, 1),
-    "trn1n.32xlarge": (16, 2, 1),
-    "trn2.3xlarge": (1, 8, 2),
-    "trn2.48xlarge": (16, 8, 2),
-    "trn2u.48xlarge": (16, 8, 2),
-    "inf2.xlarge": (1, 2, 1),
-    "inf2.8xlarge": (1, 2, 1),
-    "inf2.24xlarge": (6, 2, 1),
-    "inf2.48xlarge": (12, 2, 1),
-    "inf1.xlarge": (1, 4, 1),
-    "inf1.2xlarge": (1, 4, 1),
-    "inf1.6xlarge": (4, 4, 1),
-    "inf1.24xlarge": (16, 4, 1),
-}
-# Family -> (physical cores per device, default LNC) for sizes not in the table.
-NEURON_FAMILIES = {"trn1": (2, 1), "trn1n": (2, 1), "trn2": (8, 2), "trn2u": (8, 2),
-                   "trn3": (8, 2), "inf2": (2, 1), "inf1": (4, 1)}
+# Neuron hardware facts live in one place, the registry's ``neuron`` tables
+# (data/variables.yaml: families, devices_per_instance, efa_devices_per_instance,
+# each with its AWS source); the helpers below read them.
+_NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
+
+
+def _neuron_tables() -> dict[str, Any]:
+    from primus_runner.registry import load
+
+    return load().neuron
+
+
+def _neuron_family(instance_type: str) -> str | None:
+    """trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
+    match = _NEURON_FAMILY.match(instance_type.strip().lower())
+    return f"{match.group(1)}{match.group(2)}" if match else None
+
+
+def neuron_instances() -> dict[str, tuple[int, int, int]]:
+    """EC2 instance type -> (Neuron devices, physical NeuronCores per device, default LNC)."""
+    tables = _neuron_tables()
+    families = tables.get("families", {})
+    out = {}
+    for itype, devices in tables.get("devices_per_instance", {}).items():
+        fam = families.get(_neuron_family(itype) or "", {})
+        out[itype] = (devices, fam.get("cores_per_device"), fam.get("default_lnc"))
+    return out
 
 
 @dataclass
@@ -97,7 +103,8 @@ class Devices:
             for key, name in (("devices", "PRIMUS_NEURON_DEVICES"),
                               ("cores_per_device", "PRIMUS_NEURON_CORES_PER_DEVICE"),
                               ("default_lnc", "PRIMUS_NEURON_DEFAULT_LNC"),
-                              ("logical_cores", "PRIMUS_NEURON_LOGICAL_CORES")):
+                              ("logical_cores", "PRIMUS_NEURON_LOGICAL_CORES"),
+                              ("efa_devices", "PRIMUS_NEURON_EFA_DEVICES")):
                 if n.get(key) is not None:
                     out[name] = str(n[key])
         return out
@@ -259,29 +266,43 @@ def amd_model(props: dict[str, str], env: Mapping[str, str], notes: list[str],
 
 # -- Neuron ---------------------------------------------------------------------
 def _untabled_families() -> list[str]:
-    return [f for f in NEURON_FAMILIES if not any(n.startswith(f + ".") for n in NEURON_INSTANCES)]
+    tabled = {_neuron_family(name) for name in neuron_instances()}
+    return [f for f in _neuron_tables().get("families", {}) if f not in tabled]
 
 
 def neuron_instance_facts(instance_type: str) -> dict[str, Any]:
     """Facts for an EC2 instance type: devices, cores per device, default LNC."""
     itype = instance_type.strip().lower()
-    family = itype.split(".", 1)[0]
-    if itype in NEURON_INSTANCES:
-        devices, cores, lnc = NEURON_INSTANCES[itype]
-    elif family in NEURON_FAMILIES and "." in itype and not any(
-            name.startswith(family + ".") for name in NEURON_INSTANCES):
+    family = _neuron_family(itype)
+    families = _neuron_tables().get("families", {})
+    instances = neuron_instances()
+    if itype in instances:
+        devices, cores, lnc = instances[itype]
+    elif family in _untabled_families() and "." in itype and families[family].get("cores_per_device"):
         # A family whose sizes are not in the table (e.g. trn3): facts per device only.
-        cores, lnc = NEURON_FAMILIES[family]
+        cores, lnc = families[family]["cores_per_device"], families[family]["default_lnc"]
         devices = None
     else:
-        hint = closest(itype, list(NEURON_INSTANCES))
+        hint = closest(itype, list(instances))
         raise UsageError(f"PRIMUS_NEURON_INSTANCE='{instance_type}' is not a known Neuron instance "
-                         f"type; accepted: {', '.join(NEURON_INSTANCES)} (or any size of "
+                         f"type; accepted: {', '.join(instances)} (or any size of "
                          f"{', '.join(_untabled_families())})"
                          + (f". Did you mean '{hint}'?" if hint else ""))
     return {"instance": itype, "family": family, "devices": devices, "cores_per_device": cores,
             "default_lnc": lnc,
             "logical_cores": devices * cores // lnc if devices is not None else None}
+
+
+def efa_devices(root: str) -> list[str]:
+    """EFA devices: ``sys/class/infiniband/<dev>`` whose ``device/driver`` is the
+    kernel's ``efa`` module (drivers/infiniband/hw/efa, DRV_MODULE_NAME "efa")."""
+    base = os.path.join(root, "sys/class/infiniband")
+    out = []
+    for name in _listdir(base):
+        driver = os.path.join(base, name, "device/driver")
+        if os.path.islink(driver) and os.path.basename(os.readlink(driver)) == "efa":
+            out.append(name)
+    return sorted(out)
 
 
 def neuron_devices(root: str, dev_root: str) -> list[Device]:
@@ -317,14 +338,17 @@ def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
     cores = next((d.cores for d in devices if d.cores), None) or facts.get("cores_per_device")
     default_lnc = facts.get("default_lnc")
     if default_lnc is None and cores:
-        default_lnc = 2 if cores == 8 else 1
+        # Instance type unknown: the family default of devices with this many cores.
+        lncs = {f.get("default_lnc") for f in _neuron_tables().get("families", {}).values()
+                if f.get("cores_per_device") == cores}
+        default_lnc = lncs.pop() if len(lncs) == 1 else None
     count = len(devices) if devices else facts.get("devices")
     if devices and facts.get("devices") not in (None, len(devices)):
         notes.append(f"{facts['instance']} has {facts['devices']} Neuron devices but "
                      f"{len(devices)} are visible here; using {len(devices)}")
     summary = {"instance": facts.get("instance", instance), "devices": count,
                "cores_per_device": cores, "default_lnc": default_lnc, "lnc": None,
-               "logical_cores": None}
+               "logical_cores": None, "efa_devices": len(efa_devices(root)) if devices else None}
     if cores and default_lnc:
         lnc = _effective_lnc(env, cores, default_lnc, notes)
         summary["lnc"] = lnc
@@ -428,8 +452,7 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
     instance = instance_override
     if instance is None:
         product = (_read(os.path.join(sysfs_root, "sys/class/dmi/id/product_name")) or "").strip().lower()
-        family = product.split(".", 1)[0]
-        if family in NEURON_FAMILIES and "." in product:
+        if _neuron_family(product) in _neuron_tables().get("families", {}) and "." in product:
             instance = product
             detected_by.append("dmi product_name")
     neuron = [] if wanted in ("rocm", "cuda", "cpu") else neuron_devices(sysfs_root, dev_root)

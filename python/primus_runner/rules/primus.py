@@ -273,14 +273,3 @@ def _skip_validation(s: _State) -> Iterator[Finding]:
                       "validation is switched off: the launcher starts even when this check "
                       "finds errors, which then surface late on the cluster",
                       "unset PRIMUS_SKIP_VALIDATION (or set 0) and fix the findings instead")
-
-
-@rule("neuron_root_comm_multinode")
-def _root_comm(s: _State) -> Iterator[Finding]:
-    nnodes = s.uint("NNODES")
-    if s.accel == "neuron" and nnodes is not None and nnodes > 1 \
-            and s.get("NEURON_RT_ROOT_COMM_ID") is None:
-        yield s.found("error", "NEURON_RT_ROOT_COMM_ID",
-                      f"is unset with NNODES={nnodes}: the Neuron runtime needs rank 0's "
-                      "host:port to bootstrap multi-node collectives",
-                      "export NEURON_RT_ROOT_COMM_ID=$MASTER_ADDR:<free port>", "")
