@@ -16,7 +16,10 @@
 #     NODE_RANK=0 GPUS_PER_NODE=8
 #   - NCCL_DEBUG exported empty (reference: "base_env.sh empty default")
 #   - RCCL/NCCL, ROCm/HSA, PyTorch, Transformer Engine defaults (reference 4-7)
-#   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts)
+#   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts,
+#     and never on top of a ROCR_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES mask)
+#   - OMP_NUM_THREADS=1 in every launch mode (torchrun's own default; --single
+#     and srun-native workers would otherwise start one thread per CPU)
 #   - defaults of the reference launcher's base_env.sh (behaviour sheet 7):
 #     NCCL_CHECKS_DISABLE=1 RCCL_MSCCLPP_ENABLE=0 RCCL_MSCCLPP_FORCE_ENABLE=0
 #     MSCCLPP_DISABLE_CHANNEL_CACHE=FALSE GPU_MAX_HW_QUEUES=2
@@ -257,8 +260,10 @@ __primus_base_network() {
   if [[ -n ${IP_INTERFACE:-} ]]; then
     primus_env_fallback NCCL_SOCKET_IFNAME "$IP_INTERFACE" default
   fi
-  if [[ -v NCCL_SOCKET_IFNAME ]]; then
-    primus_env_fallback GLOO_SOCKET_IFNAME "$NCCL_SOCKET_IFNAME" default
+  # Gloo takes a plain interface name: from IP_INTERFACE, never a copy of
+  # NCCL's ^/=/prefix-list syntax (python/primus_runner/nics/interfaces.py).
+  if [[ -n ${IP_INTERFACE:-} ]]; then
+    primus_env_fallback GLOO_SOCKET_IFNAME "$IP_INTERFACE" default
   fi
 }
 
@@ -274,6 +279,7 @@ __primus_base_libraries() {
   primus_env_fallback HSA_ENABLE_SDMA 1 default
   primus_env_fallback HSA_NO_SCRATCH_RECLAIM 1 default
   primus_env_fallback CUDA_DEVICE_MAX_CONNECTIONS 1 default
+  primus_env_fallback OMP_NUM_THREADS 1 default
   primus_env_fallback NVTE_ROCM_ENABLE_MXFP8 1 default
   primus_env_fallback NVTE_CK_USES_BWD_V3 1 default
   primus_env_fallback PATCH_TE_FLASH_ATTN 0 default
@@ -325,6 +331,9 @@ __primus_base_rocm_libs() {
 # number is left for validation to report.
 __primus_base_visible_devices() {
   case ${PRIMUS_ACCELERATOR:-auto} in neuron | cpu | cuda) return 0 ;; esac
+  # A ROCR/CUDA mask already chose the GPUs; HIP indices on top would index
+  # into the masked list (double mask). GPUS_PER_NODE counts after the mask.
+  [[ -z ${ROCR_VISIBLE_DEVICES:-} && -z ${CUDA_VISIBLE_DEVICES:-} ]] || return 0
   __primus_is_uint "${GPUS_PER_NODE-}" || return 0
   local n=$((10#$GPUS_PER_NODE)) i list=""
   ((n >= 1 && n <= 1024)) || return 0
