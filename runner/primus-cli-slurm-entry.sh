@@ -38,8 +38,17 @@
 #   any Slurm client installed; starts no python3 of its own unless the mode
 #   must come from the configuration;
 # - logs the node list as Slurm gives it (compressed), never one name per node;
-# - runs the mode's launcher, forwards SIGTERM/SIGINT/SIGHUP to it and reports
-#   its exit status, saying so when the job was cancelled (scancel, time limit).
+# - runs the mode's launcher in a session of its own and reports its exit
+#   status, saying so when the job was cancelled (scancel, time limit);
+# - signals (runner/lib/slurm_stop.sh): SIGTERM/SIGINT/SIGHUP/SIGUSR1/SIGUSR2
+#   sent to this entry alone are passed on to the launcher; one that Slurm sent
+#   to every process of the step (scancel --signal, --signal=SIG@T, a cancel)
+#   already reached the ranks and is not sent again. PRIMUS_KILL_GRACE defaults
+#   to a few seconds less than the cluster's KillWait;
+# - requeue: task 0 runs `scontrol requeue $SLURM_JOB_ID` once when a rank
+#   exits with PRIMUS_REQUEUE_EXIT_CODE (default 85), or, with slurm.requeue:
+#   true, after a preemption notice (USR1/USR2) and a clean exit. The step
+#   summary shows SLURM_RESTART_COUNT as "restart N".
 #
 # Exit codes: 0 ok; 1 a launcher script is missing; 2 invalid arguments or an
 # impossible Slurm layout; 3 runtime failure; otherwise the launcher's own
@@ -53,6 +62,10 @@ ENTRY_RUNNER_DIR=${BASH_SOURCE[0]%/*}
 PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$ENTRY_RUNNER_DIR}
 # shellcheck source=runner/lib/common.sh
 source "$PRIMUS_RUNNER_DIR/lib/common.sh"
+# shellcheck source=runner/lib/supervise.sh
+source "$PRIMUS_RUNNER_DIR/lib/supervise.sh"
+# shellcheck source=runner/lib/slurm_stop.sh
+source "$PRIMUS_RUNNER_DIR/lib/slurm_stop.sh"
 
 ENTRY_DRY_RUN=0
 ENTRY_CONFIG=""
@@ -66,8 +79,6 @@ STEP_NODE_ID=""
 STEP_TASKS=""
 NODE_TASKS=""
 CONFIG_LOADED=0
-CHILD_PID=""
-CHILD_SIGNAL=""
 
 usage() {
   sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
@@ -319,7 +330,8 @@ log_step() {
   ((${#shown} <= 160)) || shown="${shown:0:160}... (${#STEP_NODELIST} characters)"
   entry_log INFO "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-batch}}:" \
     "$STEP_NODES node(s) $shown, this is node $STEP_NODE_ID" \
-    "(${SLURMD_NODENAME:-${HOSTNAME:-?}}), $STEP_TASKS task(s), first host $first, mode $ENTRY_MODE"
+    "(${SLURMD_NODENAME:-${HOSTNAME:-?}}), $STEP_TASKS task(s), first host $first, mode $ENTRY_MODE," \
+    "restart ${SLURM_RESTART_COUNT:-0}"
 }
 
 # build_command: the mode launcher and its arguments into LAUNCH_CMD.
@@ -340,24 +352,18 @@ build_command() {
   LAUNCH_CMD+=("${ENTRY_MODE_ARGS[@]}")
 }
 
-# forward_signal SIG: the trap handler: pass SIG on to the launcher.
-# shellcheck disable=SC2329 # invoked by the traps in run_launcher
-forward_signal() {
-  [[ -n $CHILD_SIGNAL ]] || announce_cancel "$1"
-  CHILD_SIGNAL=$1
-  [[ -n $CHILD_PID ]] && kill "-$1" "$CHILD_PID" 2>/dev/null
-  return 0
-}
-
 # announce_cancel SIG: said at once, because Slurm kills the whole step
 # KillWait seconds after its SIGTERM and the launcher may still be stopping.
-# shellcheck disable=SC2329 # called from forward_signal
+# shellcheck disable=SC2329 # called through primus_entry_on_cancel
 announce_cancel() {
   entry_log ERROR "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-?}} CANCELLED on this" \
     "node: SIG$1 received (scancel, time limit, preemption, Ctrl-C, or a failed node ending the" \
     "step); stopping the launcher" \
     "(exit status will be $((128 + $(signal_number "$1"))))."
 }
+
+# shellcheck disable=SC2329 # called from primus_entry_signal
+primus_entry_on_cancel() { announce_cancel "$1"; }
 
 signal_number() {
   case $1 in
@@ -367,39 +373,41 @@ signal_number() {
   esac
 }
 
-# run_launcher: run LAUNCH_CMD, forward signals, report how it ended.
+# run_launcher: run LAUNCH_CMD (runner/lib/slurm_stop.sh), report how it ended.
 run_launcher() {
-  trap 'forward_signal TERM' TERM
-  trap 'forward_signal INT' INT
-  trap 'forward_signal HUP' HUP
-  "${LAUNCH_CMD[@]}" &
-  CHILD_PID=$!
-  local rc
-  while :; do
-    rc=0
-    wait "$CHILD_PID" || rc=$?
-    # A trapped signal interrupts wait; keep waiting while the launcher lives.
-    if [[ -n $CHILD_SIGNAL ]] && kill -0 "$CHILD_PID" 2>/dev/null; then
-      continue
-    fi
-    break
-  done
+  entry_log INFO "$(primus_slurm_default_grace)"
+  local rc=0
+  primus_entry_run "${LAUNCH_CMD[@]}" || rc=$?
   report_exit "$rc"
 }
 
 report_exit() {
-  local rc=$1
-  if [[ -n $CHILD_SIGNAL ]]; then
+  local rc=$1 closing reason
+  primus_entry_closing closing
+  primus_entry_cleanup
+  if [[ -n $PRIMUS_ENTRY_SIGNAL ]]; then
     local own=$rc
-    rc=$((128 + $(signal_number "$CHILD_SIGNAL")))
-    entry_log ERROR "job ${SLURM_JOB_ID} CANCELLED (SIG$CHILD_SIGNAL): the launcher stopped" \
-      "(its status $own); exit status $rc."
+    rc=$((128 + $(signal_number "$PRIMUS_ENTRY_SIGNAL")))
+    # The launcher's closing line is this node's; say more only without it.
+    [[ -n $closing ]] ||
+      entry_log ERROR "job ${SLURM_JOB_ID} CANCELLED (SIG$PRIMUS_ENTRY_SIGNAL): the launcher stopped" \
+        "(its status $own); exit status $rc."
+    exit "$rc"
   elif ((rc == 0)); then
     entry_log INFO "launcher finished: exit status 0."
   elif ((rc > 128)); then
     entry_log ERROR "launcher killed by signal $((rc - 128)): exit status $rc."
   else
     entry_log ERROR "launcher failed: exit status $rc."
+  fi
+  primus_requeue_reason reason "$rc"
+  if [[ -n $reason ]]; then
+    local text
+    if text=$(primus_requeue_job "$reason"); then
+      entry_log WARN "$text"
+    else
+      entry_log ERROR "$text"
+    fi
   fi
   exit "$rc"
 }

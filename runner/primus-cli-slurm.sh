@@ -24,7 +24,11 @@
 # do not give, whatever their spelling (-N 4, -N4, --nodes 4, --nodes=4):
 #   slurm.nodes -> --nodes, slurm.time -> --time (-t), slurm.partition ->
 #   --partition (-p), slurm.gpus_per_node -> --gpus-per-node,
-#   slurm.mode -> the mode when none is named after `--` (direct|container).
+#   slurm.mode -> the mode when none is named after `--` (direct|container),
+#   slurm.signal -> --signal (e.g. USR1@120: SIGUSR1 to every step 120 s
+#   before the time limit; the launcher passes it on to every rank),
+#   slurm.requeue: true -> --requeue (sbatch only; the entry then also requeues
+#   after a preemption notice followed by a clean exit).
 # Added unless given: --ntasks-per-node=1 (not when --ntasks/-n is given) and,
 # for srun, --kill-on-bad-exit=1 (one failing node ends the step instead of
 # leaving the others waiting at the rendezvous).
@@ -61,9 +65,10 @@ MODE_ARGS=()      # mode options and `-- workload args`
 # shellcheck disable=SC2034 # GIVEN_TIME, _PARTITION, _GPUS, _KILL: recorded only
 GIVEN_NODES="" GIVEN_TIME="" GIVEN_PARTITION="" GIVEN_GPUS="" GIVEN_TPN=""
 # shellcheck disable=SC2034
-GIVEN_NTASKS="" GIVEN_NODELIST="" GIVEN_KILL=""
+GIVEN_NTASKS="" GIVEN_NODELIST="" GIVEN_KILL="" GIVEN_SIGNAL="" GIVEN_REQUEUE=""
 HAS_NODES=0 HAS_TIME=0 HAS_PARTITION=0 HAS_GPUS=0 HAS_TPN=0 HAS_NTASKS=0
-HAS_NODELIST=0 HAS_KILL=0
+HAS_NODELIST=0 HAS_KILL=0 HAS_SIGNAL=0 HAS_REQUEUE=0
+REQUEUE=0         # the job is submitted requeueable on purpose (slurm.requeue)
 
 usage() {
   sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
@@ -153,6 +158,10 @@ scan_slurm_flags() {
       -K | --kill-on-bad-exit) note_flag KILL 1 ;;
       --kill-on-bad-exit=*) note_flag KILL "${arg#*=}" ;;
       -K?*) note_flag KILL "${arg#-K}" ;;
+      --signal) note_flag SIGNAL "$next" && i=$((i + 1)) ;;
+      --signal=*) note_flag SIGNAL "${arg#*=}" ;;
+      --requeue) note_flag REQUEUE 1 && REQUEUE=1 ;;
+      --no-requeue) note_flag REQUEUE 0 ;;
     esac
     i=$((i + 1))
   done
@@ -220,6 +229,7 @@ fill_from_config() {
   ((HAS_PARTITION)) || [[ -z $value ]] || ADDED_FLAGS+=("--partition=$value")
   primus_config_get_into value slurm.gpus_per_node ""
   ((HAS_GPUS)) || [[ -z $value ]] || ADDED_FLAGS+=("--gpus-per-node=$value")
+  fill_stop_flags
   if [[ -z $MODE ]]; then
     primus_config_get_into MODE slurm.mode direct
     case $MODE in
@@ -234,6 +244,26 @@ fill_from_config() {
       *) OPT_SRUN_NATIVE=0 ;;
     esac
   fi
+}
+
+# fill_stop_flags: slurm.signal -> --signal (on srun, or on sbatch, which
+# signals every step but not the batch shell: sbatch(1)); slurm.requeue: true
+# -> --requeue (sbatch(1); srun allocations cannot be requeued: scontrol(1)).
+fill_stop_flags() {
+  local value
+  primus_config_get_into value slurm.signal ""
+  ((HAS_SIGNAL)) || [[ -z $value ]] || ADDED_FLAGS+=("--signal=$value")
+  primus_config_get_into value slurm.requeue 0
+  case $value in
+    1 | true) ;;
+    *) return 0 ;;
+  esac
+  if [[ $LAUNCHER != sbatch ]]; then
+    LOG_WARN "config slurm.requeue: true applies to 'primus-cli slurm sbatch' only; an srun job cannot be requeued."
+    return 0
+  fi
+  ((HAS_REQUEUE)) || ADDED_FLAGS+=(--requeue)
+  ((HAS_REQUEUE)) && [[ $GIVEN_REQUEUE == 0 ]] || REQUEUE=1
 }
 
 add_default_flags() {
@@ -307,6 +337,7 @@ batch_script_text() {
 # node of the allocation; its srun starts the entry on every node (one task per
 # node), where it maps ranks and runs the '$MODE' launcher.
 export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
+$( ((REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
 trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
 ${inner[*]} $entry_q $2
 rc=\$?

@@ -1,0 +1,187 @@
+# shellcheck shell=bash
+# runner/lib/slurm_stop.sh: the Slurm side of stopping, for slurm-entry: the
+# stop grace from the cluster's KillWait, the signals the entry receives, and
+# requeue. Sourced after common.sh and supervise.sh; defines only primus_*
+# names, never changes shell options. README "Stopping, preemption and requeue".
+#
+# Facts (Debian 12 slurm-wlm 22.05 man pages): slurm.conf(5) KillWait is "the
+# interval, in seconds, given to a job's processes between the SIGTERM and
+# SIGKILL signals", default 30 s; scancel --signal, sbatch/srun --signal=SIG@T
+# and a cancel's SIGTERM reach every process of each step (the step's process
+# tracking signals the whole container; seen on the test cluster too), so the
+# ranks get them from Slurm directly; scontrol(1) `requeue` puts a running batch
+# job back to pending, and sbatch(1): SLURM_RESTART_COUNT counts the restarts.
+
+if [[ -n ${__PRIMUS_SLURM_STOP_SH:-} ]]; then
+  return 0
+fi
+__PRIMUS_SLURM_STOP_SH=1
+
+PRIMUS_ENTRY_NOTICE=""   # USR1/USR2 seen by the entry (a preemption notice)
+PRIMUS_ENTRY_SIGNAL=""   # TERM/INT/HUP seen by the entry
+PRIMUS_ENTRY_CHILD=""    # the launcher's pid
+
+# primus_slurm_killwait VAR: KillWait in seconds from `scontrol show config`
+# (bounded by PRIMUS_SLURM_SCONTROL_TIMEOUT, default 3 s); false when it does
+# not answer.
+primus_slurm_killwait() {
+  command -v scontrol >/dev/null 2>&1 || return 1
+  [[ -z ${SLURM_CONF:-} || -r ${SLURM_CONF:-} ]] || return 1
+  local -a cmd=(scontrol show config)
+  command -v timeout >/dev/null 2>&1 && cmd=(timeout "${PRIMUS_SLURM_SCONTROL_TIMEOUT:-3}" "${cmd[@]}")
+  local line
+  while IFS= read -r line; do
+    if [[ $line =~ ^KillWait[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
+      printf -v "$1" '%s' "$((10#${BASH_REMATCH[1]}))"
+      return 0
+    fi
+  done < <("${cmd[@]}" 2>/dev/null)
+  return 1
+}
+
+# primus_slurm_default_grace: when PRIMUS_KILL_GRACE is unset, export it as a
+# few seconds less than KillWait, so the launcher's SIGKILL never comes before
+# the checkpoint could finish and Slurm's never comes before the launcher's:
+# KillWait - 3 (KillWait - 1 when KillWait <= 6), at least 1 s; 27 s (Slurm's
+# default KillWait 30 - 3) when scontrol does not answer. Prints the reason.
+primus_slurm_default_grace() {
+  if [[ -n ${PRIMUS_KILL_GRACE:-} ]]; then
+    echo "stop grace ${PRIMUS_KILL_GRACE} s (PRIMUS_KILL_GRACE)"
+    return 0
+  fi
+  local wait grace
+  if primus_slurm_killwait wait; then
+    if ((wait > 6)); then grace=$((wait - 3)); else grace=$((wait - 1)); fi
+    ((grace >= 1)) || grace=1
+    echo "stop grace $grace s (KillWait $wait s from scontrol show config, minus $((wait - grace)) s)"
+  else
+    grace=27
+    echo "stop grace $grace s (scontrol show config did not answer: Slurm's default KillWait 30 s, minus 3 s)"
+  fi
+  export PRIMUS_KILL_GRACE=$grace
+}
+
+# primus_entry_signal SIG: the entry's trap. A signal the launcher received
+# too (within the window) was Slurm's step-wide delivery: it already reached
+# every process, nothing is sent again. Otherwise (someone signalled this entry
+# alone) it is passed on to the launcher, marked as forwarded.
+primus_entry_signal() {
+  local sig=$1 at
+  at=$(primus_signal_note entry "$sig")
+  case $sig in
+    USR1 | USR2) PRIMUS_ENTRY_NOTICE=$sig ;;
+    *)
+      [[ -n $PRIMUS_ENTRY_SIGNAL ]] || primus_entry_on_cancel "$sig"
+      PRIMUS_ENTRY_SIGNAL=$sig
+      ;;
+  esac
+  [[ -n $PRIMUS_ENTRY_CHILD ]] || return 0
+  if primus_signal_peer_saw launcher "$sig" "$at"; then
+    return 0
+  fi
+  : >"$PRIMUS_SIGNAL_DIR/forwarded.$sig" 2>/dev/null || true
+  kill "-$sig" "$PRIMUS_ENTRY_CHILD" 2>/dev/null || true
+  return 0
+}
+
+# primus_entry_on_cancel SIG: overridden by the entry (its announcement).
+primus_entry_on_cancel() { :; }
+
+# primus_entry_run CMD...: run the launcher in a session of its own (a signal
+# to the entry's process group reaches only the entry, which passes it on),
+# with the traps above; returns the launcher's status.
+primus_entry_run() {
+  PRIMUS_SIGNAL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-signals.XXXXXX")
+  export PRIMUS_SIGNAL_DIR
+  local sig
+  for sig in TERM INT HUP USR1 USR2; do
+    # shellcheck disable=SC2064 # the signal name is fixed now, on purpose
+    trap "primus_entry_signal $sig" "$sig"
+  done
+  setsid "$@" &
+  PRIMUS_ENTRY_CHILD=$!
+  local rc
+  while :; do
+    rc=0
+    wait "$PRIMUS_ENTRY_CHILD" || rc=$?
+    # A trapped signal interrupts wait; keep waiting while the launcher lives.
+    ((rc > 128)) && primus_any_alive "$PRIMUS_ENTRY_CHILD" && continue
+    break
+  done
+  return "$rc"
+}
+
+# primus_entry_closing VAR: the launcher's closing line of a stop, if any.
+primus_entry_closing() {
+  local -n __primus_closing=$1
+  __primus_closing=""
+  { read -r __primus_closing <"$PRIMUS_SIGNAL_DIR/closing"; } 2>/dev/null || true
+}
+
+# primus_entry_cleanup: remove this node's signal notes.
+primus_entry_cleanup() {
+  [[ -z ${PRIMUS_SIGNAL_DIR:-} ]] || rm -rf -- "$PRIMUS_SIGNAL_DIR"
+}
+
+# ---------------------------------------------------------------- requeue
+
+# primus_requeue_code: PRIMUS_REQUEUE_EXIT_CODE (default 85).
+primus_requeue_code() {
+  local code=${PRIMUS_REQUEUE_EXIT_CODE:-85}
+  [[ $code =~ ^[0-9]{1,3}$ ]] && ((10#$code <= 255)) || code=85
+  echo "$((10#$code))"
+}
+
+# primus_requeue_marker: the file by which another node tells node 0 that one
+# of its ranks exited with the requeue code (in the workspace, which the nodes
+# share with their logs and checkpoints).
+primus_requeue_marker() {
+  echo "${PRIMUS_WORKSPACE:-./output}/.primus-requeue-${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"
+}
+
+# primus_requeue_reason VAR RC: why this job should be requeued (empty: not).
+# Task 0 decides; another task only leaves the marker for it.
+primus_requeue_reason() {
+  local -n __primus_reason=$1
+  local rc=$2 code marker
+  __primus_reason=""
+  code=$(primus_requeue_code)
+  marker=$(primus_requeue_marker)
+  if [[ ${SLURM_PROCID:-0} != 0 ]]; then
+    if ((rc == code)); then
+      mkdir -p -- "$(dirname -- "$marker")" 2>/dev/null && : >"$marker" 2>/dev/null || true
+    fi
+    return 0
+  fi
+  if ((rc == code)); then
+    __primus_reason="the workload exited with the requeue code $code (PRIMUS_REQUEUE_EXIT_CODE)"
+    return 0
+  fi
+  local i
+  for ((i = 0; i < 20; i++)); do
+    if [[ -e $marker ]]; then
+      __primus_reason="a rank on another node exited with the requeue code $code"
+      return 0
+    fi
+    ((rc != 0)) || break
+    sleep 0.1
+  done
+  if [[ -n $PRIMUS_ENTRY_NOTICE && $rc == 0 && ${PRIMUS_SLURM_REQUEUE:-0} == 1 ]]; then
+    __primus_reason="preemption notice SIG$PRIMUS_ENTRY_NOTICE, then a clean exit (slurm.requeue: true)"
+  fi
+}
+
+# primus_requeue_job REASON: scontrol requeue this job, once.
+primus_requeue_job() {
+  local restart=${SLURM_RESTART_COUNT:-0} out rc=0
+  out=$(scontrol requeue "$SLURM_JOB_ID" 2>&1) || rc=$?
+  rm -f -- "$(primus_requeue_marker)" 2>/dev/null || true
+  if ((rc == 0)); then
+    echo "requeue: job $SLURM_JOB_ID requeued ($1); its next run is restart $((restart + 1))."
+    return 0
+  fi
+  echo "requeue: 'scontrol requeue $SLURM_JOB_ID' failed (exit $rc: ${out:-no output}): $1," \
+    "but the job cannot be requeued. Submit it with sbatch (srun allocations cannot be requeued)" \
+    "and slurm.requeue: true (sbatch --requeue)."
+  return 1
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
+# primus-cli slurm without a cluster: slurm.signal and slurm.requeue become
+# Slurm flags (dry-run output); the entry's summary names the restart. The live
+# behaviour is in tests/slurm/slurm_stop.bats.
+
+REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+load "$REPO_ROOT/node_modules/bats-support/load"
+load "$REPO_ROOT/node_modules/bats-assert/load"
+
+SLURM_CLI=$REPO_ROOT/runner/primus-cli-slurm.sh
+ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
+
+setup() {
+  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-stop.XXXXXX")
+  export HOME=$TEST_DIR/home
+  mkdir -p "$HOME" "$TEST_DIR/work"
+  cd "$TEST_DIR/work" || return 1
+  export PRIMUS_WORKSPACE=$TEST_DIR/workspace PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0
+  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
+  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+  local name
+  for name in $(compgen -e); do
+    case $name in
+      SLURM_* | SLURMD_* | PRIMUS_SLURM_*) unset "$name" ;;
+    esac
+  done
+  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE PRIMUS_KILL_GRACE
+  printf 'slurm:\n  signal: USR1@90\n  requeue: true\n' >"$TEST_DIR/stop.yaml"
+}
+
+teardown() {
+  rm -rf "$TEST_DIR"
+}
+
+@test "sbatch: slurm.signal becomes --signal and slurm.requeue --requeue; the batch script marks the job requeueable" {
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" sbatch -N 2 -- direct -- preflight
+  assert_success
+  assert_line "sbatch -N 2 --signal=USR1@90 --requeue --ntasks-per-node=1"
+  assert_line "export PRIMUS_SLURM_REQUEUE=1"
+}
+
+@test "a --signal or --no-requeue given on the command line beats the configuration" {
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" sbatch -N 2 --signal=USR2@30 --no-requeue -- direct -- preflight
+  assert_success
+  assert_line "sbatch -N 2 --signal=USR2@30 --no-requeue --ntasks-per-node=1"
+  refute_output --partial "PRIMUS_SLURM_REQUEUE=1"
+}
+
+@test "srun: slurm.signal goes on the srun; slurm.requeue is refused with a warning (srun jobs cannot be requeued)" {
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" srun -N 2 -- direct -- preflight
+  assert_success
+  assert_output --regexp "srun -N 2 --signal=USR1@90 --ntasks-per-node=1 --kill-on-bad-exit=1 .*primus-cli-slurm-entry.sh"
+  assert_output --partial "slurm.requeue: true applies to 'primus-cli slurm sbatch' only"
+  refute_output --partial -- "--requeue"
+}
+
+@test "the entry's step summary says restart N (SLURM_RESTART_COUNT)" {
+  SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_NNODES=1 SLURM_NODELIST=n1 \
+    SLURM_RESTART_COUNT=2 PRIMUS_SLURM_FIRST_HOST=n1 run "$ENTRY" --dry-run direct -- preflight
+  assert_success
+  assert_output --regexp "slurm-entry: job 7 step 0: 1 node\(s\) n1, this is node 0 .*mode direct, restart 2"
+}

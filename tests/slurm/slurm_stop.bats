@@ -1,0 +1,223 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
+# Live Slurm: preemption notices, the stop grace and requeue (runner/lib/
+# slurm_stop.sh, runner/lib/supervise.sh) on the test cluster of
+# tests/slurm/cluster.sh (KillWait=2, JobRequeue=1). Run by tests/slurm/run.sh.
+# The workload (tests/fixtures/workloads/signal_marker.py) writes one line per
+# signal it receives to out/<SIGNAL>.<RANK>; GPUS_PER_NODE=2, so node1 runs
+# ranks 0-1 and node2 ranks 2-3.
+
+REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+load "$REPO_ROOT/node_modules/bats-support/load"
+load "$REPO_ROOT/node_modules/bats-assert/load"
+
+PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
+MARKER=$REPO_ROOT/tests/fixtures/workloads/signal_marker.py
+
+setup_file() {
+  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
+    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
+    return 1
+  }
+}
+
+setup() {
+  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-stop.XXXXXX")
+  chmod 0755 "$TEST_DIR"
+  cd "$TEST_DIR" || return 1
+  local name
+  for name in $(compgen -e); do
+    case $name in
+      SLURM_CONF) ;;
+      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
+    esac
+  done
+  unset MASTER_ADDR NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE PRIMUS_DRY_RUN \
+    PRIMUS_KILL_GRACE
+  export HOME=$TEST_DIR/home PRIMUS_WORKSPACE=$TEST_DIR/workspace
+  mkdir -p "$HOME"
+  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
+  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
+  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+  export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))
+  OUT=$TEST_DIR/out
+  mkdir -p "$OUT"
+}
+
+teardown() {
+  scancel --user=root --full 2>/dev/null || true
+  local i
+  for ((i = 0; i < 300; i++)); do
+    [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break
+    sleep 0.1
+  done
+  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+}
+
+job_id_from_output() {
+  sed -n 's/^Submitted batch job \([0-9][0-9]*\).*/\1/p' <<<"$output" | head -n 1
+}
+
+job_state() {
+  scontrol show job -o "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+}
+
+# wait_state JOB STATE SECONDS
+wait_state() {
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    [[ $(job_state "$1") == "$2" ]] && return 0
+    sleep 0.1
+  done
+  echo "job $1 is $(job_state "$1"), not $2, after $3 s; output:" >&2
+  cat "$TEST_DIR"/job.out >&2 2>/dev/null
+  return 1
+}
+
+# wait_ranks SECONDS RANK...: until every rank wrote its pid file.
+wait_ranks() {
+  local limit=$1 i r ok
+  shift
+  for ((i = 0; i < limit * 10; i++)); do
+    ok=1
+    for r in "$@"; do [[ -f $OUT/pid.$r ]] || ok=0; done
+    ((ok)) && return 0
+    sleep 0.1
+  done
+  echo "ranks $* did not start; output:" >&2
+  cat "$TEST_DIR"/job.out >&2 2>/dev/null
+  return 1
+}
+
+count() {
+  [[ -f $OUT/$1.$2 ]] || { echo 0; return; }
+  wc -l <"$OUT/$1.$2" | tr -d ' '
+}
+
+# ancestor PID TEXT: the nearest ancestor of PID whose command line has TEXT.
+ancestor() {
+  local pid=$1 stat cmd
+  while [[ $pid -gt 1 ]]; do
+    stat=$(<"/proc/$pid/stat") || return 1
+    stat=${stat##*) }
+    read -r _ pid _ <<<"$stat"
+    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ $cmd == *"$2"* ]] && { echo "$pid"; return 0; }
+  done
+  return 1
+}
+
+@test "scancel --signal=USR1 reaches every rank on 2 nodes once; USR2 to one node's entry or launcher reaches that node's ranks once; the job goes on and completes" {
+  run timeout 60 "$PRIMUS_CLI" slurm sbatch -N 2 -o "$TEST_DIR/job.out" -- direct \
+    --script "$MARKER" -- "$OUT" --duration 40
+  assert_success
+  job=$(job_id_from_output)
+  wait_ranks 120 0 1 2 3
+  sleep 1
+  scancel --signal=USR1 "$job"
+  sleep 3
+  local r
+  for r in 0 1 2 3; do
+    [[ $(count SIGUSR1 "$r") == 1 ]] || { echo "rank $r got SIGUSR1 $(count SIGUSR1 "$r") times" >&2; false; }
+  done
+  [[ $(job_state "$job") == RUNNING ]]
+  # Only node1's entry: its ranks 0 and 1 get it once, node2's none.
+  entry=$(ancestor "$(<"$OUT/pid.0")" primus-cli-slurm-entry.sh)
+  kill -USR2 "$entry"
+  sleep 3
+  [[ $(count SIGUSR2 0) == 1 && $(count SIGUSR2 1) == 1 ]]
+  [[ $(count SIGUSR2 2) == 0 && $(count SIGUSR2 3) == 0 ]]
+  # Only node2's direct launcher: ranks 2 and 3.
+  launcher=$(ancestor "$(<"$OUT/pid.2")" primus-cli-direct.sh)
+  kill -USR2 "$launcher"
+  sleep 2
+  for r in 0 1 2 3; do
+    [[ $(count SIGUSR2 "$r") == 1 ]] || { echo "rank $r got SIGUSR2 $(count SIGUSR2 "$r") times" >&2; false; }
+  done
+  [[ $(job_state "$job") == RUNNING ]]
+  wait_state "$job" COMPLETED 90
+  run cat "$TEST_DIR/job.out"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] SIGUSR1: sender: Slurm \(delivered to every process of the step\); every rank already has it"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] SIGUSR2 \(sender: slurm-entry \(forwarded\)\): forwarded once to 2 of 2 local rank"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] SIGUSR2 \(sender: unknown .*forwarded once to 2 of 2 local rank"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] slurm-entry: launcher finished: exit status 0"
+  for r in 0 1 2 3; do
+    [[ $(count SIGTERM "$r") == 0 ]]
+  done
+}
+
+@test "srun-native: scancel --signal=USR1 reaches each of the 4 workers once, USR2 to one entry reaches its worker once" {
+  run timeout 60 "$PRIMUS_CLI" slurm --srun-native sbatch -N 2 --ntasks-per-node=2 -o "$TEST_DIR/job.out" \
+    -- direct --script "$MARKER" -- "$OUT" --duration 25
+  assert_success
+  job=$(job_id_from_output)
+  wait_ranks 120 0 1 2 3
+  sleep 1
+  scancel --signal=USR1 "$job"
+  sleep 3
+  local r
+  for r in 0 1 2 3; do
+    [[ $(count SIGUSR1 "$r") == 1 ]] || { echo "worker $r got SIGUSR1 $(count SIGUSR1 "$r") times" >&2; false; }
+  done
+  entry=$(ancestor "$(<"$OUT/pid.3")" primus-cli-slurm-entry.sh)
+  kill -USR2 "$entry"
+  sleep 3
+  [[ $(count SIGUSR2 3) == 1 && $(count SIGUSR2 0) == 0 && $(count SIGUSR2 2) == 0 ]]
+  wait_state "$job" COMPLETED 90
+}
+
+@test "slurm.signal=USR1@50 with a 1-minute limit: every rank gets USR1 before the end and the job completes" {
+  printf 'slurm:\n  signal: USR1@50\n' >"$TEST_DIR/cfg.yaml"
+  run timeout 60 "$PRIMUS_CLI" --config "$TEST_DIR/cfg.yaml" slurm sbatch -N 2 --time=1 \
+    -o "$TEST_DIR/job.out" -- direct --script "$MARKER" -- "$OUT" --exit-on-notice 0
+  assert_success
+  assert_output --partial -- "--signal=USR1@50"
+  job=$(job_id_from_output)
+  wait_state "$job" COMPLETED 150
+  local r
+  for r in 0 1 2 3; do
+    [[ $(count SIGUSR1 "$r") == 1 ]] || { echo "rank $r got SIGUSR1 $(count SIGUSR1 "$r") times" >&2; false; }
+  done
+  run cat "$TEST_DIR/job.out"
+  refute_output --partial "CANCELLED"
+}
+
+@test "slurm.requeue: a workload exiting with the requeue code 85 is requeued once; its second run sees SLURM_RESTART_COUNT=1 and finishes" {
+  printf 'slurm:\n  requeue: true\n' >"$TEST_DIR/cfg.yaml"
+  run timeout 60 "$PRIMUS_CLI" --config "$TEST_DIR/cfg.yaml" slurm sbatch -N 2 --open-mode=append \
+    -o "$TEST_DIR/job.out" -- direct --script "$MARKER" -- "$OUT" --requeue-first 85 --duration 2
+  assert_success
+  assert_output --regexp "sbatch -N 2 --open-mode=append -o [^ ]+ --requeue "
+  job=$(job_id_from_output)
+  wait_state "$job" COMPLETED 240
+  local r
+  for r in 0 1 2 3; do
+    run cat "$OUT/restart.$r"
+    assert_output $'unset\n1'
+  done
+  run cat "$TEST_DIR/job.out"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[WARN\] slurm-entry: requeue: job $job requeued \(the workload exited with the requeue code 85"
+  [[ $(grep -c "slurm-entry: requeue: job $job requeued" <<<"$output") == 1 ]]
+  assert_output --regexp "slurm-entry: job $job step 0: 2 node\(s\) node\[1-2\], this is node 0 .*, restart 0"
+  assert_output --regexp "slurm-entry: job $job step 0: 2 node\(s\) node\[1-2\], this is node 0 .*, restart 1"
+  [[ $(scontrol show job -o "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p') == 1 ]]
+}
+
+@test "KillWait (2 s here) becomes the grace: scancel of a 2-node job stops every rank within KillWait - 1 s" {
+  [[ $(scontrol show config | sed -n 's/^KillWait *= *\([0-9]*\).*/\1/p') == 2 ]]
+  run timeout 60 "$PRIMUS_CLI" slurm sbatch -N 2 -o "$TEST_DIR/job.out" -- direct \
+    --script "$MARKER" -- "$OUT" --term-delay 0.2
+  assert_success
+  job=$(job_id_from_output)
+  wait_ranks 120 0 1 2 3
+  scancel "$job"
+  wait_state "$job" CANCELLED 30
+  sleep 1
+  run cat "$TEST_DIR/job.out"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] slurm-entry: stop grace 1 s \(KillWait 2 s from scontrol show config, minus 1 s\)"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[WARN\] stop: SIGTERM, sender: Slurm \(delivered to every process of the step\); [0-9]+ process\(es\) stopped .*1 s grace"
+  local r
+  for r in 0 1 2 3; do
+    (($(count SIGTERM "$r") >= 1))
+  done
+}
