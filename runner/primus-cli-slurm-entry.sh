@@ -375,14 +375,15 @@ signal_number() {
 
 # run_launcher: run LAUNCH_CMD (runner/lib/slurm_stop.sh), report how it ended.
 run_launcher() {
-  entry_log INFO "$(primus_slurm_default_grace)"
+  primus_slurm_default_grace
+  entry_log INFO "$PRIMUS_GRACE_TEXT"
   local rc=0
   primus_entry_run "${LAUNCH_CMD[@]}" || rc=$?
   report_exit "$rc"
 }
 
 report_exit() {
-  local rc=$1 closing reason
+  local rc=$1 closing
   primus_entry_closing closing
   primus_entry_cleanup
   if [[ -n $PRIMUS_ENTRY_SIGNAL ]]; then
@@ -392,6 +393,8 @@ report_exit() {
     [[ -n $closing ]] ||
       entry_log ERROR "job ${SLURM_JOB_ID} CANCELLED (SIG$PRIMUS_ENTRY_SIGNAL): the launcher stopped" \
         "(its status $own); exit status $rc."
+    # srun ends the step when another node exits with the requeue code.
+    requeue_if_asked "$own"
     exit "$rc"
   elif ((rc == 0)); then
     entry_log INFO "launcher finished: exit status 0."
@@ -400,16 +403,20 @@ report_exit() {
   else
     entry_log ERROR "launcher failed: exit status $rc."
   fi
-  primus_requeue_reason reason "$rc"
-  if [[ -n $reason ]]; then
-    local text
-    if text=$(primus_requeue_job "$reason"); then
-      entry_log WARN "$text"
-    else
-      entry_log ERROR "$text"
-    fi
-  fi
+  requeue_if_asked "$rc"
   exit "$rc"
+}
+
+# requeue_if_asked RC: task 0 requeues the job once when asked (slurm_stop.sh).
+requeue_if_asked() {
+  local reason text
+  primus_requeue_reason reason "$1"
+  [[ -n $reason ]] || return 0
+  if text=$(primus_requeue_job "$reason"); then
+    entry_log WARN "$text"
+  else
+    entry_log ERROR "$text"
+  fi
 }
 
 # fix_hostname: HOSTNAME exported by the submitting shell reaches every node

@@ -20,6 +20,8 @@ __PRIMUS_SLURM_STOP_SH=1
 PRIMUS_ENTRY_NOTICE=""   # USR1/USR2 seen by the entry (a preemption notice)
 PRIMUS_ENTRY_SIGNAL=""   # TERM/INT/HUP seen by the entry
 PRIMUS_ENTRY_CHILD=""    # the launcher's pid
+# shellcheck disable=SC2034 # read by runner/primus-cli-slurm-entry.sh
+PRIMUS_GRACE_TEXT=""     # how the stop grace was chosen
 
 # primus_slurm_killwait VAR: KillWait in seconds from `scontrol show config`
 # (bounded by PRIMUS_SLURM_SCONTROL_TIMEOUT, default 3 s); false when it does
@@ -43,20 +45,22 @@ primus_slurm_killwait() {
 # few seconds less than KillWait, so the launcher's SIGKILL never comes before
 # the checkpoint could finish and Slurm's never comes before the launcher's:
 # KillWait - 3 (KillWait - 1 when KillWait <= 6), at least 1 s; 27 s (Slurm's
-# default KillWait 30 - 3) when scontrol does not answer. Prints the reason.
+# default KillWait 30 - 3) when scontrol does not answer. PRIMUS_GRACE_TEXT
+# says why (not run in a subshell: the export must stay in this shell).
+# shellcheck disable=SC2034 # PRIMUS_GRACE_TEXT is read by the entry
 primus_slurm_default_grace() {
   if [[ -n ${PRIMUS_KILL_GRACE:-} ]]; then
-    echo "stop grace ${PRIMUS_KILL_GRACE} s (PRIMUS_KILL_GRACE)"
+    PRIMUS_GRACE_TEXT="stop grace ${PRIMUS_KILL_GRACE} s (PRIMUS_KILL_GRACE)"
     return 0
   fi
   local wait grace
   if primus_slurm_killwait wait; then
     if ((wait > 6)); then grace=$((wait - 3)); else grace=$((wait - 1)); fi
     ((grace >= 1)) || grace=1
-    echo "stop grace $grace s (KillWait $wait s from scontrol show config, minus $((wait - grace)) s)"
+    PRIMUS_GRACE_TEXT="stop grace $grace s (KillWait $wait s from scontrol show config, minus $((wait - grace)) s)"
   else
     grace=27
-    echo "stop grace $grace s (scontrol show config did not answer: Slurm's default KillWait 30 s, minus 3 s)"
+    PRIMUS_GRACE_TEXT="stop grace $grace s (scontrol show config did not answer: Slurm's default KillWait 30 s, minus 3 s)"
   fi
   export PRIMUS_KILL_GRACE=$grace
 }
