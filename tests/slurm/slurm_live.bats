@@ -179,7 +179,7 @@ hosts_of_pids() {
   assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-0 "
   assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-1 "
   assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
-  [[ -z $(podman ps -a --format '{{.Names}}' | grep '^pslurm-') ]]
+  refute grep -q '^pslurm-' < <(podman ps -a --format '{{.Names}}')
 }
 
 @test "srun-native preflight: 2 nodes x 2 tasks, one worker per task, world size 4" {
