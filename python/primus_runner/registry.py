@@ -187,6 +187,11 @@ class Registry:
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
         self._forwarded: list[str] = list(data["container_forwarded"])
+        self._forward_set = frozenset(self._forwarded)
+        self.forward_prefixes: tuple[str, ...] = tuple(data.get("container_forwarded_prefixes", ()))
+        self.forward_prefixes_neuron: tuple[str, ...] = tuple(
+            data.get("container_forwarded_prefixes_neuron", ()))
+        self.container_own: frozenset[str] = frozenset(data.get("container_own", ()))
         forwarded = set(self._forwarded)
         self.rules: dict[str, Rule] = {}
         rules_of: dict[str, list[str]] = {}
@@ -250,6 +255,16 @@ class Registry:
     def container_forwarded(self) -> list[str]:
         """The container allowlist, in reference section 11 order."""
         return list(self._forwarded)
+
+    def container_forwards(self, name: str, neuron: bool = False) -> bool:
+        """True when a host variable ``name`` that is set reaches a container by
+        itself: on the allowlist, or under a forwarded prefix (the Neuron ones
+        only when ``neuron``), and not one the container launcher sets itself."""
+        if name in self.container_own:
+            return False
+        if name in self._forward_set or name.startswith(self.forward_prefixes):
+            return True
+        return neuron and name.startswith(self.forward_prefixes_neuron)
 
     def launcher_defaults(self) -> dict[str, str]:
         """Variables base_env.sh / the direct launcher export with a literal default."""
