@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from primus_runner.errors import UsageError, closest
 from primus_runner.records import asdict, dataclass, field
@@ -46,7 +47,7 @@ GFX_NAMES = {90402: "gfx942", 90500: "gfx950", 90010: "gfx90a", 90008: "gfx908"}
 _NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
 
 
-def _neuron_tables() -> dict:
+def _neuron_tables() -> dict[str, Any]:
     from primus_runner.registry import load
 
     return load().neuron
@@ -89,13 +90,15 @@ class Devices:
     detected_by: list[str] = field(default_factory=list)
     overrides: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    visible_count: int | None = None     # GPUs left after ROCR/HIP/CUDA masks
 
     def as_env(self) -> dict[str, str]:
         out = {"PRIMUS_ACCELERATOR": self.accelerator}
         if self.accelerator in ("rocm", "cuda"):
             if self.gpu_model:
                 out["PRIMUS_GPU_MODEL"] = self.gpu_model
-            out["PRIMUS_GPU_COUNT"] = str(len(self.devices))
+            count = len(self.devices) if self.visible_count is None else self.visible_count
+            out["PRIMUS_GPU_COUNT"] = str(count)
         if self.accelerator == "neuron" and self.neuron:
             n = self.neuron
             if n.get("instance"):
@@ -447,7 +450,8 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
         if wanted == "rocm" and not amd:
             notes.append("PRIMUS_ACCELERATOR=rocm but no AMD GPU was found under "
                          f"{sysfs_root}; PRIMUS_GPU_COUNT is 0")
-        return Devices("rocm", model, [d for d, _ in amd], None, cpus, detected_by, overrides, notes)
+        found = Devices("rocm", model, [d for d, _ in amd], None, cpus, detected_by, overrides, notes)
+        return _masked(found, env)
 
     instance = instance_override
     if instance is None:
@@ -469,27 +473,82 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
         nvidia = nvidia_gpus(sysfs_root, env)
         if nvidia:
             detected_by.append("nvidia-smi -L")
-            return Devices("cuda", None, nvidia, None, cpus, detected_by, overrides, notes)
+            return _masked(Devices("cuda", None, nvidia, None, cpus, detected_by, overrides, notes), env)
         if wanted == "cuda":
             notes.append("PRIMUS_ACCELERATOR=cuda but nvidia-smi found no GPU")
             return Devices("cuda", None, [], None, cpus, detected_by, overrides, notes)
     return Devices("cpu", None, [], None, cpus, detected_by or ["fallback"], overrides, notes)
 
 
-def _visible(env: Mapping[str, str]) -> list[int] | None:
-    for name in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+# -- GPU masks ------------------------------------------------------------------
+# ROCm applies ROCR_VISIBLE_DEVICES first (indices or UUIDs of the host's GPUs);
+# HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES, which HIP also reads) then
+# indexes the GPUs ROCR left. Sources: ROCm docs "GPU isolation techniques"
+# (https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html) and
+# PyTorch's device count with both set (pytorch/pytorch#142292: ROCR=1,2,3 with
+# HIP=0 is one GPU). On CUDA only CUDA_VISIBLE_DEVICES applies.
+@dataclass
+class GpuMask:
+    visible: list[int] | None     # physical indices left (None: a mask uses UUIDs)
+    count: int
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (variable, why, fix)
+
+
+def _mask_items(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def gpu_mask(env: Mapping[str, str], physical: int, accelerator: str = "rocm") -> GpuMask:
+    """The GPUs a process sees after the masks, and the mask items that name nothing."""
+    problems: list[tuple[str, str, str]] = []
+    visible: list[int] | None = list(range(physical))
+    count = physical
+    layers = (("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+              if accelerator == "rocm" else ("CUDA_VISIBLE_DEVICES",))
+    applied: list[str] = []
+    for name in layers:
         value = (env.get(name) or "").strip()
-        if value:
-            parts = [p.strip() for p in value.split(",")]
-            if all(p.isdigit() for p in parts):
-                return [int(p) for p in parts]
-    return None
+        if not value or (name == "CUDA_VISIBLE_DEVICES" and "HIP_VISIBLE_DEVICES" in applied):
+            continue
+        items = _mask_items(value)
+        base = " after " + applied[0] + "=" + env[applied[0]] if applied else ""
+        if visible is not None and all(i.isdigit() for i in items):
+            beyond = [i for i in items if int(i) >= len(visible)]
+            if beyond and physical > 0:
+                if applied:
+                    why = (f"indexes the {len(visible)} GPU(s) left{base} ({name} applies on top of "
+                           f"it, counting from 0): {', '.join(beyond)} name(s) nothing")
+                    fix = (f"unset {name} ({applied[0]} already chooses the GPUs), or list "
+                           f"indices 0-{len(visible) - 1}")
+                else:
+                    why = (f"names GPU(s) {', '.join(beyond)}, but this host has {physical} "
+                           f"(0-{physical - 1})")
+                    fix = f"list indices 0-{physical - 1}"
+                problems.append((name, why, fix))
+            visible = [visible[int(i)] for i in items if int(i) < len(visible)]
+            count = len(visible)
+        else:
+            visible = None
+            count = len(items)
+        applied.append(name)
+    return GpuMask(visible, count, problems)
+
+
+def _masked(found: Devices, env: Mapping[str, str]) -> Devices:
+    mask = gpu_mask(env, len(found.devices), found.accelerator)
+    if mask.count != len(found.devices):
+        found.visible_count = mask.count
+    return found
+
+
+def _visible(env: Mapping[str, str], found: Devices) -> list[int] | None:
+    return gpu_mask(env, len(found.devices), found.accelerator).visible
 
 
 def numa_node_for_rank(found: Devices, local_rank: int, env: Mapping[str, str]) -> int:
     """NUMA node of the device a local rank uses (-1 when unknown)."""
     if found.accelerator in ("rocm", "cuda"):
-        visible = _visible(env)
+        visible = _visible(env, found)
         index = visible[local_rank] if visible and local_rank < len(visible) else local_rank
         by_index = {d.index: d for d in found.devices}
         return by_index[index].numa_node if index in by_index else -1

@@ -258,3 +258,34 @@ def test_runs_for_real_on_this_machine() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+# -- GPU masks (issue 15) ---------------------------------------------------------------
+@pytest.mark.parametrize("env, count", [
+    ({"ROCR_VISIBLE_DEVICES": "4,5,6,7"}, "4"),
+    ({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1"}, "2"),
+    ({"HIP_VISIBLE_DEVICES": "0,1,2"}, "3"),
+    ({"CUDA_VISIBLE_DEVICES": "3"}, "1"),
+    ({"ROCR_VISIBLE_DEVICES": "GPU-4b2c1a9f,GPU-8d3e6f7a"}, "2"),
+    ({}, "8"),
+])
+def test_gpu_count_is_taken_after_the_masks(env: dict[str, str], count: str) -> None:
+    found = detect_devices(str(FIX / "mi300x-roce"), "/", {**EMPTY_PATH, **env})
+    assert found.as_env()["PRIMUS_GPU_COUNT"] == count
+
+
+def test_numa_node_follows_rocr_then_hip() -> None:
+    found = detect_devices(str(FIX / "mi300x-roce"), "/", EMPTY_PATH)
+    # GPUs 0-3 sit on NUMA node 0, 4-7 on node 1
+    assert numa_node_for_rank(found, 0, {"ROCR_VISIBLE_DEVICES": "4,5,6,7"}) == 1
+    assert numa_node_for_rank(found, 0, {"ROCR_VISIBLE_DEVICES": "2,5", "HIP_VISIBLE_DEVICES": "1"}) == 1
+
+
+def test_hip_beyond_the_rocr_list_is_a_problem_naming_both() -> None:
+    from primus_runner.devices import gpu_mask
+
+    mask = gpu_mask({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, 8)
+    assert mask.count == 4 and mask.visible == [4, 5, 6, 7]
+    assert [(name, fix) for name, _, fix in mask.problems] == [
+        ("HIP_VISIBLE_DEVICES", "unset HIP_VISIBLE_DEVICES (ROCR_VISIBLE_DEVICES already chooses "
+                                "the GPUs), or list indices 0-3")]

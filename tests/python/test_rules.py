@@ -721,3 +721,45 @@ def test_unknown_accelerator_checks_everything():
     assert {(f.variable, f.severity) for f in findings} == {
         ("PRIMUS_ACCELERATOR", "error"), ("NEURON_RT_VALIDATE_HASH", "error"),
         ("NCCL_PROTO", "error")}
+
+
+# --------------------------------------------------------------------------- this host (issue 15)
+def _fixture(name: str) -> str:
+    from pathlib import Path
+
+    return str(Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sysfs" / name)
+
+
+def test_nic_values_on_host():
+    root = _fixture("eno1-gid3")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "NCCL_SOCKET_IFNAME": "eth0"}, "error",
+               "NCCL_SOCKET_IFNAME", "nic_values_on_host")
+    assert "names no interface of this host for eth0" in f.message and "=eno1" in f.fix
+    expect({"PRIMUS_SYSFS_ROOT": root, "NCCL_IB_HCA": "mlx5_3"}, "error", "NCCL_IB_HCA",
+           "nic_values_on_host")
+    expect({"PRIMUS_SYSFS_ROOT": root, "GLOO_SOCKET_IFNAME": "^docker0"}, "error",
+           "GLOO_SOCKET_IFNAME", "nic_values_on_host")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "NCCL_IB_GID_INDEX": "1"}, "error",
+               "NCCL_IB_GID_INDEX", "nic_values_on_host")
+    assert f.fix == "export NCCL_IB_GID_INDEX=3 (the RoCE v2 IPv4 GID here)"
+    clean({"PRIMUS_SYSFS_ROOT": root, "NCCL_SOCKET_IFNAME": "eno", "NCCL_IB_HCA": "=mlx5_0:1",
+           "NCCL_IB_GID_INDEX": "3", "GLOO_SOCKET_IFNAME": "eno1"}, "NCCL_SOCKET_IFNAME",
+          "nic_values_on_host")
+    # values for a container are checked inside it, not against the host
+    assert about(run({"PRIMUS_SYSFS_ROOT": root, "NCCL_IB_HCA": "mlx5_3"}, CONTAINER),
+                 "NCCL_IB_HCA", "nic_values_on_host") == []
+
+
+def test_gpu_masks_on_host():
+    root = _fixture("mi300x-roce")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "ROCR_VISIBLE_DEVICES": "4,5,6,7",
+                "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, "error", "HIP_VISIBLE_DEVICES",
+               "gpu_masks_on_host", accelerator="rocm")
+    assert f.message == ("indexes the 4 GPU(s) left after ROCR_VISIBLE_DEVICES=4,5,6,7 "
+                         "(HIP_VISIBLE_DEVICES applies on top of it, counting from 0): 4, 5, 6, 7 "
+                         "name(s) nothing")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "ROCR_VISIBLE_DEVICES": "6,8"}, "error",
+               "ROCR_VISIBLE_DEVICES", "gpu_masks_on_host", accelerator="rocm")
+    assert f.message == "names GPU(s) 8, but this host has 8 (0-7)"
+    clean({"PRIMUS_SYSFS_ROOT": root, "ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1"},
+          "HIP_VISIBLE_DEVICES", "gpu_masks_on_host", accelerator="rocm")
