@@ -19,7 +19,7 @@ PY
     --script "$work/show_cores.py" -- show cores
   assert_success
   assert_line --partial "neuron: instance=trn1.32xlarge NEURON_LOGICAL_NC_CONFIG=1 GPUS_PER_NODE=2 slices=0-1 2-3"
-  assert_line --partial "torchrun --nproc_per_node 2 --nnodes 1"
+  assert_line --partial "-m torch.distributed.run --nproc_per_node 2 --nnodes 1"
   assert_line "local_rank=0 NEURON_RT_VISIBLE_CORES=0-1"
   assert_line "local_rank=1 NEURON_RT_VISIBLE_CORES=2-3"
 }

@@ -66,7 +66,8 @@ def test_every_reference_name_is_registered(reg):
 
 # The runner's own switches (SPEC sections 4-6).
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
-                   "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN"]
+                   "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
+                   "PRIMUS_WORKLOAD_PYTHON"]
 # Names the runner's own code reads or exports (grep of runner/, python/, examples/),
 # neither in the references nor in the SPEC list above.
 RUNNER_OWN = [
@@ -82,7 +83,7 @@ RUNNER_OWN = [
     "PRIMUS_TURBO_REPO", "PRIMUS_TURBO_REF", "PRIMUS_TURBO_SRC", "PRIMUS_TURBO_BUILD_DIR",
     "PRIMUS_TE_FLASH_ATTN_MAX_VERSION", "PRIMUS_BNXT_SYSROOT", "PRIMUS_HIPBLASLT_TUNER",
     "PRIMUS_PREFLIGHT_BACKEND", "PRIMUS_PREFLIGHT_TIMEOUT", "PRIMUS_TRAIN_STEPS",
-    "PRIMUS_DATA_PREP_FAULT"]
+    "PRIMUS_DATA_PREP_FAULT", "RUN_MODE"]
 
 
 def test_registry_adds_only_the_runner_own_variables(reg):
