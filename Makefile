@@ -60,7 +60,7 @@ demo: setup
 test: setup setup-system lint pytest bats slurm-test
 
 lint: setup-python
-	SHELLCHECK=$(SHELLCHECK) tests/lint.sh
+	SHELLCHECK=$(SHELLCHECK) RUFF=$(VENV)/bin/ruff MYPY=$(VENV)/bin/mypy tests/lint.sh
 
 pytest: setup-python
 	$(PY) -m pytest -q tests/python

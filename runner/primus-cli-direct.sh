@@ -51,6 +51,8 @@ source "$RUNNER_DIR/lib/common.sh"
 source "$RUNNER_DIR/lib/config.sh"
 # shellcheck source=runner/lib/validation.sh
 source "$RUNNER_DIR/lib/validation.sh"
+# shellcheck source=runner/lib/supervise.sh
+source "$RUNNER_DIR/lib/supervise.sh"
 # shellcheck source=runner/lib/workload.sh
 source "$RUNNER_DIR/lib/workload.sh"
 
@@ -482,6 +484,7 @@ tee_launcher_output() {
 }
 
 # flush_launcher_output: close the tees so every line is written before exit.
+# shellcheck disable=SC2329  # run by primus_cleanup_run (PRIMUS_SUPERVISE_CLEANUP)
 flush_launcher_output() {
   [[ -n ${TEE_PID:-} ]] || return 0
   exec 1>&3 2>&4
@@ -512,111 +515,11 @@ print_summary() {
 
 # ------------------------------------------------------------------- running
 
-RUN_PID=""
-
-# descendants PID: print PID's descendants (breadth first, read from /proc).
-# shellcheck disable=SC2329  # used from the signal traps
-descendants() {
-  local -A parent_of=()
-  local stat pid rest ppid
-  for stat in /proc/[0-9]*/stat; do
-    { read -r rest <"$stat"; } 2>/dev/null || continue
-    pid=${stat#/proc/}
-    pid=${pid%/stat}
-    rest=${rest##*) }
-    read -r _ ppid _ <<<"$rest"
-    parent_of[$pid]=$ppid
-  done
-  local -a queue=("$1") found=()
-  while ((${#queue[@]} > 0)); do
-    local current=${queue[0]}
-    queue=("${queue[@]:1}")
-    for pid in "${!parent_of[@]}"; do
-      if [[ ${parent_of[$pid]} == "$current" ]]; then
-        found+=("$pid")
-        queue+=("$pid")
-      fi
-    done
-  done
-  printf '%s\n' "${found[@]}"
-}
-
-# stop_run SIGNAL_NUMBER: stop the whole launched tree (TERM, then KILL after
-# PRIMUS_KILL_GRACE seconds), then exit 128+N.
-# shellcheck disable=SC2329  # installed as a trap
-stop_run() {
-  local num=$1
-  # The console/log tees may already be gone (scancel signals the whole
-  # step): a write must not turn the exit status into 141 (SIGPIPE).
-  trap '' TERM INT HUP PIPE
-  if [[ -n $RUN_PID ]]; then
-    local -a tree
-    mapfile -t tree < <(descendants "$RUN_PID")
-    tree=("$RUN_PID" "${tree[@]}")
-    LOG_WARN "signal $num received: stopping the launched processes (${#tree[@]})."
-    kill -TERM -- "-$RUN_PID" 2>/dev/null || true
-    kill -TERM "${tree[@]}" 2>/dev/null || true
-    local deadline=$((SECONDS + 10#${PRIMUS_KILL_GRACE:-10}))
-    while ((SECONDS < deadline)) && any_alive "${tree[@]}"; do
-      sleep 0.1
-    done
-    kill -KILL "${tree[@]}" 2>/dev/null || true
-    wait "$RUN_PID" 2>/dev/null || true
-  fi
-  cleanup_run
-  exit $((128 + num))
-}
-
-# any_alive PID...: true while one of the PIDs runs (zombies count as gone).
-# shellcheck disable=SC2329  # used from the signal traps
-any_alive() {
-  local pid
-  for pid in "$@"; do
-    kill -0 "$pid" 2>/dev/null && [[ $(<"/proc/$pid/stat") != *") Z "* ]] && return 0
-  done
-  return 1
-}
-
-cleanup_run() {
-  [[ -z ${PRIMUS_RC_DIR:-} ]] || rm -rf -- "$PRIMUS_RC_DIR"
-  flush_launcher_output
-}
-
-# worker_exit_code TORCHRUN_RC: the failing worker's own code when one was recorded.
-worker_exit_code() {
-  local rc=$1 file
-  ((rc != 0)) || { echo 0; return; }
-  for file in "$PRIMUS_RC_DIR"/rank-*; do
-    [[ -f $file ]] || continue
-    rc=$(<"$file")
-    break
-  done
-  echo "$rc"
-}
-
+# run_workload: start LAUNCH_CMD and supervise it (runner/lib/supervise.sh);
+# exits with the workload's code, or 128+N when stopped by signal N.
 run_workload() {
-  PRIMUS_RC_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-rc.XXXXXX")
-  export PRIMUS_RC_DIR
-  trap 'stop_run 15' TERM
-  trap 'stop_run 2' INT
-  trap 'stop_run 1' HUP
-  # A session of its own: the whole tree can be signalled as one group.
-  setsid "${LAUNCH_CMD[@]}" </dev/null &
-  RUN_PID=$!
-  local rc=0
-  wait "$RUN_PID" || rc=$?
-  RUN_PID=""
-  trap - TERM INT HUP
-  if [[ $PRIMUS_WL_RUN_MODE != single ]]; then
-    rc=$(worker_exit_code "$rc")
-  fi
-  if ((rc == 0)); then
-    LOG_INFO "workload finished successfully; log: $LOG_FILE"
-  else
-    LOG_ERROR "workload failed with exit code $rc; log: $LOG_FILE"
-  fi
-  cleanup_run
-  exit "$rc"
+  PRIMUS_SUPERVISE_CLEANUP=flush_launcher_output
+  primus_run_workload "$PRIMUS_WL_RUN_MODE" "$LOG_FILE" "${LAUNCH_CMD[@]}"
 }
 
 # ---------------------------------------------------------------------- main

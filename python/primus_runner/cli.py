@@ -55,7 +55,10 @@ def main(argv: list[str]) -> int:
     try:
         return int(module.main(rest) or 0)
     except PrimusError as exc:
-        print(f"primus-runner: error: {exc}", file=sys.stderr)
+        from primus_runner import log
+
+        for line in str(exc).splitlines() or [""]:
+            log.error(line)
         return exc.exit_code
     except BrokenPipeError:
         return 0

@@ -17,12 +17,12 @@ import sys
 import zlib
 from collections.abc import Iterator, Mapping
 
+from primus_runner.errors import MissingError, UsageError
+from primus_runner.records import dataclass, field
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
-
-from primus_runner.errors import MissingError, UsageError, closest
-from primus_runner.records import dataclass, field
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))  # python/primus_runner -> repo
@@ -72,7 +72,7 @@ def parse_yaml(text: str, path: str) -> dict[str, Any]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - safe loader
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
@@ -128,7 +128,8 @@ def _json_copy_for(text: str, json_copy: str) -> dict[str, Any] | None:
         return None
     if stored.get("checksum") != checksum(text):
         return None
-    return stored.get("data")
+    data: dict[str, Any] | None = stored.get("data")
+    return data
 
 
 def write_system_json(out: str = SYSTEM_JSON) -> str:
@@ -178,24 +179,23 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def unknown_key_warnings(cfg: Config, known: set[str]) -> list[str]:
-    """A warning for each leaf key that the system config does not define."""
-    out = []
-    for dotted in sorted(cfg.sources):
-        if dotted in known or any(dotted.startswith(k + ".") for k in known if _is_open(k)):
-            continue
-        hint = closest(dotted, sorted(known))
-        suggestion = f" Did you mean '{hint}'?" if hint else ""
-        out.append(f"unknown config key '{dotted}' in {cfg.sources[dotted]}; it is ignored.{suggestion}")
-    return out
+def check_layers(layers: list[Layer]) -> list[str]:
+    """Type-check every layer against the schema (config_schema.SCHEMA).
 
+    Returns the unknown-key warnings; a value of the wrong type raises a
+    UsageError (exit 2) listing every such key with the type seen and wanted.
+    """
+    from primus_runner import config_schema
 
-# Keys under which any sub-key is accepted (free-form maps).
-OPEN_KEYS = {"direct.env_map", "container.options.extra"}
-
-
-def _is_open(key: str) -> bool:
-    return key in OPEN_KEYS
+    errors: list[str] = []
+    warnings: list[str] = []
+    for layer in layers:
+        errs, warns = config_schema.check(layer.data, layer.path)
+        errors += errs
+        warnings += warns
+    if errors:
+        raise UsageError("\n".join(errors))
+    return warnings
 
 
 def load(config_file: str | None = None, *, include_user: bool = True) -> Config:
@@ -210,10 +210,9 @@ def load(config_file: str | None = None, *, include_user: bool = True) -> Config
         explicit = read_layer(config_file, required=True)
         assert explicit is not None
         layers.append(explicit)
+    warnings = check_layers(layers)
     cfg = merge(layers)
-    known = {k for k, _ in flatten(system.data)} if system else set()
-    if system:
-        cfg.warnings = unknown_key_warnings(cfg, known)
+    cfg.warnings = warnings
     return cfg
 
 

@@ -41,10 +41,10 @@ def record(name: str, fields: str, defaults: dict[str, object] | None = None) ->
     first = next((i for i, n in enumerate(names) if n in defaults), len(names))
     base = namedtuple(name, names, defaults=[defaults.get(n) for n in names[first:]])  # type: ignore[misc]
 
-    def replace(self, **changes):  # type: ignore[no-untyped-def]
+    def replace(self: Any, **changes: Any) -> Any:
         return self._replace(**changes)
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self: Any) -> dict[str, object]:
         return dict(self._asdict())
 
     base.replace = replace  # type: ignore[attr-defined]
@@ -69,12 +69,20 @@ class Rule(record("Rule", "id severity variables text")):  # type: ignore[misc]
 
 _VARIABLE_FIELDS = ("name type description section section_title reference subsystem default "
                     "default_note values ci min max launcher_default launcher_derived set_by "
-                    "used_by deprecated invalid_severity invalid_effect host forwarded rules")
+                    "used_by deprecated invalid_severity invalid_effect host forwarded rules source "
+                    "scope")
 _VARIABLE_DEFAULTS: dict[str, object] = {
     "subsystem": "", "default": None, "default_note": None, "values": None, "ci": False,
     "min": None, "max": None, "launcher_default": None, "launcher_derived": None, "set_by": "",
     "used_by": "", "deprecated": None, "invalid_severity": "error", "invalid_effect": None,
-    "host": False, "forwarded": False, "rules": ()}
+    "host": False, "forwarded": False, "rules": (), "source": None, "scope": "local"}
+# What the cluster check (python/primus_runner/clustercheck.py) does with a variable:
+# cluster-uniform: identical on every node; per-node: may differ, compared by meaning
+# (interface subnet, link layer, GID type/family); per-process: set per rank, never
+# compared; local: this host's business (logging, paths, caches, secrets), never sent.
+SCOPES = ("cluster-uniform", "per-node", "per-process", "local")
+# Unregistered names with these prefixes are library knobs: cluster-uniform.
+UNIFORM_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "NEURON_RT_", "TORCH_NCCL_", "XLA_")
 
 
 class Variable(record("Variable", _VARIABLE_FIELDS, _VARIABLE_DEFAULTS)):  # type: ignore[misc]
@@ -104,6 +112,8 @@ class Variable(record("Variable", _VARIABLE_FIELDS, _VARIABLE_DEFAULTS)):  # typ
     host: bool
     forwarded: bool
     rules: tuple[str, ...]
+    source: str | None
+    scope: str
 
     @property
     def secret(self) -> bool:
@@ -222,6 +232,14 @@ class Registry:
     def names(self) -> list[str]:
         return [var.name for var in self.variables]
 
+    def scope_of(self, name: str) -> str:
+        """The variable's scope; unregistered library knobs (NCCL_*, RCCL_*, ...) are
+        cluster-uniform, any other unregistered name is local."""
+        var = self.get(name)
+        if var is not None:
+            return var.scope
+        return "cluster-uniform" if name.startswith(UNIFORM_PREFIXES) else "local"
+
     def suggest(self, name: str) -> str | None:
         """The registered name closest to ``name`` (for 'did you mean')."""
         from primus_runner.errors import closest
@@ -273,7 +291,15 @@ def _variable(name: str, spec: dict[str, Any], section: dict[str, Any], forwarde
         bool(get("ci", False)), get("min"), get("max"), get("launcher_default"),
         get("launcher_derived"), str(get("set_by", "")), str(get("used_by", "")), deprecated,
         invalid.get("severity", "error"), invalid.get("effect"),
-        bool(get("host", section.get("host", False))), forwarded, rules)
+        bool(get("host", section.get("host", False))), forwarded, rules, get("source"),
+        _scope(name, get("scope", section.get("scope"))))
+
+
+def _scope(name: str, value: object) -> str:
+    if value not in SCOPES:
+        raise ValueError(f"registry: variable {name} has scope {value!r} (from the variable or "
+                         f"its section); accepted: {', '.join(SCOPES)}")
+    return str(value)
 
 
 # -- loading -----------------------------------------------------------------
@@ -290,7 +316,8 @@ def read_yaml(raw: bytes) -> dict[str, Any]:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(raw, Loader=loader)  # noqa: S506 (a safe loader)
+    data: dict[str, Any] = yaml.load(raw, Loader=loader)
+    return data
 
 
 def read_data() -> dict[str, Any]:
@@ -302,7 +329,8 @@ def read_data() -> dict[str, Any]:
         with open(JSON_PATH, encoding="utf-8") as handle:
             cached = json.load(handle)
         if cached.get("source_digest") == digest:
-            return cached["data"]
+            data: dict[str, Any] = cached["data"]
+            return data
     except (OSError, ValueError):
         pass
     return read_yaml(raw)

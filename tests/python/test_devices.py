@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner.devices import (detect_devices, neuron_instance_facts, numa_node_for_rank,
-                                   parse_cpulist)
+from primus_runner.devices import detect_devices, neuron_instance_facts, numa_node_for_rank, parse_cpulist
 from primus_runner.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +79,7 @@ def test_neuron_instance_facts(itype, devices, cores, lnc, logical) -> None:
 
 
 def test_unknown_instance_type_names_the_closest() -> None:
-    with pytest.raises(UsageError, match="Did you mean 'trn1.32xlarge'"):
+    with pytest.raises(UsageError, match=r"Did you mean 'trn1\.32xlarge'"):
         neuron_instance_facts("trn1.32xlarg")
     trn3 = neuron_instance_facts("trn3.48xlarge")      # family known, sizes not tabled
     assert (trn3["cores_per_device"], trn3["default_lnc"], trn3["devices"]) == (8, 2, None)

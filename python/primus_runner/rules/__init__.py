@@ -25,6 +25,17 @@ from primus_runner.rules.types import (
                                        type_problem,
 )
 
-__all__ = ["ACCELERATORS", "SEVERITY_ORDER", "CheckContext", "Finding", "RULES", "check",
-           "exit_code", "neuron_family", "parse_bool", "parse_range_list", "parse_uint",
-           "type_problem"]
+__all__ = [
+    "ACCELERATORS",
+    "RULES",
+    "SEVERITY_ORDER",
+    "CheckContext",
+    "Finding",
+    "check",
+    "exit_code",
+    "neuron_family",
+    "parse_bool",
+    "parse_range_list",
+    "parse_uint",
+    "type_problem",
+]

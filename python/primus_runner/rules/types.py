@@ -169,8 +169,8 @@ def type_problem(var: Variable, value: str) -> str | None:
     elif kind == "s3uri":
         ok = value.startswith("s3://") and len(value) > 5
     elif kind == "ratio":
-        parts = value.split(":")
-        ok = len(parts) == 2 and all(_UINT.match(p) and int(p) > 0 for p in parts)
+        terms = value.split(":")
+        ok = len(terms) == 2 and all(_UINT.match(p) and int(p) > 0 for p in terms)
     elif kind == "gpu_archs":
         ok = all(_GFX.match(item) for item in value.split(";"))
     elif kind == "hbm_init":
