@@ -20,8 +20,10 @@
 #   --python PATH           the workload's interpreter (default: PRIMUS_WORKLOAD_PYTHON,
 #                           config direct.python, else python3 on PATH: an activated
 #                           venv or conda env); torchrun is `PATH -m torch.distributed.run`
-#   --env KEY=VALUE|FILE    export KEY=VALUE for the job (repeatable; beats every
-#                           other source). FILE: KEY=VALUE lines, '#' comments
+#   --env KEY=VALUE|FILE|NAME
+#                           export KEY=VALUE for the job (repeatable; beats every
+#                           other source). FILE: KEY=VALUE lines, '#' comments;
+#                           NAME: the value NAME has in the environment
 #   --patch FILE            run a patch script after the hooks (repeatable)
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
@@ -110,8 +112,15 @@ parse_args() {
 add_cli_env() {
   local item=$1
   if [[ $item != *=* ]]; then
-    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE nor an existing file; write --env KEY=VALUE or --env path/to/file.env."
-    read_env_file "$item"
+    if [[ -f $item ]]; then
+      read_env_file "$item"
+    elif [[ $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -n ${!item+set} ]]; then
+      # --env NAME: the value NAME has in the environment (how primus-cli
+      # container hands values in without putting them on an argv).
+      CLI_ENV+=("$item=${!item}")
+    else
+      bad_usage "--env '$item' is neither KEY=VALUE, an existing file, nor a variable set in the environment; write --env KEY=VALUE or --env path/to/file.env."
+    fi
     return
   fi
   check_env_item "$item" "--env"
@@ -302,8 +311,8 @@ finish_layers() {
   if declare -F primus_xla_apply_append >/dev/null; then
     primus_xla_apply_append
   fi
-  if declare -F primus_neuron_validate_cores >/dev/null; then
-    primus_neuron_validate_cores || exit "$PRIMUS_EXIT_INVALID"
+  if declare -F primus_neuron_slices >/dev/null; then
+    primus_neuron_slices  # the Neuron checks are env check's (run_env_check)
   fi
 }
 
@@ -471,14 +480,18 @@ claim_log_file() {
   LOG_FILE=$candidate
 }
 
-# tee_launcher_output: from now on, everything also goes to LOG_FILE.
+# tee_launcher_output: from now on, everything also goes to LOG_FILE. The
+# tees ignore the signals that stop a run: a SIGTERM to the launcher's process
+# group (timeout, kill -- -PGID) must not cut the stop's own lines; they end
+# when the last writer closes.
 tee_launcher_output() {
   exec 3>&1 4>&2
   if [[ $OPT_SILENT == 1 ]]; then
     # shellcheck disable=SC2094  # both only append to the log
-    exec >>"$LOG_FILE" 2> >(tee -a "$LOG_FILE" >&4)
+    exec >>"$LOG_FILE" 2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   else
-    exec > >(tee -a "$LOG_FILE" >&3) 2> >(tee -a "$LOG_FILE" >&4)
+    exec > >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&3) \
+      2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   fi
   TEE_PID=$!
 }
@@ -519,12 +532,15 @@ print_summary() {
 # exits with the workload's code, or 128+N when stopped by signal N.
 run_workload() {
   PRIMUS_SUPERVISE_CLEANUP=flush_launcher_output
-  primus_run_workload "$PRIMUS_WL_RUN_MODE" "$LOG_FILE" "${LAUNCH_CMD[@]}"
+  local nproc=$GPUS_PER_NODE
+  [[ $PRIMUS_WL_RUN_MODE != single ]] || nproc=1
+  primus_run_workload "$PRIMUS_WL_RUN_MODE" "$LOG_FILE" "$nproc" "${LAUNCH_CMD[@]}"
 }
 
 # ---------------------------------------------------------------------- main
 
 main() {
+  primus_early_notice_traps
   parse_args "$@"
   primus_pick_python
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log

@@ -244,9 +244,7 @@ def cmd_explain(name: str) -> int:
         field("launcher", f"base_env.sh derives it from {var.launcher_derived}")
     if var.source:
         field("source", var.source)
-    field("container", "forwarded (on the section 11 allowlist)" if var.forwarded else
-          ("not needed (read by the launcher on the host)" if var.host else
-           "not forwarded: pass it with --env NAME=VALUE"))
+    field("container", _container_cell(reg, var, long=True))
     if var.secret:
         field("secret", "yes: the value is passed through but printed as ****")
     if var.deprecated is not None:
@@ -306,9 +304,11 @@ def shown(value: str) -> str:
     return "'" + escaped.replace("'", "'\\''") + "'"
 
 
-def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str] | None = None) -> int:
+def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str] | None = None,
+              forwarded: tuple[str, ...] = ()) -> int:
     """``env check``; ``environ`` replaces os.environ (the launcher's serve step
-    hands over the final launch environment this way)."""
+    hands over the final launch environment this way); ``forwarded``: names a
+    container launch passes explicitly."""
     from primus_runner.rules import CheckContext, check, exit_code
 
     if args.env_file:
@@ -318,6 +318,8 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
     else:
         env = dict(os.environ) if environ is None else environ
     context = CheckContext.from_env(env, container=args.container)
+    if forwarded:
+        context = context.replace(forwarded=forwarded)
     findings = check(env, accelerator=args.accelerator, context=context)
     code = exit_code(findings, strict=args.strict)
     if args.strict:
@@ -342,6 +344,17 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
 
 
 # --------------------------------------------------------------------------- docs
+def _container_cell(reg: Any, var: Any, long: bool) -> str:
+    """How a host value of ``var`` reaches a container launch."""
+    if reg.container_forwards(var.name):
+        return "forwarded (section 11 allowlist)" if var.forwarded else "forwarded (prefix)"
+    if reg.container_forwards(var.name, neuron=True):
+        return "forwarded on Neuron hosts (prefix)"
+    if var.host:
+        return "not needed (read by the launcher on the host)" if long else "host only"
+    return "not forwarded: pass it with --env NAME" if long else "not forwarded (use --env)"
+
+
 def cmd_docs(out: str | None) -> int:
     from primus_runner.registry import load
 
@@ -414,9 +427,15 @@ def render_docs(reg: Registry) -> str:
     add("## Container allowlist")
     add("")
     add("Forwarded from the host into the container when set (Primus reference section 11), in "
-        "this order. Anything else, `TE_*` included, needs `--env NAME=VALUE`.")
+        "this order:")
     add("")
     add(", ".join(f"`{name}`" for name in reg.container_forwarded()))
+    add("")
+    add("Also forwarded when set: every name starting with "
+        + ", ".join(f"`{p}`" for p in reg.forward_prefixes) + "; on Neuron hosts also "
+        + ", ".join(f"`{p}`" for p in reg.forward_prefixes_neuron) + ". Never forwarded (the "
+        "container launcher sets them): " + ", ".join(f"`{n}`" for n in sorted(reg.container_own))
+        + ". Anything else, `TE_*` included, needs `--env NAME` or `--env NAME=VALUE`.")
     add("")
     add("## Managed XLA flags")
     add("")
@@ -488,8 +507,7 @@ def _render_variable(reg: Registry, var: Variable, add: Callable[[str], None]) -
         add(f"| Launcher derives from | {_cell(var.launcher_derived)} |")
     if var.source:
         add(f"| Source | {_cell(var.source)} |")
-    container = "forwarded" if var.forwarded else ("host only" if var.host else "not forwarded (use --env)")
-    add(f"| Container | {container} |")
+    add(f"| Container | {_container_cell(reg, var, long=False)} |")
     if var.secret:
         add("| Secret | yes (printed as `****`) |")
     if var.deprecated is not None:

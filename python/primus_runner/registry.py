@@ -187,6 +187,11 @@ class Registry:
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
         self._forwarded: list[str] = list(data["container_forwarded"])
+        self._forward_set = frozenset(self._forwarded)
+        self.forward_prefixes: tuple[str, ...] = tuple(data.get("container_forwarded_prefixes", ()))
+        self.forward_prefixes_neuron: tuple[str, ...] = tuple(
+            data.get("container_forwarded_prefixes_neuron", ()))
+        self.container_own: frozenset[str] = frozenset(data.get("container_own", ()))
         forwarded = set(self._forwarded)
         self.rules: dict[str, Rule] = {}
         rules_of: dict[str, list[str]] = {}
@@ -250,6 +255,16 @@ class Registry:
     def container_forwarded(self) -> list[str]:
         """The container allowlist, in reference section 11 order."""
         return list(self._forwarded)
+
+    def container_forwards(self, name: str, neuron: bool = False) -> bool:
+        """True when a host variable ``name`` that is set reaches a container by
+        itself: on the allowlist, or under a forwarded prefix (the Neuron ones
+        only when ``neuron``), and not one the container launcher sets itself."""
+        if name in self.container_own:
+            return False
+        if name in self._forward_set or name.startswith(self.forward_prefixes):
+            return True
+        return neuron and name.startswith(self.forward_prefixes_neuron)
 
     def launcher_defaults(self) -> dict[str, str]:
         """Variables base_env.sh / the direct launcher export with a literal default."""
@@ -403,6 +418,8 @@ _EXAMPLE_BY_NAME = {
     "NCCL_PROTO": "Simple,LL128", "NCCL_DEBUG": "WARN", "TE_HIPBLASLT_TUNING": "0",
     "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "0", "PRIMUS_TURBO_DEEPEP_TIMEOUT": "600",
     "NEURON_RT_DBG_CC_DMA_PACKET_SIZE": "4096", "PRIMUS_PYTHON": "python3",
+    # One core per process: a node-wide list as long as GPUS_PER_NODE (8).
+    "NEURON_RT_VISIBLE_CORES": "0-7",
     # The detected facts of the example instance (trn2.48xlarge): 16 devices of
     # 8 physical cores, LNC 2, 64 logical cores.
     "PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "8",

@@ -77,7 +77,8 @@ RUNNER_OWN = [
     "PRIMUS_NEURON_CORES_PER_DEVICE", "PRIMUS_NEURON_DEFAULT_LNC", "PRIMUS_NEURON_LOGICAL_CORES",
     "PRIMUS_IB_HCA_EXCLUDE", "PRIMUS_SOCKET_IFNAME_EXCLUDE", "PRIMUS_NUMA_BIND",
     "PRIMUS_NEURON_CORES_PER_PROC", "PRIMUS_NEURON_CORE_SLICES", "PRIMUS_NEURON_ROOT_COMM_PORT",
-    "PRIMUS_RC_DIR", "PRIMUS_TORCHRUN", "PRIMUS_KILL_GRACE", "PRIMUS_SKIP_MAIN_LAUNCH",
+    "PRIMUS_RC_DIR", "PRIMUS_TORCHRUN", "PRIMUS_KILL_GRACE", "PRIMUS_USER_CONFIG", "PRIMUS_SKIP_MAIN_LAUNCH",
+    "PRIMUS_REQUEUE_EXIT_CODE", "PRIMUS_RUN_ID", "PRIMUS_SIGNAL_DIR", "PRIMUS_SIGNAL_WINDOW_MS",
     "PRIMUS_NO_USER_CONFIG", "PRIMUS_SLURM_FIRST_HOST", "PRIMUS_SLURM_SRUN_NATIVE",
     "PRIMUS_SLURM_SCONTROL_TIMEOUT", "PRIMUS_HOOKS_DIR", "PRIMUS_HOOK_GROUP", "PRIMUS_HOOK_NAME",
     "PRIMUS_TURBO_REPO", "PRIMUS_TURBO_REF", "PRIMUS_TURBO_SRC", "PRIMUS_TURBO_BUILD_DIR",
@@ -89,6 +90,11 @@ RUNNER_OWN = [
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.
 LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY"]
+# AWS practice around the Neuron runtime (section neuron-aws; each entry cites its AWS source).
+NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM_SOCKET_IFNAME",
+              "MALLOC_ARENA_MAX", "XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_SPMD",
+              "NEURON_CC_FLAGS", "PRIMUS_NEURON_SPMD", "PRIMUS_NEURON_EFA_DEVICES",
+              "PRIMUS_NEURON_CORE"]
 
 
 def test_registry_adds_only_the_runner_own_variables(reg):
@@ -96,7 +102,8 @@ def test_registry_adds_only_the_runner_own_variables(reg):
     # Names only the reference launcher's behaviour sheet gives, each with its source.
     sheet = [v.name for v in reg.variables if v.section == "reference-launcher"]
     assert all("behaviour sheet §" in (reg.get(name).source or "") for name in sheet)
-    assert extra == sorted(RUNNER_SWITCHES + RUNNER_OWN + sheet + LIBRARY_OWN)
+    assert extra == sorted(RUNNER_SWITCHES + RUNNER_OWN + sheet + LIBRARY_OWN + NEURON_AWS)
+    assert all(reg.get(name).section == "neuron-aws" for name in NEURON_AWS)
     assert all(reg.get(name).section == "runner" for name in RUNNER_SWITCHES)
     assert all(reg.get(name).section == "runner-own" for name in RUNNER_OWN)
 
@@ -189,7 +196,7 @@ def test_launcher_defaults(reg):
     assert reg.launcher_defaults() == LAUNCHER_DEFAULTS
     assert set(reg.launcher_derived()) == {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
                                            "NCCL_IB_HCA", "HIP_VISIBLE_DEVICES", "HF_HOME",
-                                           "DATA_PATH", "NCCL_IB_ADDR_FAMILY"}
+                                           "DATA_PATH"}
 
 
 @pytest.mark.parametrize("name, default", [
@@ -362,7 +369,7 @@ def test_subsystems_and_groups(reg):
     neuron = reg.in_subsystem("neuron")
     assert {v.name for v in neuron} >= {"NEURON_RT_VISIBLE_CORES", "NEURON_FAIL_ON_NAN",
                                         "NEURON_RT_INSPECT_ENABLE", "NEURON_RT_NUM_CORES"}
-    assert all(v.name.startswith("NEURON_") for v in neuron)
+    assert all(v.name.startswith("NEURON_") or v.section == "neuron-aws" for v in neuron)
     assert [v.name for v in reg.in_subsystem("slurm")] == [
         "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NODEID", "SLURM_PROCID", "SLURM_JOB_ID"]
 
