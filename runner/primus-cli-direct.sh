@@ -32,7 +32,8 @@
 #   --numa | --no-numa      bind each local rank to its device's NUMA node (or not)
 #   --neuron-cores-per-proc K
 #                           give each local process its own NEURON_RT_VISIBLE_CORES
-#                           slice of K logical NeuronCores
+#                           slice of K logical NeuronCores (K > 1: SPMD workloads
+#                           only, XLA_USE_SPMD=1 or PRIMUS_NEURON_SPMD=1)
 #   --silent                workload output only to the log file, not the console
 #   --accelerator A         auto|rocm|cuda|neuron|cpu (sets PRIMUS_ACCELERATOR)
 #   -h, --help              this help

@@ -167,6 +167,23 @@ hosts_of_pids() {
   assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
 }
 
+@test "primus-cli slurm srun -N 2 -- container -- preflight: one world of 4 across two podman containers" {
+  # A real podman + runc with the container suite's test-local set-up (tests/container/).
+  # shellcheck source=tests/container/podman_env.bash
+  source "$REPO_ROOT/tests/container/podman_env.bash"
+  podman_test_env "$REPO_ROOT"
+  podman_test_image "$REPO_ROOT"
+  podman_test_check
+  cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- container --name pslurm -- preflight
+  assert_success
+  assert_output --partial "[preflight] OK: world size 4"
+  assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-0 "
+  assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-1 "
+  assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
+  refute grep -q '^pslurm-' < <(podman ps -a --format '{{.Names}}')
+}
+
 @test "srun-native preflight: 2 nodes x 2 tasks, one worker per task, world size 4" {
   run timeout 300 "$PRIMUS_CLI" slurm --srun-native srun -N 2 --ntasks-per-node=2 -- direct --module primus_runner -- preflight
   assert_success
