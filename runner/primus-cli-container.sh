@@ -87,8 +87,12 @@ read_plan() {
   mapfile -d '' -t fields < <(primus_python container plan --console-fd 3 "$@")
   wait "$!" || rc=$?
   exec 3>&-
+  # Values first, so the log lines carry the mapped NODE_RANK in their prefix.
   for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
-    on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+    [[ ${fields[i]} == log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+  done
+  for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
+    [[ ${fields[i]} != log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
   done
   ((rc == 0)) || exit "$rc"
 }
