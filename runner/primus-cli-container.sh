@@ -135,7 +135,14 @@ stop_container() {
     kill -TERM "$CHILD" 2>/dev/null || true
   fi
   wait "$CHILD" 2>/dev/null || true
-  "${PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
+  # --rm removes it as the client ends; make sure, and wait until it is gone
+  # (a removal in progress still lists it).
+  local tries
+  for ((tries = 0; tries < 100; tries++)); do
+    "${PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
+    "${PLAN[runtime_path]}" container inspect "$name" >/dev/null 2>&1 || break
+    sleep 0.2
+  done
   exit $((128 + $2))
 }
 

@@ -175,7 +175,7 @@ hosts_of_pids() {
   podman_test_image "$REPO_ROOT"
   podman_test_check
   cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
-  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- container --name pslurm -- preflight
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- container --name pslurm -- --module primus_runner -- preflight
   assert_success
   assert_output --partial "[preflight] OK: world size 4"
   assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-0 "
