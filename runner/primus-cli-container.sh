@@ -18,6 +18,8 @@
 #                         (label io.primus-runner.managed=1 and the same name
 #                         prefix); without '--' only that
 #   --config FILE         config file; mounted read-only and passed to the inner direct
+#                         (the repository, $PWD and an absolute PRIMUS_WORKSPACE are
+#                         mounted at the same paths)
 #   --debug, --dry-run    as for direct (--dry-run prints the runtime command, runs nothing)
 #   -h, --help            this help
 # Every other option before `--` is a docker/podman run option and passes

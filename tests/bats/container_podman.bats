@@ -132,4 +132,7 @@ ours() {
 @test "the container's exit code is the launcher's" {
   run "$PRIMUS_CLI" container -- --single --script "$WORKLOADS/exit_with.py" -- 7
   assert_failure 7
+  # The workspace (outside the working directory) is mounted: the log is on the host.
+  assert_output --partial "--volume $PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE"
+  compgen -G "$PRIMUS_WORKSPACE/logs/primus-*.log" >/dev/null
 }
