@@ -169,3 +169,55 @@ assert_argv() {
   assert_failure 2
   assert_output --partial "run mode 'mpi' (from config direct.run_mode) is not known; accepted: torchrun, single"
 }
+
+# hold_port PORT: a process listening on PORT (all IPv4 addresses) until the test ends.
+hold_port() {
+  "$REPO_ROOT/.venv/bin/python" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("", int(sys.argv[1]))); s.listen(1)
+open(sys.argv[2], "w").write("up")
+time.sleep(120)' "$1" "$TEST_DIR/holder.up" &
+  HOLDER=$!
+  for _ in $(seq 1 100); do [[ -e $TEST_DIR/holder.up ]] && break; sleep 0.05; done
+}
+
+@test "MASTER_PORT held by another process: exit 2 before torchrun, naming the port and the holder" {
+  hold_port "$MASTER_PORT"
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  kill "$HOLDER"
+  assert_failure 2
+  assert_output --partial "MASTER_PORT=$MASTER_PORT cannot be bound on node 0"
+  assert_output --partial "held by pid $HOLDER"
+  refute_output --partial "torch.distributed"
+  refute_output --partial "Traceback"
+  [[ -z $(ls -A out) ]]
+  # PRIMUS_SKIP_VALIDATION=1 skips the pre-check (torchrun then fails on its own)
+  hold_port "$MASTER_PORT"
+  PRIMUS_SKIP_VALIDATION=1 run "$PRIMUS_CLI" direct --dry-run --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  kill "$HOLDER"
+  assert_success
+}
+
+@test "MASTER_PORT=auto picks a free port on a single node and the launch works; with NNODES=2 it exits 2" {
+  MASTER_PORT=auto run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" MASTER_PORT
+  assert_success
+  port=$(<out/MASTER_PORT.0)
+  [[ $port =~ ^[0-9]+$ && $port -ge 1024 ]]
+  [[ $(<out/MASTER_PORT.1) == "$port" ]]
+  assert_output --partial "--master_port $port"
+  MASTER_PORT=auto NNODES=2 MASTER_ADDR=127.0.0.1 run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "MASTER_PORT=auto with NNODES=2"
+}
+
+@test "node 0 with a MASTER_ADDR that does not resolve, or is another host: exit 2 with the fix" {
+  MASTER_ADDR=no-such-host.invalid run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  assert_failure 2
+  assert_output --partial "MASTER_ADDR='no-such-host.invalid' does not resolve on node 0"
+  # 192.0.2.1 (TEST-NET-1, RFC 5737) is never an address of this host
+  NNODES=2 MASTER_ADDR=192.0.2.1 run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  assert_failure 2
+  assert_output --partial "MASTER_ADDR='192.0.2.1' resolves to 192.0.2.1, none of them an address of this host"
+  assert_output --partial "Fix: export MASTER_ADDR="
+  [[ -z $(ls -A out) ]]
+}
