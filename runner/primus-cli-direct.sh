@@ -281,7 +281,7 @@ note_cli_origins() {
 
 load_layers() {
   local loader=$RUNNER_DIR/helpers/envs/primus-env.sh
-  require_file "$loader" "environment layer loader"
+  primus_require_file "$loader" "environment layer loader"
   # The launcher validates the final environment itself (after hooks and --env).
   export PRIMUS_DEFER_VALIDATION=1
   local rc=0
@@ -338,7 +338,7 @@ run_protocol_script() {
 
 run_hooks() {
   local runner=$RUNNER_DIR/helpers/execute_hooks.sh
-  require_file "$runner" "hook runner"
+  primus_require_file "$runner" "hook runner"
   # group and name are the first two workload words; with fewer, empty ones
   # (only the global hooks run).
   run_protocol_script "$runner" "${WORKLOAD[0]-}" "${WORKLOAD[1]-}" "${WORKLOAD[@]:2}"
@@ -347,9 +347,9 @@ run_hooks() {
 run_patches() {
   ((${#CLI_PATCHES[@]} > 0)) || return 0
   local runner=$RUNNER_DIR/helpers/execute_patches.sh patch
-  require_file "$runner" "patch runner"
+  primus_require_file "$runner" "patch runner"
   for patch in "${CLI_PATCHES[@]}"; do
-    require_file "$patch" "patch (--patch / direct.patch)"
+    primus_require_file "$patch" "patch (--patch / direct.patch)"
   done
   run_protocol_script "$runner" "${CLI_PATCHES[@]}"
 }
@@ -391,7 +391,7 @@ resolve_script() {
   local script
   setting script "$OPT_SCRIPT" direct.script primus/cli/main.py
   if [[ -n $OPT_SCRIPT ]]; then
-    require_file "$OPT_SCRIPT" "training script (--script)"
+    primus_require_file "$OPT_SCRIPT" "training script (--script)"
     SCRIPT_CMD=("$PRIMUS_PYTHON" "$OPT_SCRIPT")
   elif [[ -f $script ]]; then
     SCRIPT_CMD=("$PRIMUS_PYTHON" "$script")
@@ -414,7 +414,7 @@ find_torchrun() {
     LOG_WARN "torchrun not found on PATH; a real launch would fail (run 'make setup' or install PyTorch)."
     TORCHRUN=torchrun
   else
-    die "$PRIMUS_EXIT_MISSING" "torchrun not found (looked at PRIMUS_TORCHRUN, next to $PRIMUS_PYTHON, and PATH). Run 'make setup' or install PyTorch, or set PRIMUS_TORCHRUN."
+    primus_die "$PRIMUS_EXIT_MISSING" "torchrun not found (looked at PRIMUS_TORCHRUN, next to $PRIMUS_PYTHON, and PATH). Run 'make setup' or install PyTorch, or set PRIMUS_TORCHRUN."
   fi
 }
 
@@ -467,9 +467,9 @@ default_log_file() {
 claim_log_file() {
   local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
   mkdir -p -- "$(dirname -- "$LOG_FILE")" ||
-    die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
+    primus_die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
   until (set -o noclobber && : >"$candidate") 2>/dev/null; do
-    [[ -e $candidate ]] || die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
+    [[ -e $candidate ]] || primus_die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
     n=$((n + 1))
     candidate=$base-$n.log
   done
