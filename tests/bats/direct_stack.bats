@@ -110,3 +110,62 @@ assert_argv() {
   run_argv --max_steps 5 --config x.yaml
   assert_argv --max_steps 5 --config x.yaml
 }
+
+@test "run mode single exports RANK=NODE_RANK, WORLD_SIZE=NNODES, LOCAL_RANK=0, LOCAL_WORLD_SIZE=1 and the JAX coordinator" {
+  NNODES=3 NODE_RANK=2 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --single --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "run_mode=single (--single)"
+  NNODES=3 NODE_RANK=2 MASTER_ADDR=10.0.0.1 PRIMUS_SKIP_MAIN_LAUNCH=0 \
+    run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" \
+    RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE JAX_COORDINATOR_IP JAX_COORDINATOR_PORT JAX_COORDINATOR_ADDRESS RUN_MODE
+  assert_success
+  [[ $(<out/RANK.2) == 2 && $(<out/WORLD_SIZE.2) == 3 && $(<out/LOCAL_RANK.2) == 0 && $(<out/LOCAL_WORLD_SIZE.2) == 1 ]]
+  [[ $(<out/JAX_COORDINATOR_IP.2) == 10.0.0.1 && $(<out/JAX_COORDINATOR_PORT.2) == "$MASTER_PORT" ]]
+  [[ $(<out/JAX_COORDINATOR_ADDRESS.2) == "10.0.0.1:$MASTER_PORT" && $(<out/RUN_MODE.2) == single ]]
+}
+
+@test "JAX coordinator only with NNODES > 1 in single mode; never exported in torchrun mode" {
+  run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" JAX_COORDINATOR_ADDRESS
+  assert_success
+  [[ $(<out/JAX_COORDINATOR_ADDRESS.0) == "<unset>" ]]
+  PRIMUS_FRAMEWORK=jax run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" JAX_COORDINATOR_PORT RUN_MODE
+  assert_success
+  [[ $(<out/JAX_COORDINATOR_PORT.0) == "<unset>" && $(<out/RUN_MODE.1) == torchrun ]]
+}
+
+@test "torchrun mode with a JAX coordinator on MASTER_PORT or MASTER_PORT+1: env check refuses, exit 2" {
+  for port in "$MASTER_PORT" "$((MASTER_PORT + 1))"; do
+    JAX_COORDINATOR_PORT=$port run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+    assert_failure 2
+    assert_output --partial "JAX_COORDINATOR_PORT"
+    assert_output --partial "torchrun's rendezvous store already listens"
+    [[ -z $(ls -A out) ]]
+  done
+  # the same value is fine in single mode (no torchrun store on that port)
+  JAX_COORDINATOR_PORT=$MASTER_PORT run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  assert_success
+  # and `env check` by hand judges it from RUN_MODE
+  RUN_MODE=torchrun MASTER_PORT=29500 JAX_COORDINATOR_PORT=29501 run "$PRIMUS_CLI" env check
+  assert_failure 2
+  assert_output --partial "JAX_COORDINATOR_PORT"
+}
+
+@test "run mode: a hook's env.RUN_MODE=single beats --single's absence and direct.run_mode; node_smoke defaults to single" {
+  mkdir -p hooks
+  printf 'echo env.RUN_MODE=single\n' >hooks/00_mode.sh
+  printf 'direct:\n  run_mode: torchrun\n' >cfg.yaml
+  PRIMUS_HOOKS_DIR=$PWD/hooks run "$PRIMUS_CLI" direct --config cfg.yaml --dry-run --module primus_runner -- train pretrain
+  assert_success
+  assert_output --partial "run_mode=single (RUN_MODE)"
+  refute_output --partial "torch.distributed.run"
+  run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- node_smoke
+  assert_success
+  assert_output --partial "run_mode=single (node_smoke default)"
+  run "$PRIMUS_CLI" direct --config cfg.yaml --dry-run --module primus_runner -- node_smoke
+  assert_success
+  assert_output --partial "run_mode=torchrun (config direct.run_mode)"
+  printf 'direct:\n  run_mode: mpi\n' >bad.yaml
+  run "$PRIMUS_CLI" direct --config bad.yaml --dry-run --module primus_runner -- x
+  assert_failure 2
+  assert_output --partial "run mode 'mpi' (from config direct.run_mode) is not known; accepted: torchrun, single"
+}
