@@ -55,9 +55,16 @@ def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
     out = {}
     for name, key in DIST_KEYS.items():
         value = cfgmod.scalar_text(cfg.get(key))
+        if name == "MASTER_PORT" and _from_system_config(cfg, key):
+            continue  # the reference default: a Slurm step derives its own (ranks.slurm_step_port)
         if value != "":
             out[name] = value
     return out
+
+
+def _from_system_config(cfg: cfgmod.Config, key: str) -> bool:
+    source = cfg.sources.get(key)
+    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
 
 
 def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
@@ -68,11 +75,15 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     out: dict[str, str] = {}
     mapping = ranks.resolve(env, config_defaults(cfg))
     out.update(mapping.as_env())
+    ranks.check_master_resolves(mapping, sysfs_root)
+    notes = list(mapping.notes)
     view = {**env, **out}
     wanted = accelerator or env.get("PRIMUS_ACCELERATOR") or cfgmod.scalar_text(cfg.get("direct.accelerator"))
     if wanted and wanted != "auto":
         view["PRIMUS_ACCELERATOR"] = wanted
-    found = devices.detect_devices(sysfs_root, dev_root, view).as_env()
+    found_devices = devices.detect_devices(sysfs_root, dev_root, view)
+    notes += found_devices.notes
+    found = found_devices.as_env()
     for name, value in found.items():
         if name not in env:
             out[name] = value
@@ -81,10 +92,17 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         out["GPUS_PER_NODE"] = found["PRIMUS_GPU_COUNT"]
     if wanted and wanted != "auto":
         out["PRIMUS_ACCELERATOR"] = wanted
-    found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
-    for name, value in found_nics.items():
+    local_rank = devices.srun_native_local_rank(env, found_devices)
+    if local_rank is not None:
+        out["LOCAL_RANK"], note = local_rank
+        notes.append(note)
+    nic_result = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR"))
+    notes += nic_result.notes
+    for name, value in nic_result.as_env().items():
         if name not in env:
             out[name] = value
+    for note in notes:   # detection notes always reach the launch output
+        log.warn(f"detection: {note}")
     out["PRIMUS_DETECTION_DONE"] = "1"
     # Values the launcher defaulted or detected (not the user's): the layers
     # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.
@@ -196,7 +214,13 @@ def serve_check(console_fd: int | None) -> int:
     console = os.fdopen(console_fd, "w", closefd=False) if console_fd is not None else sys.stderr
     sys.stdout = console
     try:
-        return env_cmd.cmd_check(args, environ)
+        code = env_cmd.cmd_check(args, environ)
+        from primus_runner import clustercheck
+
+        if code == 0 and clustercheck.wanted(environ):
+            # One exchange through node 0 before anything starts (see clustercheck).
+            code = clustercheck.run(environ, console)
+        return code
     finally:
         console.flush()
         sys.stdout = saved
