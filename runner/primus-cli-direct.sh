@@ -477,14 +477,18 @@ claim_log_file() {
   LOG_FILE=$candidate
 }
 
-# tee_launcher_output: from now on, everything also goes to LOG_FILE.
+# tee_launcher_output: from now on, everything also goes to LOG_FILE. The
+# tees ignore the signals that stop a run: a SIGTERM to the launcher's process
+# group (timeout, kill -- -PGID) must not cut the stop's own lines; they end
+# when the last writer closes.
 tee_launcher_output() {
   exec 3>&1 4>&2
   if [[ $OPT_SILENT == 1 ]]; then
     # shellcheck disable=SC2094  # both only append to the log
-    exec >>"$LOG_FILE" 2> >(tee -a "$LOG_FILE" >&4)
+    exec >>"$LOG_FILE" 2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   else
-    exec > >(tee -a "$LOG_FILE" >&3) 2> >(tee -a "$LOG_FILE" >&4)
+    exec > >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&3) \
+      2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   fi
   TEE_PID=$!
 }
@@ -524,12 +528,15 @@ print_summary() {
 # exits with the workload's code, or 128+N when stopped by signal N.
 run_workload() {
   PRIMUS_SUPERVISE_CLEANUP=flush_launcher_output
-  primus_run_workload "$([[ $SINGLE == 1 ]] && echo single || echo torchrun)" "$LOG_FILE" "${LAUNCH_CMD[@]}"
+  local mode=torchrun nproc=$GPUS_PER_NODE
+  [[ $SINGLE != 1 ]] || mode=single nproc=1
+  primus_run_workload "$mode" "$LOG_FILE" "$nproc" "${LAUNCH_CMD[@]}"
 }
 
 # ---------------------------------------------------------------------- main
 
 main() {
+  primus_early_notice_traps
   parse_args "$@"
   primus_pick_python
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log

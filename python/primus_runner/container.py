@@ -200,9 +200,9 @@ def _container_name(base: str, env: Mapping[str, str], node_rank: str) -> str:
 def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> dict[str, str]:
     if not any(env.get(name) for name in SCHEDULER_VARS):
         return {}
-    from primus_runner import launch, ranks
+    from primus_runner import detect, ranks
 
-    mapping = ranks.resolve(env, launch.config_defaults(cfg))
+    mapping = ranks.resolve(env, detect.config_defaults(cfg))
     values = {k: v for k, v in mapping.as_env().items()
               if k in ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "GPUS_PER_NODE")}
     plan.log("INFO", f"scheduler ranks mapped on the host ({mapping.source}): "
