@@ -18,6 +18,8 @@
 #                         (label io.primus-runner.managed=1 and the same name
 #                         prefix); without '--' only that
 #   --config FILE         config file; mounted read-only and passed to the inner direct
+#                         (the repository, $PWD and an absolute PRIMUS_WORKSPACE are
+#                         mounted at the same paths)
 #   --debug, --dry-run    as for direct (--dry-run prints the runtime command, runs nothing)
 #   -h, --help            this help
 # Every other option before `--` is a docker/podman run option and passes
@@ -87,8 +89,12 @@ read_plan() {
   mapfile -d '' -t fields < <(primus_python container plan --console-fd 3 "$@")
   wait "$!" || rc=$?
   exec 3>&-
+  # Values first, so the log lines carry the mapped NODE_RANK in their prefix.
   for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
-    on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+    [[ ${fields[i]} == log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+  done
+  for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
+    [[ ${fields[i]} != log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
   done
   ((rc == 0)) || exit "$rc"
 }

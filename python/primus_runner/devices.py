@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from primus_runner.errors import UsageError, closest
 from primus_runner.records import asdict, dataclass, field

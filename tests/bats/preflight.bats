@@ -25,10 +25,10 @@ run_two_nodes() {
   read -r -a vars0 <<<"$1"
   read -r -a vars1 <<<"$2"
   ((${#workload[@]})) || workload=(preflight)
-  env NODE_RANK=1 "${vars1[@]}" "$PRIMUS_CLI" direct -- "${workload[@]}" >node1.out 2>&1 &
+  env NODE_RANK=1 "${vars1[@]}" "$PRIMUS_CLI" direct --module primus_runner -- "${workload[@]}" >node1.out 2>&1 &
   local node1=$!
   STATUS0=0
-  env NODE_RANK=0 "${vars0[@]}" timeout 240 "$PRIMUS_CLI" direct -- "${workload[@]}" >node0.out 2>&1 || STATUS0=$?
+  env NODE_RANK=0 "${vars0[@]}" timeout 240 "$PRIMUS_CLI" direct --module primus_runner -- "${workload[@]}" >node0.out 2>&1 || STATUS0=$?
   STATUS1=0
   wait "$node1" || STATUS1=$?
 }
