@@ -163,6 +163,7 @@ def run(env: Mapping[str, str]) -> int:
               f"mean the same and {len(reports[0]['cluster']['versions'])} versions agree on every rank",
               flush=True)
     if distributed:
+        dist.barrier()      # every rank has printed its verdict before any exits
         dist.destroy_process_group()
     return EXIT_MISMATCH if problems else 0
 
