@@ -73,7 +73,7 @@ on_record() {
     fwd) FORWARDED+=("$3") ;;
     arg) RUN_CMD+=("$3") ;;
     env)
-      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
+      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || primus_die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
       printf -v "$2" '%s' "$3"
       export "${2?}"
       ENV_NAMES+=("$2")
@@ -120,7 +120,7 @@ ensure_image() {
   LOG_INFO "image $image is not on this host; pulling it with ${PLAN[runtime]}"
   if ! out=$("${PLAN[runtime_path]}" pull "$image" 2>&1 >/dev/null); then
     out=${out##*$'\n'}
-    die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
+    primus_die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
   fi
 }
 

@@ -297,7 +297,7 @@ note_cli_origins() {
 
 load_layers() {
   local loader=$RUNNER_DIR/helpers/envs/primus-env.sh
-  require_file "$loader" "environment layer loader"
+  primus_require_file "$loader" "environment layer loader"
   # The launcher validates the final environment itself (after hooks and --env).
   export PRIMUS_DEFER_VALIDATION=1
   local rc=0
@@ -354,7 +354,7 @@ run_protocol_script() {
 
 run_hooks() {
   local runner=$RUNNER_DIR/helpers/execute_hooks.sh
-  require_file "$runner" "hook runner"
+  primus_require_file "$runner" "hook runner"
   # group and name are the first two workload words (with fewer, empty ones:
   # only the global hooks run), handed over as option values; the workload
   # words follow `--` as data, whatever they start with.
@@ -364,9 +364,9 @@ run_hooks() {
 run_patches() {
   ((${#CLI_PATCHES[@]} > 0)) || return 0
   local runner=$RUNNER_DIR/helpers/execute_patches.sh patch
-  require_file "$runner" "patch runner"
+  primus_require_file "$runner" "patch runner"
   for patch in "${CLI_PATCHES[@]}"; do
-    require_file "$patch" "patch (--patch / direct.patch)"
+    primus_require_file "$patch" "patch (--patch / direct.patch)"
   done
   run_protocol_script "$runner" "${CLI_PATCHES[@]}"
 }
@@ -471,9 +471,9 @@ default_log_file() {
 claim_log_file() {
   local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
   mkdir -p -- "$(dirname -- "$LOG_FILE")" ||
-    die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
+    primus_die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
   until (set -o noclobber && : >"$candidate") 2>/dev/null; do
-    [[ -e $candidate ]] || die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
+    [[ -e $candidate ]] || primus_die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
     n=$((n + 1))
     candidate=$base-$n.log
   done

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Iterator, Mapping
 
 from primus_runner import config as cfgmod
-from primus_runner import log
+from primus_runner import log, rendezvous
 from primus_runner.config import config_records, encode_records
 from primus_runner.detect import ACCELERATORS, detected_env
 
@@ -50,7 +50,13 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     direct_view = cfgmod.Config({k: v for k, v in cfg.values.items() if k in ("main", "direct")},
                                 cfg.sources, cfg.warnings)
     yield from config_records(direct_view)
-    for name, value in detected_env(env, cfg, accelerator, sysfs_root, dev_root).items():
+    # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
+    picked = rendezvous.auto_port(env)
+    found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root)
+    if picked is not None:
+        rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
+        found.setdefault("MASTER_PORT", picked["MASTER_PORT"])
+    for name, value in found.items():
         yield "env", name, value
 
 
@@ -134,6 +140,11 @@ def serve_check(console_fd: int | None) -> int:
     sys.stdout = console
     try:
         code = env_cmd.cmd_check(args, environ)
+        if code == 0 and environ.get("PRIMUS_DRY_RUN") != "1":
+            # Before torchrun starts: the rendezvous host's address and port.
+            for message in rendezvous.check(environ):
+                log.emit("ERROR", message)
+                code = 2
         from primus_runner import clustercheck
 
         if code == 0 and clustercheck.wanted(environ):

@@ -98,3 +98,19 @@ teardown() {
   assert_success
   [[ -f out/argv.0 ]]
 }
+
+@test "JAX on CPU: two launchers (NNODES=2, one machine) in single mode form one world with a cross-process psum" {
+  userenv_activate "$USERENV_TORCH"
+  export NNODES=2 MASTER_ADDR=127.0.0.1 JAX_PLATFORMS=cpu
+  NODE_RANK=1 "$PRIMUS_CLI" direct --single --script "$WORKLOADS/jax_world.py" -- "$PWD/out" >node1.out 2>&1 &
+  node1=$!
+  status0=0
+  NODE_RANK=0 timeout 180 "$PRIMUS_CLI" direct --single --script "$WORKLOADS/jax_world.py" -- "$PWD/out" >node0.out 2>&1 || status0=$?
+  status1=0
+  wait "$node1" || status1=$?
+  cat node0.out node1.out
+  [[ $status0 -eq 0 && $status1 -eq 0 ]]
+  assert_equal "$(<out/jax.0)" "process_count=2 psum=3"
+  assert_equal "$(<out/jax.1)" "process_count=2 psum=3"
+  grep -q "run_mode=single (--single)" node0.out
+}

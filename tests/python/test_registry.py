@@ -90,7 +90,9 @@ RUNNER_OWN = [
 # Library variables in neither reference that the runner sets or checks (issue 15):
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.
-LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY"]
+LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY",
+               # read by jax.distributed.initialize(); set in run mode single (issue 10)
+               "JAX_COORDINATOR_ADDRESS"]
 # AWS practice around the Neuron runtime (section neuron-aws; each entry cites its AWS source).
 NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM_SOCKET_IFNAME",
               "MALLOC_ARENA_MAX", "XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_SPMD",
