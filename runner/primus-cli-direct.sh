@@ -13,8 +13,11 @@
 #   --single                run the script with python3 directly, without torchrun
 #   --script FILE           training entry (default: config direct.script; when that
 #                           file does not exist, the embedded CPU workload runs)
-#   --env KEY=VALUE|FILE    export KEY=VALUE for the job (repeatable; beats every
-#                           other source). FILE: KEY=VALUE lines, '#' comments
+#   --env KEY=VALUE|KEY|FILE
+#                           export KEY=VALUE for the job (repeatable; beats every
+#                           other source). KEY alone: the exported KEY's value.
+#                           FILE: KEY=VALUE lines, '#' comments. A secret's value
+#                           (*_TOKEN, *_API_KEY, ...) never stays on an argv
 #   --patch FILE            run a patch script after the hooks (repeatable)
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
@@ -90,11 +93,17 @@ parse_args() {
   done
 }
 
-# add_cli_env ITEM: ITEM is KEY=VALUE, or a file of KEY=VALUE lines.
+# add_cli_env ITEM: ITEM is KEY=VALUE, KEY (an exported variable: its value
+# is taken from the environment, as docker run --env KEY does), or a file of
+# KEY=VALUE lines.
 add_cli_env() {
   local item=$1
+  if [[ $item != *=* && $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -v $item && ${!item@a} == *x* ]]; then
+    CLI_ENV+=("$item=${!item}")
+    return
+  fi
   if [[ $item != *=* ]]; then
-    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE nor an existing file; write --env KEY=VALUE or --env path/to/file.env."
+    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE, an exported variable's name, nor an existing file; write --env KEY=VALUE, export KEY first, or --env path/to/file.env."
     read_env_file "$item"
     return
   fi
@@ -522,6 +531,12 @@ run_workload() {
 
 main() {
   parse_args "$@"
+  # A secret given as --env NAME=VALUE leaves this process's argv: start again
+  # with --env NAME and the value in the environment (SPEC section 3).
+  local -a secret_free
+  if primus_secret_env_args secret_free $(($# - ${#WORKLOAD[@]})) "$@"; then
+    exec "$BASH" "${BASH_SOURCE[0]}" "${secret_free[@]}"
+  fi
   primus_pick_python
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   run_prepare

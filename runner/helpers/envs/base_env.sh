@@ -62,13 +62,15 @@ fi
 # ---------------------------------------------------------------------------
 
 # __primus_opts_save: remember errexit/nounset/xtrace (outermost call only) and
-# switch errexit and nounset off, so nothing in the layers can end the caller.
+# switch errexit, nounset and xtrace off, so nothing in the layers can end the
+# caller and a caller's `set -x` neither traces the layers nor shows a secret
+# (PRIMUS_DEBUG=1 traces them through the masking filter: primus_debug_trace_begin).
 __primus_opts_save() {
   __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-0} + 1))
   ((__PRIMUS_OPTS_DEPTH == 1)) || return 0
   __PRIMUS_OPTS_SAVED=$-
-  set +e +u
-  if [[ ${PRIMUS_DEBUG:-0} == 1 ]]; then set -x; fi
+  set +e +u +x
+  if declare -F primus_debug_trace_begin >/dev/null; then primus_debug_trace_begin; fi
   return 0
 }
 
@@ -77,7 +79,8 @@ __primus_opts_restore() {
   __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-1} - 1))
   ((__PRIMUS_OPTS_DEPTH <= 0)) || return 0
   __PRIMUS_OPTS_DEPTH=0
-  case $__PRIMUS_OPTS_SAVED in *x*) ;; *) set +x ;; esac
+  if declare -F primus_debug_trace_end >/dev/null; then primus_debug_trace_end; fi
+  case $__PRIMUS_OPTS_SAVED in *x*) set -x ;; *) set +x ;; esac
   case $__PRIMUS_OPTS_SAVED in *u*) set -u ;; esac
   case $__PRIMUS_OPTS_SAVED in *e*) set -e ;; esac
   return 0
@@ -391,5 +394,6 @@ if [[ -z ${PRIMUS_RUNNER_DIR:-} || ! -f ${PRIMUS_RUNNER_DIR:-}/lib/common.sh ]];
 fi
 # shellcheck source=runner/lib/common.sh
 source "$__PRIMUS_ENVS_DIR/../../lib/common.sh"
+primus_debug_trace_begin
 __primus_base_env_main
 __primus_opts_restore

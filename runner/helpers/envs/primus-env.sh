@@ -140,6 +140,8 @@ __primus_env_main() {
   __primus_envs_dir dir
   # shellcheck source=runner/helpers/envs/base_env.sh
   source "$dir/base_env.sh"
+  # PRIMUS_DEBUG=1: trace the layers after base_env too, secrets masked.
+  primus_debug_trace_begin
   __primus_layer_accelerator "$dir"
   if [[ ${1-} == -- ]]; then
     shift
@@ -164,10 +166,10 @@ if [[ -n ${__PRIMUS_ENV_FIRST:-} ]]; then
   # Shell-option protection comes from base_env.sh, loaded by main; protect
   # the part before it by hand.
   __primus_env_saved_opts=$-
-  set +e +u
-  if [[ ${PRIMUS_DEBUG:-0} == 1 ]]; then set -x; fi
+  set +e +u +x
   __primus_env_main "$@" || __primus_env_rc=$?
-  case $__primus_env_saved_opts in *x*) ;; *) set +x ;; esac
+  if declare -F primus_debug_trace_end >/dev/null; then primus_debug_trace_end; fi
+  case $__primus_env_saved_opts in *x*) set -x ;; *) set +x ;; esac
   case $__primus_env_saved_opts in *u*) set -u ;; esac
   case $__primus_env_saved_opts in *e*) set -e ;; esac
   unset __primus_env_saved_opts __PRIMUS_ENV_FIRST
