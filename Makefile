@@ -15,8 +15,9 @@ SHELLCHECK := $(VENV)/bin/shellcheck
 # TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu to get the CPU build.
 TORCH_VERSION   ?= 2.13.0
 TORCH_INDEX_URL ?=
-# Debian packages the tests use: Slurm daemons and client, munge, numactl.
-APT_PACKAGES := slurmctld slurmd slurm-client munge numactl
+# Debian packages the tests use: Slurm daemons and client, munge, numactl, and
+# podman + runc + catatonit for the real-runtime container suite (tests/container/).
+APT_PACKAGES := slurmctld slurmd slurm-client munge numactl podman runc catatonit
 
 .PHONY: help setup setup-python setup-node setup-system demo test lint bats pytest slurm-test bench clean
 
@@ -55,7 +56,7 @@ demo: setup
 test: setup setup-system lint pytest bats slurm-test
 
 lint: setup-python
-	SHELLCHECK=$(SHELLCHECK) tests/lint.sh
+	SHELLCHECK=$(SHELLCHECK) RUFF=$(VENV)/bin/ruff MYPY=$(VENV)/bin/mypy tests/lint.sh
 
 pytest: setup-python
 	$(PY) -m pytest -q tests/python

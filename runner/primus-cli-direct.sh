@@ -13,11 +13,13 @@
 #   --single                run the script with python3 directly, without torchrun
 #   --script FILE           training entry (default: config direct.script; when that
 #                           file does not exist, the embedded CPU workload runs)
-#   --env KEY=VALUE|KEY|FILE
+#   --env KEY=VALUE|FILE|NAME
 #                           export KEY=VALUE for the job (repeatable; beats every
-#                           other source). KEY alone: the exported KEY's value.
-#                           FILE: KEY=VALUE lines, '#' comments. A secret's value
-#                           (*_TOKEN, *_API_KEY, ...) never stays on an argv
+#                           other source). FILE: KEY=VALUE lines, '#' comments;
+#                           NAME: the value NAME has in the environment. A
+#                           secret NAME=VALUE (*_TOKEN, *_API_KEY, ...) is moved
+#                           off the command line: the launcher restarts itself
+#                           with --env NAME and the value in its environment
 #   --patch FILE            run a patch script after the hooks (repeatable)
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
@@ -93,18 +95,19 @@ parse_args() {
   done
 }
 
-# add_cli_env ITEM: ITEM is KEY=VALUE, KEY (an exported variable: its value
-# is taken from the environment, as docker run --env KEY does), or a file of
-# KEY=VALUE lines.
+# add_cli_env ITEM: ITEM is KEY=VALUE, or a file of KEY=VALUE lines, or NAME.
 add_cli_env() {
   local item=$1
-  if [[ $item != *=* && $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -v $item && ${!item@a} == *x* ]]; then
-    CLI_ENV+=("$item=${!item}")
-    return
-  fi
   if [[ $item != *=* ]]; then
-    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE, an exported variable's name, nor an existing file; write --env KEY=VALUE, export KEY first, or --env path/to/file.env."
-    read_env_file "$item"
+    if [[ -f $item ]]; then
+      read_env_file "$item"
+    elif [[ $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -n ${!item+set} ]]; then
+      # --env NAME: the value NAME has in the environment (how primus-cli
+      # container hands values in without putting them on an argv).
+      CLI_ENV+=("$item=${!item}")
+    else
+      bad_usage "--env '$item' is neither KEY=VALUE, an existing file, nor a variable set in the environment; write --env KEY=VALUE or --env path/to/file.env."
+    fi
     return
   fi
   check_env_item "$item" "--env"
@@ -296,8 +299,8 @@ finish_layers() {
   if declare -F primus_xla_apply_append >/dev/null; then
     primus_xla_apply_append
   fi
-  if declare -F primus_neuron_validate_cores >/dev/null; then
-    primus_neuron_validate_cores || exit "$PRIMUS_EXIT_INVALID"
+  if declare -F primus_neuron_slices >/dev/null; then
+    primus_neuron_slices  # the Neuron checks are env check's (run_env_check)
   fi
 }
 

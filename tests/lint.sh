@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# tests/lint.sh: shellcheck every shell file of the repository (`make lint`).
-# A shell file is *.sh, *.bash, *.bats, runner/primus-cli, .ci/run, or any
-# tracked/untracked (not ignored) file whose first line names bash or sh.
+# tests/lint.sh: the lint gate (`make lint`); each step can fail it:
+#   - shellcheck: every shell file: *.sh, *.bash, *.bats, runner/primus-cli, .ci/run, or any
+#     tracked/untracked (not ignored) file whose first line names bash or sh
+#   - ruff: python/ and tests/ (rules in pyproject.toml [tool.ruff])
+#   - mypy: strict on the package python/primus_runner (pyproject.toml [tool.mypy])
+# Tools: SHELLCHECK, RUFF, MYPY (default: the project's .venv/bin/...).
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -9,6 +12,8 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
 fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 shellcheck=${SHELLCHECK:-.venv/bin/shellcheck}
+ruff=${RUFF:-.venv/bin/ruff}
+mypy=${MYPY:-.venv/bin/mypy}
 
 files=()
 while IFS= read -r -d '' f; do
@@ -25,3 +30,6 @@ done < <(git ls-files -z -co --exclude-standard)
 
 "$shellcheck" -x "${files[@]}"
 echo "shellcheck: ${#files[@]} files clean"
+"$ruff" check --quiet python tests
+echo "ruff: python tests clean"
+"$mypy"  # files and strictness from pyproject.toml

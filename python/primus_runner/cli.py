@@ -16,6 +16,7 @@ from primus_runner.errors import PrimusError
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("primus_runner.config_cmd", "show the merged configuration, render ${VAR} templates"),
     "launch": ("primus_runner.launch", "internal: resolve config, ranks and devices for a launch"),
+    "container": ("primus_runner.container", "internal: plan a container launch (runtime argv, env)"),
     "env": ("primus_runner.env_cmd", "list, explain, check, show and document environment variables"),
     "hostlist": ("primus_runner.hostlist", "expand or compress Slurm hostlist expressions"),
     "ranks": ("primus_runner.ranks", "map scheduler variables to NNODES/NODE_RANK/MASTER_ADDR"),

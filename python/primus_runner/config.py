@@ -17,12 +17,12 @@ import sys
 import zlib
 from collections.abc import Iterator, Mapping
 
+from primus_runner.errors import MissingError, UsageError
+from primus_runner.records import dataclass, field
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
-
-from primus_runner.errors import MissingError, UsageError
-from primus_runner.records import dataclass, field
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))  # python/primus_runner -> repo
@@ -38,7 +38,9 @@ def system_config_path() -> str:
 
 
 def user_config_path() -> str:
-    return os.path.join(os.path.expanduser("~"), ".primus.yaml")
+    """PRIMUS_USER_CONFIG (the container launcher's mount of the host user's file),
+    else ~/.primus.yaml."""
+    return os.environ.get("PRIMUS_USER_CONFIG") or os.path.join(os.path.expanduser("~"), ".primus.yaml")
 
 
 @dataclass
@@ -72,7 +74,7 @@ def parse_yaml(text: str, path: str) -> dict[str, Any]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - safe loader
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
@@ -128,7 +130,8 @@ def _json_copy_for(text: str, json_copy: str) -> dict[str, Any] | None:
         return None
     if stored.get("checksum") != checksum(text):
         return None
-    return stored.get("data")
+    data: dict[str, Any] | None = stored.get("data")
+    return data
 
 
 def write_system_json(out: str = SYSTEM_JSON) -> str:

@@ -17,8 +17,8 @@ import sys
 from typing import Any
 
 from primus_runner import config as cfgmod
-from primus_runner.config import config_records, encode_records
 from primus_runner import log
+from primus_runner.config import config_records, encode_records
 from primus_runner.masking import mask
 
 

@@ -22,11 +22,11 @@ A key left empty in YAML (``key:``, null) means "not set" for every type.
 """
 from __future__ import annotations
 
+from primus_runner.errors import closest
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
-
-from primus_runner.errors import closest
 
 # key -> type (see the module docstring). Sections are the key prefixes.
 SCHEMA: dict[str, str] = {

@@ -54,9 +54,10 @@ import socket
 import sys
 import time
 from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from primus_runner import indexed_dataset as idx
 from primus_runner import log, tokenizer
@@ -321,7 +322,7 @@ def remove_dead_temporaries(prefix: str) -> list[str]:
     """Remove ``<prefix>.tmp-<this host>-<pid>*`` files whose process is gone."""
     directory, base = os.path.split(prefix)
     mark = f"{base}.tmp-{socket.gethostname()}-"
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory or ".")
     except OSError:
@@ -506,7 +507,7 @@ def ensure_prepared(plan: DataPlan, *, node_rank: int, local_rank: int, env: Map
 # ---------------------------------------------------------------- API for the workload
 
 
-def load_tokens(prefix: str) -> array:
+def load_tokens(prefix: str) -> array[int]:
     """All tokens of an indexed dataset, in order (documents concatenated)."""
     try:
         return idx.read_dataset(prefix).tokens
@@ -515,7 +516,7 @@ def load_tokens(prefix: str) -> array:
 
 
 def training_tokens(data_cfg: Mapping[str, Any], *, workspace: str, node_rank: int, local_rank: int,
-                    env: Mapping[str, str] | None = None) -> tuple[array, int]:
+                    env: Mapping[str, str] | None = None) -> tuple[array[int], int]:
     """(token ids of the training split, vocabulary size) for one rank."""
     env = os.environ if env is None else env
     plan = resolve_plan(data_cfg, env, workspace)

@@ -16,16 +16,21 @@ import json
 import os
 import sys
 from types import SimpleNamespace
+
 from primus_runner.errors import MissingError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
+    from typing import Any
+
+    from primus_runner.registry import Registry, Variable
 
 PROG = "primus-cli env"
 
 
-def _formatter(prog: str) -> "argparse.HelpFormatter":
+def _formatter(prog: str) -> argparse.HelpFormatter:
     """A help formatter with a fixed width: the default one imports shutil (~6 ms) on
     every parse just to read the terminal size."""
     columns = os.environ.get("COLUMNS", "")
@@ -35,7 +40,7 @@ def _formatter(prog: str) -> "argparse.HelpFormatter":
     return argparse.HelpFormatter(prog, width=width)
 
 
-def _parser() -> "argparse.ArgumentParser":
+def _parser() -> argparse.ArgumentParser:
     import argparse
 
     class _SubParser(argparse.ArgumentParser):
@@ -138,8 +143,18 @@ def main(argv: list[str]) -> int:
     return cmd_docs(args.out)
 
 
+# What the cluster check does with a variable of each scope (registry field `scope`).
+SCOPE_WORDS = {
+    "cluster-uniform": "must be identical on every node; the cluster check stops the launch otherwise",
+    "per-node": "may differ per node; the cluster check compares what it means (subnet, link "
+                "layer, GID type and family)",
+    "per-process": "set per rank; never compared",
+    "local": "this host's own business; never compared or sent to other nodes",
+}
+
+
 # --------------------------------------------------------------------------- list
-def variable_dict(var) -> dict:
+def variable_dict(var: Variable) -> dict[str, Any]:
     return {
         "name": var.name, "type": var.type, "accepted": var.accepted(),
         "values": list(var.values) if var.values is not None else None,
@@ -152,7 +167,7 @@ def variable_dict(var) -> dict:
         "deprecated": None if var.deprecated is None else {
             "status": var.deprecated.status, "replacement": list(var.deprecated.replacement),
             "effect": var.deprecated.effect},
-        "rules": list(var.rules),
+        "rules": list(var.rules), "source": var.source, "scope": var.scope,
     }
 
 
@@ -222,13 +237,14 @@ def cmd_explain(name: str) -> int:
     field("subsystem", f"{var.subsystem} ({var.section_title}; {var.reference})")
     field("set by", var.set_by or "-")
     field("used by", var.used_by or "-")
+    field("scope", f"{var.scope} ({SCOPE_WORDS[var.scope]})")
     if var.launcher_default is not None:
         field("launcher", f"base_env.sh / direct launcher export {var.launcher_default!r}")
     if var.launcher_derived is not None:
         field("launcher", f"base_env.sh derives it from {var.launcher_derived}")
-    field("container", "forwarded (on the section 11 allowlist)" if var.forwarded else
-          ("not needed (read by the launcher on the host)" if var.host else
-           "not forwarded: pass it with --env NAME=VALUE"))
+    if var.source:
+        field("source", var.source)
+    field("container", _container_cell(reg, var, long=True))
     if var.secret:
         field("secret", "yes: the value is passed through but printed as ****")
     if var.deprecated is not None:
@@ -260,9 +276,9 @@ def read_env_file(path: str) -> dict[str, str]:
         with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             text = handle.read()
     except FileNotFoundError:
-        raise MissingError(f"--env-file '{path}' not found; give a file of KEY=VALUE lines")
+        raise MissingError(f"--env-file '{path}' not found; give a file of KEY=VALUE lines") from None
     except OSError as exc:
-        raise MissingError(f"--env-file '{path}' cannot be read: {exc.strerror}")
+        raise MissingError(f"--env-file '{path}' cannot be read: {exc.strerror}") from None
     env: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -288,9 +304,11 @@ def shown(value: str) -> str:
     return "'" + escaped.replace("'", "'\\''") + "'"
 
 
-def cmd_check(args: SimpleNamespace, environ: dict[str, str] | None = None) -> int:
+def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str] | None = None,
+              forwarded: tuple[str, ...] = ()) -> int:
     """``env check``; ``environ`` replaces os.environ (the launcher's serve step
-    hands over the final launch environment this way)."""
+    hands over the final launch environment this way); ``forwarded``: names a
+    container launch passes explicitly."""
     from primus_runner.rules import CheckContext, check, exit_code
 
     if args.env_file:
@@ -300,6 +318,8 @@ def cmd_check(args: SimpleNamespace, environ: dict[str, str] | None = None) -> i
     else:
         env = dict(os.environ) if environ is None else environ
     context = CheckContext.from_env(env, container=args.container)
+    if forwarded:
+        context = context.replace(forwarded=forwarded)
     findings = check(env, accelerator=args.accelerator, context=context)
     code = exit_code(findings, strict=args.strict)
     if args.strict:
@@ -324,6 +344,17 @@ def cmd_check(args: SimpleNamespace, environ: dict[str, str] | None = None) -> i
 
 
 # --------------------------------------------------------------------------- docs
+def _container_cell(reg: Any, var: Any, long: bool) -> str:
+    """How a host value of ``var`` reaches a container launch."""
+    if reg.container_forwards(var.name):
+        return "forwarded (section 11 allowlist)" if var.forwarded else "forwarded (prefix)"
+    if reg.container_forwards(var.name, neuron=True):
+        return "forwarded on Neuron hosts (prefix)"
+    if var.host:
+        return "not needed (read by the launcher on the host)" if long else "host only"
+    return "not forwarded: pass it with --env NAME" if long else "not forwarded (use --env)"
+
+
 def cmd_docs(out: str | None) -> int:
     from primus_runner.registry import load
 
@@ -357,7 +388,7 @@ def _anchor(title: str) -> str:
     return keep.replace(" ", "-")
 
 
-def render_docs(reg) -> str:
+def render_docs(reg: Registry) -> str:
     out: list[str] = []
     add = out.append
     add("# Environment variables")
@@ -396,9 +427,15 @@ def render_docs(reg) -> str:
     add("## Container allowlist")
     add("")
     add("Forwarded from the host into the container when set (Primus reference section 11), in "
-        "this order. Anything else, `TE_*` included, needs `--env NAME=VALUE`.")
+        "this order:")
     add("")
     add(", ".join(f"`{name}`" for name in reg.container_forwarded()))
+    add("")
+    add("Also forwarded when set: every name starting with "
+        + ", ".join(f"`{p}`" for p in reg.forward_prefixes) + "; on Neuron hosts also "
+        + ", ".join(f"`{p}`" for p in reg.forward_prefixes_neuron) + ". Never forwarded (the "
+        "container launcher sets them): " + ", ".join(f"`{n}`" for n in sorted(reg.container_own))
+        + ". Anything else, `TE_*` included, needs `--env NAME` or `--env NAME=VALUE`.")
     add("")
     add("## Managed XLA flags")
     add("")
@@ -448,7 +485,7 @@ def render_docs(reg) -> str:
     return "\n".join(out)
 
 
-def _render_variable(reg, var, add) -> None:
+def _render_variable(reg: Registry, var: Variable, add: Callable[[str], None]) -> None:
     add(f"### `{var.name}`")
     add("")
     add(_md(var.description))
@@ -462,12 +499,15 @@ def _render_variable(reg, var, add) -> None:
     add(f"| Subsystem | `{var.subsystem}` |")
     add(f"| Set by | {_cell(var.set_by or '-')} |")
     add(f"| Used by | {_cell(var.used_by or '-')} |")
+    add(f"| Across nodes | `{var.scope}`: {SCOPE_WORDS[var.scope]} |")
     if var.launcher_default is not None:
         shown_default = f"`{var.launcher_default}`" if var.launcher_default else '"" (empty)'
         add(f"| Launcher default | {shown_default} |")
     if var.launcher_derived is not None:
         add(f"| Launcher derives from | {_cell(var.launcher_derived)} |")
-    add(f"| Container | {'forwarded' if var.forwarded else ('host only' if var.host else 'not forwarded (use --env)')} |")
+    if var.source:
+        add(f"| Source | {_cell(var.source)} |")
+    add(f"| Container | {_container_cell(reg, var, long=False)} |")
     if var.secret:
         add("| Secret | yes (printed as `****`) |")
     if var.deprecated is not None:

@@ -33,12 +33,14 @@ import os
 import struct
 import sys
 from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Sequence
+from itertools import pairwise
+from typing import BinaryIO
 
 INDEX_HEADER = b"MMIDIDX\x00\x00"
 INDEX_VERSION = 1
-# dtype code -> array typecode (all fixed-size on the platforms we run on).
+# dtype code -> array[int] typecode (all fixed-size on the platforms we run on).
 DTYPE_TYPECODES: dict[int, str] = {1: "B", 2: "b", 3: "h", 4: "i", 5: "q", 6: "d", 7: "f", 8: "H"}
 DTYPE_NAMES: dict[int, str] = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64",
                                6: "float64", 7: "float32", 8: "uint16"}
@@ -66,14 +68,14 @@ def _itemsize(code: int) -> int:
     return array(DTYPE_TYPECODES[code]).itemsize
 
 
-def _little_endian(values: array) -> bytes:
+def _little_endian(values: array[int]) -> bytes:
     if sys.byteorder == "big":
         values = array(values.typecode, values)
         values.byteswap()
     return values.tobytes()
 
 
-def _from_little_endian(typecode: str, data: bytes) -> array:
+def _from_little_endian(typecode: str, data: bytes) -> array[int]:
     values = array(typecode)
     values.frombytes(data)
     if sys.byteorder == "big":
@@ -103,7 +105,7 @@ class IndexedDatasetWriter:
         self.typecode = DTYPE_TYPECODES[dtype_code]
         self.sequence_lengths = array("i")
         self.document_indices = array("q", [0])
-        self._stream: BinaryIO = open(bin_file, "wb")
+        self._stream: BinaryIO = open(bin_file, "wb")  # noqa: SIM115 (closed by finalize)
 
     def add_document(self, tokens: Sequence[int]) -> None:
         """Append one document made of one sequence."""
@@ -124,7 +126,7 @@ class IndexedDatasetWriter:
             self._stream.close()
 
 
-def sequence_pointers(lengths: Sequence[int], itemsize: int) -> array:
+def sequence_pointers(lengths: Sequence[int], itemsize: int) -> array[int]:
     pointers = array("q")
     offset = 0
     for length in lengths:
@@ -133,7 +135,7 @@ def sequence_pointers(lengths: Sequence[int], itemsize: int) -> array:
     return pointers
 
 
-def write_index(path: str, dtype_code: int, lengths: array, document_indices: array) -> None:
+def write_index(path: str, dtype_code: int, lengths: array[int], document_indices: array[int]) -> None:
     pointers = sequence_pointers(lengths, _itemsize(dtype_code))
     with open(path, "wb") as stream:
         stream.write(_FIXED_HEADER.pack(INDEX_HEADER, INDEX_VERSION, dtype_code,
@@ -167,15 +169,15 @@ class IndexedDataset:
 
     prefix: str
     dtype_code: int
-    sequence_lengths: array
-    sequence_pointers: array
-    document_indices: array
-    tokens: array
+    sequence_lengths: array[int]
+    sequence_pointers: array[int]
+    document_indices: array[int]
+    tokens: array[int]
 
     def __len__(self) -> int:
         return len(self.sequence_lengths)
 
-    def __getitem__(self, index: int) -> array:
+    def __getitem__(self, index: int) -> array[int]:
         start = self.sequence_pointers[index] // self.tokens.itemsize
         return self.tokens[start:start + self.sequence_lengths[index]]
 
@@ -184,7 +186,7 @@ class IndexedDataset:
         return len(self.tokens)
 
 
-def read_index(path: str) -> tuple[int, array, array, array]:
+def read_index(path: str) -> tuple[int, array[int], array[int], array[int]]:
     """(dtype code, sequence lengths, pointers, document indices) of an .idx file."""
     try:
         with open(path, "rb") as stream:
@@ -211,7 +213,7 @@ def read_index(path: str) -> tuple[int, array, array, array]:
     pointers = _from_little_endian("q", data[offset:offset + 8 * count])
     offset += 8 * count
     docs = _from_little_endian("q", data[offset:offset + 8 * doc_count])
-    if doc_count == 0 or docs[0] != 0 or docs[-1] != count or any(a > b for a, b in zip(docs, docs[1:])):
+    if doc_count == 0 or docs[0] != 0 or docs[-1] != count or any(a > b for a, b in pairwise(docs)):
         raise IndexedDatasetError(f"{path}: document indices must rise from 0 to the sequence count {count}")
     if pointers != sequence_pointers(lengths, _itemsize(code)):
         raise IndexedDatasetError(f"{path}: sequence pointers do not match the sequence lengths")

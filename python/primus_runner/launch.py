@@ -30,15 +30,14 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
-    from typing import Any
-
 from primus_runner import config as cfgmod
 from primus_runner import log
 from primus_runner.config import config_records, encode_records
 
-if False:  # annotations only (importing ranks here would slow `launch --help`)
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs ~8 ms, ranks would slow `launch --help`
+    from typing import Any
+
     from primus_runner import ranks
 
 DIST_KEYS = {
@@ -94,7 +93,7 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     return out
 
 
-def _gpus_per_node_is_a_default(mapping: "ranks.RankMap", cfg: cfgmod.Config) -> bool:
+def _gpus_per_node_is_a_default(mapping: ranks.RankMap, cfg: cfgmod.Config) -> bool:
     """True when GPUS_PER_NODE comes only from runner/.primus.yaml or the
     reference (not from the user, a scheduler, ~/.primus.yaml or --config)."""
     origin = mapping.origins.get("GPUS_PER_NODE")

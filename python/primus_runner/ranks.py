@@ -16,10 +16,14 @@ value out of range.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from primus_runner.records import asdict, dataclass, field
+from collections.abc import Callable, Mapping
 
 from primus_runner.errors import UsageError
+from primus_runner.records import asdict, dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
+    from typing import Any
 
 BUILTIN_DEFAULTS = {
     "MASTER_ADDR": "localhost",
@@ -59,13 +63,29 @@ class RankMap:
             "GPUS_PER_NODE": str(self.gpus_per_node),
         }
 
-    def neuron_root_comm_id(self) -> str:
-        """``host:port`` for NEURON_RT_ROOT_COMM_ID (IPv6 in brackets)."""
-        host = f"[{self.master_addr}]" if ":" in self.master_addr else self.master_addr
-        return f"{host}:{self.master_port}"
+    def neuron_root_comm_id(self, port: int | None = None) -> str:
+        """NEURON_RT_ROOT_COMM_ID for this job (see :func:`neuron_root_comm_id`)."""
+        return neuron_root_comm_id(self.master_addr, self.master_port, port)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = asdict(self)
+        return data
+
+
+def neuron_root_comm_id(master_addr: str, master_port: int, port: int | None = None) -> str:
+    """The one derivation of NEURON_RT_ROOT_COMM_ID (the Neuron layer asks for it
+    on multi-node jobs): ``host:port`` of the rank-0 node. ``port`` is
+    PRIMUS_NEURON_ROOT_COMM_PORT when given, else MASTER_PORT+1 (MASTER_PORT-1
+    for 65535), so it never collides with the torch rendezvous store on
+    MASTER_PORT; the same on every node because it derives from shared values.
+    An IPv6 host is put in brackets (``[fd00::10]:29501``), as PyTorch/XLA's own
+    Neuron set-up does (torch_xla/_internal/neuron.py, set_rt_root_comm_id)."""
+    host = master_addr.strip()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    if port is None:
+        port = master_port + 1 if master_port < 65535 else master_port - 1
+    return f"{host}:{port}"
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -76,13 +96,13 @@ def _get(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _first(env: Mapping[str, str], *names: str) -> tuple[str | None, str | None]:
-    """(value, name) of the first set variable among ``names``."""
+def _first(env: Mapping[str, str], *names: str) -> tuple[str | None, str]:
+    """(value, name) of the first set variable among ``names``; (None, "") when none is."""
     for name in names:
         value = _get(env, name)
         if value is not None:
             return value, name
-    return None, None
+    return None, ""
 
 
 def _where(origin: str) -> str:
@@ -130,7 +150,7 @@ def is_valid_host(value: str) -> bool:
 def is_loopback(value: str) -> bool:
     lowered = value.lower().rstrip(".")
     return (lowered in ("localhost", "localhost.localdomain", "ip6-localhost", "::1", "[::1]")
-            or lowered.startswith("127.") and bool(_IPV4.match(lowered)))
+            or (lowered.startswith("127.") and bool(_IPV4.match(lowered))))
 
 
 def short_name(host: str) -> str:
@@ -189,7 +209,7 @@ class _Resolver:
         return _get(self.env, name)
 
     def take(self, name: str, sched_value: str | None, sched_origin: str | None,
-             compare=None) -> None:
+             compare: Callable[[str, str], bool] | None = None) -> None:
         """Set ``name`` from the user, else the scheduler, else config, else built-in."""
         user = self.user(name)
         if user is not None:
@@ -222,7 +242,7 @@ def _same_host(user: str, first: str) -> bool:
     return user == first or short_name(user) == short_name(first) or is_ip_literal(user)
 
 
-def _slurm(r: _Resolver) -> tuple[dict, int, str | None]:
+def _slurm(r: _Resolver) -> tuple[dict[str, tuple[str, str]], int, str | None]:
     """Scheduler values (value, origin) from Slurm; also tasks on this node and the node list."""
     env = r.env
     values: dict[str, tuple[str, str]] = {}
@@ -235,7 +255,7 @@ def _slurm(r: _Resolver) -> tuple[dict, int, str | None]:
         nnodes = parse_int(nnodes_n, nnodes_v, 1)
         step_level = (nnodes_n == "SLURM_STEP_NUM_NODES") == (list_n == "SLURM_STEP_NODELIST")
         if listed is not None and step_level and listed != nnodes:
-            raise UsageError(f"{nnodes_n}={nnodes_v} but {list_n}='{list_v[:120]}' names {listed} "
+            raise UsageError(f"{nnodes_n}={nnodes_v} but {list_n}='{(list_v or '')[:120]}' names {listed} "
                              "hosts; the Slurm environment is inconsistent. Fix: run the entry "
                              "through srun in the allocation, or unset the stale variable.")
         values["NNODES"] = (str(nnodes), nnodes_n)
@@ -286,7 +306,7 @@ def _slurm(r: _Resolver) -> tuple[dict, int, str | None]:
     return values, tasks_here, list_v
 
 
-def _mpi(r: _Resolver, source: str) -> tuple[dict, int]:
+def _mpi(r: _Resolver, source: str) -> tuple[dict[str, tuple[str, str]], int]:
     env = r.env
     values: dict[str, tuple[str, str]] = {}
     rank_v, rank_n = _first(env, "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -325,7 +345,7 @@ def _pet_nnodes(r: _Resolver, value: str) -> str:
                      f"count. Fix: export NNODES=<{lo}..{hi}> or make the PyTorchJob non-elastic.")
 
 
-def _pytorchjob(r: _Resolver) -> dict:
+def _pytorchjob(r: _Resolver) -> dict[str, tuple[str, str]]:
     env = r.env
     values: dict[str, tuple[str, str]] = {}
     nnodes = _get(env, "PET_NNODES")
@@ -423,9 +443,12 @@ def main(argv: list[str]) -> int:
         description="Map scheduler variables (Slurm, OpenMPI/PMIx, PyTorchJob PET_*, JobSet) "
                     "and exported values to MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK and "
                     "GPUS_PER_NODE. Exported values win unless they contradict the scheduler.")
-    parser.add_argument("--format", choices=("shell", "json", "nul", "table"), default="shell",
+    parser.add_argument("--format", choices=("shell", "json", "nul", "table", "neuron-root-comm"),
+                        default="shell",
                         help="shell: export lines; json: everything incl. source and origins; "
-                             "nul: NAME\\0VALUE\\0 records for the launcher; table: aligned text")
+                             "nul: NAME\\0VALUE\\0 records for the launcher; table: aligned text; "
+                             "neuron-root-comm: the NEURON_RT_ROOT_COMM_ID value alone "
+                             "(port PRIMUS_NEURON_ROOT_COMM_PORT, else MASTER_PORT+1)")
     parser.add_argument("--default", action="append", default=[], metavar="NAME=VALUE",
                         help="a config-file value used when neither the environment nor the "
                              "scheduler gives one (repeatable)")
@@ -438,6 +461,11 @@ def main(argv: list[str]) -> int:
                              f"{', '.join(BUILTIN_DEFAULTS)}")
         defaults[name] = value
     result = resolve(os.environ, defaults)
+    if args.format == "neuron-root-comm":
+        raw = _get(os.environ, "PRIMUS_NEURON_ROOT_COMM_PORT")
+        port = parse_int("PRIMUS_NEURON_ROOT_COMM_PORT", raw, 1024, 65535) if raw else None
+        print(result.neuron_root_comm_id(port))
+        return 0
     if args.format == "json":
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
     elif args.format == "nul":

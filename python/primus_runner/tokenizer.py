@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from typing import Iterator
+from collections.abc import Iterator
 
 NAME = "byte"
 EOD = 256
@@ -30,7 +30,7 @@ def split_documents(corpus: bytes) -> Iterator[bytes]:
             yield part
 
 
-def encode_document(document: bytes) -> array:
+def encode_document(document: bytes) -> array[int]:
     """Token ids of one document, ending with EOD."""
     tokens = array("H")
     tokens.extend(document)  # extend() takes the ints; array("H", bytes) would reinterpret the buffer
@@ -38,7 +38,7 @@ def encode_document(document: bytes) -> array:
     return tokens
 
 
-def decode(tokens: list[int] | array) -> str:
+def decode(tokens: list[int] | array[int]) -> str:
     """Text of token ids; EOD becomes a blank line."""
     out = bytearray()
     for token in tokens:

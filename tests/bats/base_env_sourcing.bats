@@ -100,7 +100,7 @@ setup() {
   assert_line rc=0
   [ "$(grep -c 'base_env cluster:' <<<"$output")" -eq 1 ]
   assert_env PYTHONPATH "$REPO_ROOT/python:$REPO_ROOT"
-  assert_env TORCH_COMPILE_CACHE_KEY_TAG primus-bufops-war-v1
+  refute_env TORCH_COMPILE_CACHE_KEY_TAG
 }
 
 @test "from another working directory and through a symlink: paths resolve to the repo" {

@@ -10,33 +10,36 @@ load_env() {
   assert_success
 }
 
-@test "each ROCm GPU model loads its own layer (case-insensitive model name)" {
+@test "each ROCm GPU model loads its own layer (case-insensitive model name), values of behaviour sheet 6" {
   load_env PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=mi325x PRIMUS_SKIP_VALIDATION=1
   assert_output --partial "GPU-model layer MI325X.sh"
-  assert_env HSA_XNACK 0
-  assert_env GPU_MAX_HEAP_SIZE 100
-  assert_env HSA_KERNARG_POOL_SIZE 12582912
+  refute_env RCCL_WARP_SPEED_AUTO
+  refute_env HSA_XNACK
+  refute_env GPU_MAX_HEAP_SIZE
+  refute_env HSA_KERNARG_POOL_SIZE
   load_env PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI355X PRIMUS_SKIP_VALIDATION=1
-  assert_env HSA_XNACK 1
-  assert_env HSA_ENABLE_INTERRUPT 1
-  assert_env HSA_KERNARG_POOL_SIZE 8388608
+  assert_output --partial "GPU-model layer MI355X.sh"
+  assert_env RCCL_WARP_SPEED_AUTO 0
+  refute_env HSA_XNACK
+  refute_env HSA_ENABLE_INTERRUPT
+  refute_env HSA_KERNARG_POOL_SIZE
+  load_env PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI355X PRIMUS_SKIP_VALIDATION=1 RCCL_WARP_SPEED_AUTO=1
+  assert_env RCCL_WARP_SPEED_AUTO 1
 }
 
 @test "unknown GPU model: a warning naming the accepted models, base defaults only" {
   load_env PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI250X PRIMUS_SKIP_VALIDATION=1
   assert_line rc=0
   [[ $stderr == *"GPU model 'MI250X' has no layer (accepted: MI300X, MI325X, MI355X); using the base defaults only"* ]]
-  refute_env HSA_XNACK
+  refute_env RCCL_WARP_SPEED_AUTO
   assert_env HSA_NO_SCRATCH_RECLAIM 1
-  assert_env TORCH_COMPILE_CACHE_KEY_TAG primus-bufops-war-v1
+  assert_env GPU_MAX_HW_QUEUES 2
 }
 
-@test "TORCH_COMPILE_CACHE_KEY_TAG: appended to a user's value, never replaced, never twice; ROCm only" {
-  load_env PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X PRIMUS_SKIP_VALIDATION=1 TORCH_COMPILE_CACHE_KEY_TAG=mine
-  assert_env TORCH_COMPILE_CACHE_KEY_TAG mine,primus-bufops-war-v1
-  load_env PRIMUS_ACCELERATOR=rocm PRIMUS_SKIP_VALIDATION=1 TORCH_COMPILE_CACHE_KEY_TAG=a,primus-bufops-war-v1,b
-  assert_env TORCH_COMPILE_CACHE_KEY_TAG a,primus-bufops-war-v1,b
-  load_env PRIMUS_ACCELERATOR=cuda PRIMUS_SKIP_VALIDATION=1 TORCH_COMPILE_CACHE_KEY_TAG=mine
+@test "TORCH_COMPILE_CACHE_KEY_TAG is never set by the layers (Primus's Python patch owns it); a user value is untouched" {
+  load_env PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X PRIMUS_SKIP_VALIDATION=1
+  refute_env TORCH_COMPILE_CACHE_KEY_TAG
+  load_env PRIMUS_ACCELERATOR=rocm PRIMUS_SKIP_VALIDATION=1 TORCH_COMPILE_CACHE_KEY_TAG=mine
   assert_env TORCH_COMPILE_CACHE_KEY_TAG mine
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from primus_runner import config as cfgmod
 from primus_runner import config_schema as schema
 from primus_runner.errors import UsageError

@@ -38,7 +38,7 @@ def independent_tokens(prefix: str) -> list[int]:
     fmt = {8: "H", 4: "i"}[code]
     data = Path(prefix + ".bin").read_bytes()
     out: list[int] = []
-    for n, p in zip(lengths, pointers):
+    for n, p in zip(lengths, pointers, strict=True):
         out.extend(struct.unpack_from(f"<{n}{fmt}", data, p))
     return out
 
@@ -61,7 +61,7 @@ def base_env(**extra: str) -> dict[str, str]:
 
 
 def start(args: list[str], env: dict[str, str], out: Path) -> subprocess.Popen:
-    stream = open(out, "wb")
+    stream = open(out, "wb")  # noqa: SIM115 (the caller closes it after the process ends)
     proc = subprocess.Popen([sys.executable, "-m", "primus_runner", "data", *args], env=env,
                             stdout=stream, stderr=subprocess.STDOUT)
     stream.close()
@@ -140,9 +140,10 @@ def test_timeout_env_beats_config() -> None:
 
 
 def test_unknown_key_and_bad_fraction_are_usage_errors() -> None:
-    with pytest.raises(UsageError, match="unknown data config key 'eval_fracton' \\(did you mean 'eval_fraction'\\?\\)"):
+    with pytest.raises(UsageError,
+                       match=r"unknown data config key 'eval_fracton' \(did you mean 'eval_fraction'\?\)"):
         dataprep.resolve_plan({"eval_fracton": 0.1}, {}, "/ws")
-    with pytest.raises(UsageError, match="'eval_fraction: 1.5' is not a fraction"):
+    with pytest.raises(UsageError, match=r"'eval_fraction: 1\.5' is not a fraction"):
         dataprep.resolve_plan({"eval_fraction": 1.5}, {}, "/ws")
 
 
@@ -301,7 +302,7 @@ def test_training_tokens_api_local_rank_waits_for_local_rank_0(tmp_path: Path, c
         try:
             results["waiter"] = dataprep.training_tokens(cfg, workspace=str(tmp_path), node_rank=0, local_rank=1,
                                                          env={})
-        except Exception as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # noqa: BLE001 (reported below)
             results["waiter"] = exc
 
     thread = threading.Thread(target=waiter)
@@ -350,7 +351,7 @@ def test_status_command_exit_codes(tmp_path: Path, corpus: Path) -> None:
     assert now.returncode == 3 and "state=failed" in now.stdout and "detail=nope" in now.stdout
     ok = subprocess.run([*cmd[:4], "prepare", *cmd[5:]], env=base_env(), capture_output=True, timeout=30)
     assert ok.returncode == 0
-    done = subprocess.run(cmd + ["--format", "json"], env=base_env(), capture_output=True, text=True, timeout=30)
+    done = subprocess.run([*cmd, "--format", "json"], env=base_env(), capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and json.loads(done.stdout)["state"] == "complete"
 
 

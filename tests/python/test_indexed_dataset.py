@@ -29,9 +29,9 @@ def independent_read(prefix: str) -> dict:
     off += 8 * seqs
     doc_idx = list(struct.unpack_from(f"<{docs}q", raw, off))
     off += 8 * docs
-    fmt, size = {8: ("H", 2), 4: ("i", 4)}[code]
+    fmt = {8: "H", 4: "i"}[code]
     data = Path(prefix + ".bin").read_bytes()
-    sequences = [list(struct.unpack_from(f"<{n}{fmt}", data, p)) for n, p in zip(lengths, pointers)]
+    sequences = [list(struct.unpack_from(f"<{n}{fmt}", data, p)) for n, p in zip(lengths, pointers, strict=True)]
     return {"magic": magic, "version": version, "code": code, "lengths": lengths, "pointers": pointers,
             "doc_idx": doc_idx, "trailing": len(raw) - off, "bin_size": len(data), "sequences": sequences}
 

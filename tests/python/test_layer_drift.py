@@ -35,12 +35,14 @@ DEVIATIONS = {
     # PRIMUS_DETERMINISTIC=1 turns torch.compile off (Megatron's ROCm check).
     ("deterministic", "TORCH_COMPILE_DISABLE", "1"): "deterministic mode",
 }
-# Per-GPU-model tuning AMD Primus ships that the references do not list.
-GPU_MODEL_TUNING = {"HSA_XNACK", "GPU_MAX_HEAP_SIZE", "HSA_ENABLE_INTERRUPT"}
+# Per-GPU-model names that may be unregistered: none. Every value a GPU-model
+# layer sets (only RCCL_WARP_SPEED_AUTO on MI355X, behaviour sheet section 6)
+# is in the registry with its source.
+GPU_MODEL_TUNING: set[str] = set()
 # Deterministic-mode variables the references do not list (Primus's set).
 DETERMINISTIC_ONLY = {"NCCL_ALGO", "NVTE_ALLOW_NONDETERMINISTIC_ALGO", "CUBLAS_WORKSPACE_CONFIG"}
 # Values derived from other values or the checkout, not literal defaults.
-DERIVED_BY_LAYER = {"DATA_PATH", "PYTHONPATH", "TORCH_COMPILE_CACHE_KEY_TAG",
+DERIVED_BY_LAYER = {"DATA_PATH", "PYTHONPATH", "LD_LIBRARY_PATH",
                     "PRIMUS_NEURON_CORE_SLICES", "NEURON_RT_ROOT_COMM_ID", "JAX_COORDINATOR_IP",
                     "JAX_COORDINATOR_PORT", "XLA_FLAGS"}
 
@@ -90,14 +92,15 @@ def test_base_defaults_equal_the_registry(reg, rocm):
         elif name in derived:
             continue  # checked one by one below
         else:
-            assert name in DERIVED_BY_LAYER, f"{name}={value!r} set by base_env.sh is not in the registry's launcher defaults"
+            assert name in DERIVED_BY_LAYER, (
+                f"{name}={value!r} set by base_env.sh is not in the registry's launcher defaults")
     # The registry's derivations, computed by hand for this host.
     assert base["HIP_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
     assert base["HF_HOME"] == f"{ROOT}/data/huggingface"
     assert base["NCCL_SOCKET_IFNAME"] == "ens1f0"
     assert base["GLOO_SOCKET_IFNAME"] == "ens1f0"
     assert base["NCCL_IB_HCA"] == ""  # nothing detected: empty means "all" to RCCL
-    assert base["TORCH_COMPILE_CACHE_KEY_TAG"] == "primus-bufops-war-v1"
+    assert "TORCH_COMPILE_CACHE_KEY_TAG" not in rocm  # Primus's Python patch owns it
     assert base["DATA_PATH"] == f"{ROOT}/data"
 
 
@@ -119,7 +122,8 @@ def test_layer_defaults_equal_the_registry(reg, env, args):
     seen = run_layers(env, *args)
     layered = {name: (origin, value) for name, (origin, value) in seen.items()
                if origin not in ("default", "user", "launcher", "detected")}
-    assert layered, "no layer default reported"
+    # MI300X.sh and MI325X.sh export nothing (behaviour sheet section 6).
+    assert layered or env.get("PRIMUS_GPU_MODEL") in ("MI300X", "MI325X"), "no layer default reported"
     for name, (origin, value) in layered.items():
         if name in DERIVED_BY_LAYER or "+" in origin:
             continue
@@ -130,6 +134,18 @@ def test_layer_defaults_equal_the_registry(reg, env, args):
         if var.default is None or (origin, name, value) in DEVIATIONS:
             continue
         assert value == var.default, f"{name}: {origin} layer sets {value!r}, registry default {var.default!r}"
+
+
+@pytest.mark.parametrize("model,expected", [
+    ("MI300X", {}), ("MI325X", {}), ("MI355X", {"RCCL_WARP_SPEED_AUTO": "0"})])
+def test_gpu_model_layers_set_exactly_the_sheet(reg, model, expected):
+    """Behaviour sheet section 6: MI300X/MI325X export nothing, MI355X only
+    RCCL_WARP_SPEED_AUTO=0; every name is registered with its source."""
+    seen = run_layers({"PRIMUS_ACCELERATOR": "rocm", "PRIMUS_GPU_MODEL": model})
+    layered = {name: value for name, (origin, value) in seen.items() if origin == model}
+    assert layered == expected
+    for name in expected:
+        assert "behaviour sheet" in (reg.get(name).source or ""), name
 
 
 def test_deviations_are_exercised():

@@ -28,6 +28,10 @@ from primus_runner.rules.types import (
     type_problem,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
+    from typing import Any
+
 
 # --------------------------------------------------------------------------- state
 class _State:
@@ -42,7 +46,7 @@ class _State:
         families = registry.neuron.get("families", {})
         self.family = context.neuron_family
         facts = families.get(self.family) if self.family else None
-        self.family_facts: dict | None = facts  # per-family facts of the reference
+        self.family_facts: dict[str, Any] | None = facts  # per-family facts of the reference
         if context.neuron_cores_per_device or context.neuron_default_lnc:
             # Detected facts win over the table (and exist even without a family).
             facts = dict(facts or {})
@@ -50,7 +54,7 @@ class _State:
                 facts["cores_per_device"] = context.neuron_cores_per_device
             if context.neuron_default_lnc:
                 facts["default_lnc"] = context.neuron_default_lnc
-        self.facts: dict | None = facts
+        self.facts: dict[str, Any] | None = facts
 
     def get(self, name: str) -> str | None:
         value = self.env.get(name)
@@ -90,7 +94,8 @@ class _State:
         lnc, _ = self.lnc()
         if devices is None or not per_device or not lnc or per_device % lnc:
             return None
-        return devices * per_device // lnc
+        cores: int = devices * per_device // lnc
+        return cores
 
 
 RuleFunc = Callable[[_State], Iterator[Finding]]
@@ -194,16 +199,20 @@ def _unknown_primus(s: _State) -> Iterator[Finding]:
 def _not_forwarded(s: _State) -> Iterator[Finding]:
     if not s.ctx.container:
         return
+    neuron = s.accel == "neuron"
+    explicit = set(s.ctx.forwarded or ())
     for name, value in s.env.items():
-        if not value or name == "TE_HIPBLASLT_ALGO_SELECTION":
+        if not value or name == "TE_HIPBLASLT_ALGO_SELECTION" or name in explicit:
             continue
         var = s.reg.get(name)
-        if var is None or var.forwarded or var.host:
+        if var is None or var.host or s.reg.container_forwards(name, neuron):
             continue
-        yield s.found("info", name,
-                      "is set on the host but is not on the container allowlist (Primus "
-                      "reference section 11), so it does not reach the job in the container",
-                      f"pass it explicitly: --env {name}=...")
+        yield s.found("warning", name,
+                      "is set on the host but is neither on the container allowlist (Primus "
+                      "reference section 11) nor under a forwarded prefix, so it does not "
+                      "reach the job in the container",
+                      f"pass it explicitly: --env {name} (takes the host value) or "
+                      f"--env {name}=...")
 
 
 # --------------------------------------------------------------------------- driver
@@ -248,15 +257,16 @@ def check(env: Mapping[str, str], *, accelerator: str | None = None,
 
 
 def _with_cpu_count(ctx: CheckContext) -> CheckContext:
-    return ctx.replace(cpu_count=os.cpu_count())  # type: ignore[return-value]
+    result: CheckContext = ctx.replace(cpu_count=os.cpu_count())
+    return result
 
 
 def _finish(finding: Finding, rule_id: str, reg: Registry, accel: str) -> Finding:
     if finding.severity != "info" and _irrelevant(reg.get(finding.variable), accel):
-        return finding.replace(  # type: ignore[return-value]
-            severity="info", rule=rule_id,
-            message=f"{finding.message} (no effect: accelerator is {accel})")
-    return finding.replace(rule=rule_id)  # type: ignore[return-value]
+        finding = finding.replace(
+            severity="info", message=f"{finding.message} (no effect: accelerator is {accel})")
+    result: Finding = finding.replace(rule=rule_id)
+    return result
 
 
 def exit_code(findings: list[Finding], strict: bool = False) -> int:

@@ -32,13 +32,14 @@ timeout_seconds                wait limit for ranks other than node 0 / local 0;
 from __future__ import annotations
 
 from array import array
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from primus_runner import dataprep
 
 
 def training_tokens(data_cfg: Mapping[str, Any], *, workspace: str, node_rank: int,
-                    local_rank: int) -> tuple[array, int]:
+                    local_rank: int) -> tuple[array[int], int]:
     """(token ids of the training split, vocabulary size) for this rank."""
     return dataprep.training_tokens(data_cfg, workspace=workspace, node_rank=node_rank,
                                     local_rank=local_rank)

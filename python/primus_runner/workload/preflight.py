@@ -18,7 +18,8 @@ import argparse
 import os
 import socket
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from primus_runner.masking import mask
 
@@ -86,7 +87,7 @@ def mismatch_table(reports: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _ranges(ranks: list[int]) -> str:
     out, start, prev = [], None, None
-    for r in ranks + [None]:  # type: ignore[list-item]
+    for r in [*ranks, None]:
         if start is None:
             start = prev = r
         elif r is not None and prev is not None and r == prev + 1:

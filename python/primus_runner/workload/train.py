@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from primus_runner.config import load_rendered_yaml
 from primus_runner.errors import UsageError
@@ -140,7 +141,7 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
         y = torch.stack([data[i + 1:i + s.seq_len + 1] for i in starts.tolist()])
         loss = F.cross_entropy(ddp(x).reshape(-1, vocab), y.reshape(-1))
         opt.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         opt.step()
         if distributed:
             mean = loss.detach().clone()

@@ -15,9 +15,19 @@
 #     once and the reference defaults stay.
 #   - NCCL_DEBUG exported empty (reference: "base_env.sh empty default")
 #   - RCCL/NCCL, ROCm/HSA, PyTorch, Transformer Engine defaults (reference 4-7)
-#   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts)
-#   - TORCH_COMPILE_CACHE_KEY_TAG: ",primus-bufops-war-v1" appended (ROCm only,
-#     never replaced, never twice)
+#   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts,
+#     and never on top of a ROCR_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES mask)
+#   - OMP_NUM_THREADS=1 in every launch mode (torchrun's own default; --single
+#     and srun-native workers would otherwise start one thread per CPU)
+#   - defaults of the reference launcher's base_env.sh (behaviour sheet 7):
+#     NCCL_CHECKS_DISABLE=1 RCCL_MSCCLPP_ENABLE=0 RCCL_MSCCLPP_FORCE_ENABLE=0
+#     MSCCLPP_DISABLE_CHANNEL_CACHE=FALSE GPU_MAX_HW_QUEUES=2
+#     NVTE_USE_CAST_TRANSPOSE_TRITON=1 NVTE_USE_OPTIMIZED_HIPIFIED_CAST_TRANSPOSE=0
+#     PRIMUS_TURBO_ATTN_V3_ATOMIC_FP32=0 NVTE_DEBUG=0 NVTE_DEBUG_LEVEL=0
+#     NVTE_FUSED_ATTN_LOG_CONFIG=0 PRIMUS_TURBO_DEEPEP_TIMEOUT=600
+#   - LD_LIBRARY_PATH: the ROCm lib directory ($ROCM_HOME/lib, /opt/rocm/lib or
+#     the first /opt/rocm-*/lib) moved to the front, duplicates dropped
+#   - TORCH_COMPILE_CACHE_KEY_TAG is never set (Primus's Python patch owns it)
 #   - DATA_PATH=<repo>/data, HF_HOME=${DATA_PATH}/huggingface, PYTHONPATH gets
 #     <repo>/python and <repo> prepended (once)
 #   - PRIMUS_DETERMINISTIC=1: NCCL_ALGO=Ring NVTE_ALLOW_NONDETERMINISTIC_ALGO=0
@@ -256,8 +266,10 @@ __primus_base_network() {
   if [[ -n ${IP_INTERFACE:-} ]]; then
     primus_env_fallback NCCL_SOCKET_IFNAME "$IP_INTERFACE" default
   fi
-  if [[ -v NCCL_SOCKET_IFNAME ]]; then
-    primus_env_fallback GLOO_SOCKET_IFNAME "$NCCL_SOCKET_IFNAME" default
+  # Gloo takes a plain interface name: from IP_INTERFACE, never a copy of
+  # NCCL's ^/=/prefix-list syntax (python/primus_runner/nics/interfaces.py).
+  if [[ -n ${IP_INTERFACE:-} ]]; then
+    primus_env_fallback GLOO_SOCKET_IFNAME "$IP_INTERFACE" default
   fi
 }
 
@@ -273,9 +285,51 @@ __primus_base_libraries() {
   primus_env_fallback HSA_ENABLE_SDMA 1 default
   primus_env_fallback HSA_NO_SCRATCH_RECLAIM 1 default
   primus_env_fallback CUDA_DEVICE_MAX_CONNECTIONS 1 default
+  primus_env_fallback OMP_NUM_THREADS 1 default
   primus_env_fallback NVTE_ROCM_ENABLE_MXFP8 1 default
   primus_env_fallback NVTE_CK_USES_BWD_V3 1 default
   primus_env_fallback PATCH_TE_FLASH_ATTN 0 default
+  # Defaults the reference launcher's base_env.sh sets that the reference
+  # variable list leaves unassigned (behaviour sheet section 7).
+  primus_env_fallback NCCL_CHECKS_DISABLE 1 default
+  primus_env_fallback RCCL_MSCCLPP_ENABLE 0 default
+  primus_env_fallback RCCL_MSCCLPP_FORCE_ENABLE 0 default
+  primus_env_fallback MSCCLPP_DISABLE_CHANNEL_CACHE FALSE default
+  primus_env_fallback GPU_MAX_HW_QUEUES 2 default
+  primus_env_fallback NVTE_USE_CAST_TRANSPOSE_TRITON 1 default
+  primus_env_fallback NVTE_USE_OPTIMIZED_HIPIFIED_CAST_TRANSPOSE 0 default
+  primus_env_fallback PRIMUS_TURBO_ATTN_V3_ATOMIC_FP32 0 default
+  primus_env_fallback NVTE_DEBUG 0 default
+  primus_env_fallback NVTE_DEBUG_LEVEL 0 default
+  primus_env_fallback NVTE_FUSED_ATTN_LOG_CONFIG 0 default
+  primus_env_fallback PRIMUS_TURBO_DEEPEP_TIMEOUT 600 default
+}
+
+# __primus_base_rocm_libs: the ROCm lib directory ($ROCM_HOME/lib, default
+# /opt/rocm/lib, else the first /opt/rocm-*/lib) first in LD_LIBRARY_PATH, the
+# other entries kept in order without duplicates (behaviour sheet section 7).
+# Nothing changes when no such directory exists.
+__primus_base_rocm_libs() {
+  local lib=${ROCM_HOME:-/opt/rocm}/lib entry list
+  if [[ ! -d $lib ]]; then
+    local -a found=()
+    [[ -n ${ROCM_HOME:-} ]] || found=(/opt/rocm-*/lib)
+    [[ -n ${found[0]-} && -d ${found[0]} ]] || return 0
+    lib=${found[0]}
+  fi
+  local origin=default
+  if primus_env_user_owns LD_LIBRARY_PATH; then origin=user+default; fi
+  list=$lib
+  local -a old=()
+  IFS=: read -r -a old <<<"${LD_LIBRARY_PATH-}"
+  for entry in "${old[@]}"; do
+    [[ -n $entry ]] || continue
+    case ":$list:" in *":$entry:"*) ;; *) list+=:$entry ;; esac
+  done
+  [[ $list != "${LD_LIBRARY_PATH-}" ]] || return 0
+  LD_LIBRARY_PATH=$list
+  __PRIMUS_ORIGIN[LD_LIBRARY_PATH]=$origin
+  export LD_LIBRARY_PATH
 }
 
 # __primus_base_visible_devices: HIP_VISIBLE_DEVICES=0..GPUS_PER_NODE-1 unless
@@ -283,29 +337,14 @@ __primus_base_libraries() {
 # number is left for validation to report.
 __primus_base_visible_devices() {
   case ${PRIMUS_ACCELERATOR:-auto} in neuron | cpu | cuda) return 0 ;; esac
+  # A ROCR/CUDA mask already chose the GPUs; HIP indices on top would index
+  # into the masked list (double mask). GPUS_PER_NODE counts after the mask.
+  [[ -z ${ROCR_VISIBLE_DEVICES:-} && -z ${CUDA_VISIBLE_DEVICES:-} ]] || return 0
   __primus_is_uint "${GPUS_PER_NODE-}" || return 0
   local n=$((10#$GPUS_PER_NODE)) i list=""
   ((n >= 1 && n <= 1024)) || return 0
   for ((i = 0; i < n; i++)); do list+="${list:+,}$i"; done
   primus_env_fallback HIP_VISIBLE_DEVICES "$list" default
-}
-
-# __primus_base_compile_tag: reference section 5, ROCm only: append the
-# Triton buffer-ops workaround tag to TORCH_COMPILE_CACHE_KEY_TAG (comma list).
-PRIMUS_BUFOPS_WAR_TAG=primus-bufops-war-v1
-__primus_base_compile_tag() {
-  [[ ${PRIMUS_ACCELERATOR:-} == rocm ]] || return 0
-  local current=${TORCH_COMPILE_CACHE_KEY_TAG-}
-  [[ ,$current, == *",$PRIMUS_BUFOPS_WAR_TAG,"* ]] && return 0
-  if [[ -n $current ]]; then
-    primus_env_user_owns TORCH_COMPILE_CACHE_KEY_TAG || true
-    TORCH_COMPILE_CACHE_KEY_TAG="$current,$PRIMUS_BUFOPS_WAR_TAG"
-    __PRIMUS_ORIGIN[TORCH_COMPILE_CACHE_KEY_TAG]=user+default
-  else
-    TORCH_COMPILE_CACHE_KEY_TAG=$PRIMUS_BUFOPS_WAR_TAG
-    __PRIMUS_ORIGIN[TORCH_COMPILE_CACHE_KEY_TAG]=default
-  fi
-  export TORCH_COMPILE_CACHE_KEY_TAG
 }
 
 # __primus_base_paths: reference section 8 and the Python path.
@@ -373,7 +412,7 @@ __primus_base_env_main() {
   __primus_base_network
   __primus_base_libraries
   __primus_base_visible_devices
-  __primus_base_compile_tag
+  __primus_base_rocm_libs
   __primus_base_paths
   __primus_base_deterministic
   __primus_env_export_origins
