@@ -161,7 +161,6 @@ start_launch_helper() {
   coproc LAUNCH_HELPER { primus_python "${args[@]}"; }
   HELPER_PID=$LAUNCH_HELPER_PID
   HELPER_IN=${LAUNCH_HELPER[1]} HELPER_OUT=${LAUNCH_HELPER[0]}
-  trap stop_launch_helper EXIT
 }
 
 # stop_launch_helper: never leave the helper waiting (exit paths, errors).
@@ -229,6 +228,9 @@ resolve_settings() {
   fi
   check_kill_grace
   setting LOG_FILE "$OPT_LOG_FILE" direct.log_file ""
+  if [[ -n $LOG_FILE && (-d $LOG_FILE || $LOG_FILE == */) ]]; then
+    bad_usage "log file '$LOG_FILE' (--log_file / config direct.log_file) is a directory; accepted: a file path. Fix: --log_file ${LOG_FILE%/}/train.log, or leave it out for <workspace>/logs/primus-<UTC>-node<R>.log."
+  fi
   WORKSPACE=${PRIMUS_WORKSPACE:-}
   [[ -n $WORKSPACE ]] || primus_config_get_into WORKSPACE direct.workspace ./output
   export PRIMUS_WORKSPACE=$WORKSPACE
@@ -501,6 +503,61 @@ flush_launcher_output() {
   TEE_PID=""
 }
 
+# claim_early_log_file: claim_log_file for the exit path: false instead of dying.
+# shellcheck disable=SC2329  # used by on_launcher_exit (the EXIT trap)
+claim_early_log_file() {
+  local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
+  mkdir -p -- "$(dirname -- "$LOG_FILE")" 2>/dev/null || return 1
+  until (set -o noclobber && : >"$candidate") 2>/dev/null; do
+    [[ -e $candidate ]] || return 1
+    n=$((n + 1))
+    candidate=$base-$n.log
+  done
+  LOG_FILE=$candidate
+}
+
+# on_launcher_exit: the EXIT trap. Stops the helper; a launch that ends before
+# its log file was claimed (an early error, a failing hook, a signal) still
+# leaves a log with everything the console showed, and one closing line.
+# shellcheck disable=SC2329  # installed as the EXIT trap
+on_launcher_exit() {
+  local rc=$?
+  stop_launch_helper
+  # The helper's console descriptor is a copy of the spooled stdout.
+  if [[ -n ${CONSOLE_FD:-} ]]; then
+    exec {CONSOLE_FD}>&-
+    CONSOLE_FD=""
+  fi
+  primus_log_spool_active || return 0
+  if ((OPT_DRY_RUN == 1)); then
+    primus_log_spool_drop
+    return 0
+  fi
+  if [[ -z ${LOG_FILE:-} || -d ${LOG_FILE:-} || ${LOG_FILE:-} == */ ]]; then
+    WORKSPACE=${WORKSPACE:-${PRIMUS_WORKSPACE:-./output}}
+    NODE_RANK=${NODE_RANK:-0}
+    default_log_file
+  fi
+  local why="stopped before the workload started"
+  ((rc <= 128)) || why="interrupted by signal $((rc - 128)) before the workload started"
+  if ! claim_early_log_file; then
+    primus_log_spool_drop
+    LOG_ERROR "launch $why (exit code $rc); no log: '$LOG_FILE' cannot be created."
+    return 0
+  fi
+  primus_log_spool_into "$LOG_FILE"
+  local line
+  if ((rc == 0)); then
+    line="launch ended before the workload (exit code 0); log: $LOG_FILE"
+    LOG_INFO "$line"
+    LOG_INFO "$line" >>"$LOG_FILE"
+  else
+    line="launch $why (exit code $rc); log: $LOG_FILE"
+    LOG_ERROR "$line"
+    LOG_ERROR "$line" 2>>"$LOG_FILE"
+  fi
+}
+
 # ------------------------------------------------------------------- summary
 
 # print_summary [LINE...]: the launch configuration and the command, plus any
@@ -541,6 +598,13 @@ main() {
     exec "$BASH" "${BASH_SOURCE[0]}" "${secret_free[@]}"
   fi
   primus_pick_python
+  # Until the log file is known, the console is copied to a spool (not in a
+  # dry run, which writes nothing); every exit path leaves the log.
+  ((OPT_DRY_RUN == 1)) || primus_log_spool_start
+  trap on_launcher_exit EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   run_prepare
   resolve_settings
@@ -558,6 +622,7 @@ main() {
   fi
   run_env_check
   exec {CONSOLE_FD}>&-
+  CONSOLE_FD=""
   [[ -n $LOG_FILE ]] || default_log_file
   build_command
   if ((OPT_DRY_RUN == 1)); then
@@ -566,6 +631,7 @@ main() {
   fi
   claim_log_file
   [[ -z ${RANK_LOG_DIR:-} ]] || build_command
+  primus_log_spool_into "$LOG_FILE"
   tee_launcher_output
   print_summary
   run_workload

@@ -312,6 +312,56 @@ primus_python() {
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner "$@"
 }
 
+# Early log (SPEC section 4: the log holds everything the console showed): the
+# log file's path is known only after the configuration is read, so until then
+# stdout and stderr are also copied to a spool file; primus_log_spool_into FILE
+# appends the spool to FILE and stops copying (the caller tees from then on).
+__PRIMUS_SPOOL="" __PRIMUS_SPOOL_PIDS=""
+
+# primus_log_spool_start: start copying stdout and stderr to the spool.
+primus_log_spool_start() {
+  [[ -z $__PRIMUS_SPOOL ]] || return 0
+  __PRIMUS_SPOOL=$(mktemp "${TMPDIR:-/tmp}/primus-log.XXXXXX" 2>/dev/null) || {
+    __PRIMUS_SPOOL=""
+    return 0
+  }
+  exec {__PRIMUS_SPOOL_OUT}>&1 {__PRIMUS_SPOOL_ERR}>&2
+  exec > >(tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
+  __PRIMUS_SPOOL_PIDS=$!
+  exec 2> >(tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
+  __PRIMUS_SPOOL_PIDS+=" $!"
+}
+
+# primus_log_spool_active: true while the spool copies.
+primus_log_spool_active() { [[ -n $__PRIMUS_SPOOL ]]; }
+
+__primus_log_spool_stop() {
+  exec 1>&"$__PRIMUS_SPOOL_OUT" 2>&"$__PRIMUS_SPOOL_ERR"
+  exec {__PRIMUS_SPOOL_OUT}>&- {__PRIMUS_SPOOL_ERR}>&-
+  local pid
+  for pid in $__PRIMUS_SPOOL_PIDS; do
+    wait "$pid" 2>/dev/null || true
+  done
+  __PRIMUS_SPOOL_PIDS=""
+}
+
+# primus_log_spool_into FILE: stop copying and append the spool to FILE.
+primus_log_spool_into() {
+  [[ -n $__PRIMUS_SPOOL ]] || return 0
+  __primus_log_spool_stop
+  cat -- "$__PRIMUS_SPOOL" >>"$1" || true
+  rm -f -- "$__PRIMUS_SPOOL"
+  __PRIMUS_SPOOL=""
+}
+
+# primus_log_spool_drop: stop copying and forget the spool (dry run).
+primus_log_spool_drop() {
+  [[ -n $__PRIMUS_SPOOL ]] || return 0
+  __primus_log_spool_stop
+  rm -f -- "$__PRIMUS_SPOOL"
+  __PRIMUS_SPOOL=""
+}
+
 # primus_secret_env_args OUT COUNT ARGS...: OUT = ARGS, except that every
 # `--env NAME=VALUE` among the first COUNT words whose NAME is a secret becomes
 # `--env NAME` (by name) and NAME=VALUE is exported instead: a value on an argv
