@@ -135,6 +135,8 @@ read_env_file() {
 
 # ------------------------------------------------------------ prepare (Python)
 
+declare -A PREPARE_NOTE=()  # note records: where a value came from, for the summary
+
 # on_prepare_record KIND KEY VALUE: handler for non-config records.
 # shellcheck disable=SC2329  # called by primus_config_read_records
 on_prepare_record() {
@@ -143,6 +145,7 @@ on_prepare_record() {
       printf -v "$2" '%s' "$3"
       export "${2?}"
       ;;
+    note) PREPARE_NOTE[$2]=$3 PREPARE_NOTE[$2=]=${!2-} ;;
     *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
   esac
 }
@@ -563,13 +566,23 @@ on_launcher_exit() {
 # print_summary [LINE...]: the launch configuration and the command, plus any
 # extra lines, in one log call (one masking pass).
 print_summary() {
+  # Where the process count came from, while nothing changed it since prepare.
+  local count_from=""
+  if [[ -n ${PREPARE_NOTE[GPUS_PER_NODE]-} && ${PREPARE_NOTE[GPUS_PER_NODE=]-} == "$GPUS_PER_NODE" ]]; then
+    count_from=" (${PREPARE_NOTE[GPUS_PER_NODE]})"
+  fi
   local -a lines=("launch configuration:"
     "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
+    "  processes per node: $GPUS_PER_NODE$count_from"
     "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} mode=$([[ $SINGLE == 1 ]] && echo single || echo torchrun)"
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
-  local item
+  local item shown
   for item in "${CLI_ENV[@]}"; do
-    lines+=("  env ${item%%=*}=$(primus_mask_value "${item%%=*}" "${item#*=}")")
+    shown=$(primus_mask_value "${item%%=*}" "${item#*=}")
+    # A newline or other control character is shown quoted ($'a\nb'): a raw
+    # second line would look like a log line of its own.
+    [[ $shown != *[[:cntrl:]]* ]] || printf -v shown '%q' "$shown"
+    lines+=("  env ${item%%=*}=$shown")
   done
   local quoted
   printf -v quoted '%q ' "${LAUNCH_CMD[@]}"

@@ -139,7 +139,10 @@ def main(argv: list[str]) -> int:
     if args.command == "explain":
         return cmd_explain(args.name)
     if args.command == "check":
-        return cmd_check(args)
+        code = cmd_check(args)
+        if code == 0 and args.format == "text" and not getattr(args, "_findings", 0):
+            print("[env check] no problems found")
+        return code
     return cmd_docs(args.out)
 
 
@@ -326,6 +329,7 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
         findings = [f.replace(severity="error", message=f"{f.message} [--strict]")
                     if f.severity == "warning" else f for f in findings]
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
+    args._findings = len(findings)
     if args.format == "json":
         json.dump({"exit_code": code, "strict": args.strict, "counts": counts,
                    "findings": [f.as_dict() for f in findings]}, sys.stdout, indent=2)
@@ -361,6 +365,11 @@ def cmd_docs(out: str | None) -> int:
     text = render_docs(load())
     if out is None:
         sys.stdout.write(text)
+        return 0
+    if os.environ.get("PRIMUS_DRY_RUN") == "1":
+        from primus_runner import log
+
+        log.info(f"dry run: would write {out} ({text.count(chr(10))} lines); nothing was written.")
         return 0
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):

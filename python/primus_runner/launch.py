@@ -76,9 +76,16 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     for name, value in found.items():
         if name not in env:
             out[name] = value
-    if _gpus_per_node_is_a_default(mapping, cfg) and found.get("PRIMUS_GPU_COUNT", "0") not in ("", "0"):
+    gpus = found.get("PRIMUS_GPU_COUNT", "0")
+    default_count = _gpus_per_node_is_a_default(mapping, cfg)
+    if default_count and gpus not in ("", "0"):
         # One process per detected GPU unless the user or their config said otherwise.
-        out["GPUS_PER_NODE"] = found["PRIMUS_GPU_COUNT"]
+        out["GPUS_PER_NODE"] = gpus
+    elif default_count and (wanted if wanted not in ("", "auto") else found.get("PRIMUS_ACCELERATOR")) == "cpu":
+        # No accelerator: one process, not the reference's 8 (README "First ten minutes").
+        out["GPUS_PER_NODE"] = "1"
+    COUNT_SOURCE.clear()
+    COUNT_SOURCE.append(_count_source(mapping, cfg, default_count, gpus, out.get("GPUS_PER_NODE")))
     if wanted and wanted != "auto":
         out["PRIMUS_ACCELERATOR"] = wanted
     found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
@@ -91,6 +98,25 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     bookkeeping = ("PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS")
     out["PRIMUS_DETECTED_VARS"] = " ".join(sorted(n for n in out if n not in env and n not in bookkeeping))
     return out
+
+
+COUNT_SOURCE: list[str] = []  # where GPUS_PER_NODE came from (a 'note' record)
+
+
+def _count_source(mapping: ranks.RankMap, cfg: cfgmod.Config, default_count: bool, gpus: str,
+                  chosen: str | None) -> str:
+    if default_count and chosen == gpus and gpus not in ("", "0"):
+        return f"one process per detected GPU ({gpus})"
+    if default_count and chosen == "1":
+        return "no accelerator detected: 1 process; set GPUS_PER_NODE or --env GPUS_PER_NODE=N for more"
+    origin = mapping.origins.get("GPUS_PER_NODE", "default")
+    if origin == "config":
+        return f"config direct.gpus_per_node in {cfg.sources.get(DIST_KEYS['GPUS_PER_NODE'], '?')}"
+    if origin == "exported":
+        return "GPUS_PER_NODE exported by the user"
+    if origin == "default":
+        return "reference default"
+    return f"from {origin}"
 
 
 def _gpus_per_node_is_a_default(mapping: ranks.RankMap, cfg: cfgmod.Config) -> bool:
@@ -115,6 +141,8 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     yield from config_records(direct_view)
     for name, value in detected_env(env, cfg, accelerator, sysfs_root, dev_root).items():
         yield "env", name, value
+    if COUNT_SOURCE:
+        yield "note", "GPUS_PER_NODE", COUNT_SOURCE[0]
 
 
 def _parser() -> Any:
@@ -203,6 +231,13 @@ def serve_check(console_fd: int | None) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if "--accelerator" in argv[:-1]:
+        wanted = argv[argv.index("--accelerator") + 1]
+        if wanted not in ACCELERATORS:
+            from primus_runner.errors import UsageError
+
+            raise UsageError(f"--accelerator '{wanted}' is not supported; accepted: "
+                             f"{', '.join(ACCELERATORS)}. Fix: --accelerator auto (detect), or one of those.")
     opts = fast_parse(argv)
     if opts is None:
         args = _parser().parse_args(argv)

@@ -301,6 +301,9 @@ primus_pick_python() {
     else
       PRIMUS_PYTHON=python3
     fi
+  elif ! command -v "$PRIMUS_PYTHON" >/dev/null 2>&1; then
+    LOG_ERROR "PRIMUS_PYTHON='$PRIMUS_PYTHON' is not an executable Python; accepted: a python3 (>= 3.10, pyproject.toml) with PyYAML, e.g. $PRIMUS_ROOT/.venv/bin/python after 'make setup'. Fix: unset PRIMUS_PYTHON or point it at one."
+    return "$PRIMUS_EXIT_MISSING"
   fi
   export PRIMUS_PYTHON
 }
@@ -308,7 +311,7 @@ primus_pick_python() {
 # primus_python ARGS...: run `python3 -m primus_runner ARGS...` with the
 # package on PYTHONPATH (works with or without pip install).
 primus_python() {
-  primus_pick_python
+  primus_pick_python || return
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner "$@"
 }
 

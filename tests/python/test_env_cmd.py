@@ -33,9 +33,9 @@ def reference_names() -> list[str]:
 
 
 # --------------------------------------------------------------------------- check
-def test_check_clean_environment_exits_0_and_prints_nothing():
+def test_check_clean_environment_exits_0_and_prints_one_line():
     result = run_cli(["check"])
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[env check] no problems found\n", "")
 
 
 def test_check_error_exits_2_with_variable_value_reason_fix():
