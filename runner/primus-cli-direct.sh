@@ -610,7 +610,7 @@ main() {
   if primus_secret_env_args secret_free $(($# - ${#WORKLOAD[@]})) "$@"; then
     exec "$BASH" "${BASH_SOURCE[0]}" "${secret_free[@]}"
   fi
-  primus_pick_python
+  primus_require_python
   # Until the log file is known, the console is copied to a spool (not in a
   # dry run, which writes nothing); every exit path leaves the log.
   ((OPT_DRY_RUN == 1)) || primus_log_spool_start

@@ -301,17 +301,25 @@ primus_pick_python() {
     else
       PRIMUS_PYTHON=python3
     fi
-  elif ! command -v "$PRIMUS_PYTHON" >/dev/null 2>&1; then
-    LOG_ERROR "PRIMUS_PYTHON='$PRIMUS_PYTHON' is not an executable Python; accepted: a python3 (>= 3.10, pyproject.toml) with PyYAML, e.g. $PRIMUS_ROOT/.venv/bin/python after 'make setup'. Fix: unset PRIMUS_PYTHON or point it at one."
-    return "$PRIMUS_EXIT_MISSING"
   fi
   export PRIMUS_PYTHON
+}
+
+# primus_require_python: primus_pick_python, and a clean error (status 1) when
+# the interpreter picked is not an executable: for the entry points, so a bad
+# PRIMUS_PYTHON never surfaces as a bash line number (base_env.sh, sourced,
+# falls back quietly instead).
+primus_require_python() {
+  primus_pick_python
+  command -v "$PRIMUS_PYTHON" >/dev/null 2>&1 && return 0
+  LOG_ERROR "PRIMUS_PYTHON='$PRIMUS_PYTHON' is not an executable Python; accepted: a python3 (>= 3.10, pyproject.toml) with PyYAML, e.g. $PRIMUS_ROOT/.venv/bin/python after 'make setup'. Fix: unset PRIMUS_PYTHON or point it at one."
+  return "$PRIMUS_EXIT_MISSING"
 }
 
 # primus_python ARGS...: run `python3 -m primus_runner ARGS...` with the
 # package on PYTHONPATH (works with or without pip install).
 primus_python() {
-  primus_pick_python || return
+  primus_pick_python
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner "$@"
 }
 

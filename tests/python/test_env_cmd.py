@@ -33,8 +33,11 @@ def reference_names() -> list[str]:
 
 
 # --------------------------------------------------------------------------- check
-def test_check_clean_environment_exits_0_and_prints_one_line():
+def test_check_clean_environment_exits_0_and_prints_nothing():
     result = run_cli(["check"])
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    # primus-cli env check asks for one line on success.
+    result = run_cli(["check", "--say-ok"])
     assert (result.returncode, result.stdout, result.stderr) == (0, "[env check] no problems found\n", "")
 
 
