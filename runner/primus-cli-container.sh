@@ -18,6 +18,8 @@
 #                         (label io.primus-runner.managed=1 and the same name
 #                         prefix); without '--' only that
 #   --config FILE         config file; mounted read-only and passed to the inner direct
+#                         (the repository, $PWD and an absolute PRIMUS_WORKSPACE are
+#                         mounted at the same paths)
 #   --debug, --dry-run    as for direct (--dry-run prints the runtime command, runs nothing)
 #   -h, --help            this help
 # Every other option before `--` is a docker/podman run option and passes
@@ -71,7 +73,7 @@ on_record() {
     fwd) FORWARDED+=("$3") ;;
     arg) RUN_CMD+=("$3") ;;
     env)
-      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
+      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || primus_die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
       printf -v "$2" '%s' "$3"
       export "${2?}"
       ENV_NAMES+=("$2")
@@ -87,8 +89,12 @@ read_plan() {
   mapfile -d '' -t fields < <(primus_python container plan --console-fd 3 "$@")
   wait "$!" || rc=$?
   exec 3>&-
+  # Values first, so the log lines carry the mapped NODE_RANK in their prefix.
   for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
-    on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+    [[ ${fields[i]} == log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+  done
+  for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
+    [[ ${fields[i]} != log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
   done
   ((rc == 0)) || exit "$rc"
 }
@@ -114,7 +120,7 @@ ensure_image() {
   LOG_INFO "image $image is not on this host; pulling it with ${PLAN[runtime]}"
   if ! out=$("${PLAN[runtime_path]}" pull "$image" 2>&1 >/dev/null); then
     out=${out##*$'\n'}
-    die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
+    primus_die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
   fi
 }
 

@@ -196,12 +196,12 @@ split_after() {
 
 load_config() {
   if [[ -n $OPT_CONFIG ]]; then
-    [[ -f $OPT_CONFIG ]] || die "$PRIMUS_EXIT_MISSING" "config file '$OPT_CONFIG' (--config) not found."
+    [[ -f $OPT_CONFIG ]] || primus_die "$PRIMUS_EXIT_MISSING" "config file '$OPT_CONFIG' (--config) not found."
     OPT_CONFIG=$(cd "$(dirname -- "$OPT_CONFIG")" && printf '%s/%s' "$(pwd)" "$(basename -- "$OPT_CONFIG")")
   fi
   local rc=0
   primus_config_load "$OPT_CONFIG" || rc=$?
-  ((rc == 0)) || die "$rc" "could not load the configuration (see the error above)."
+  ((rc == 0)) || primus_die "$rc" "could not load the configuration (see the error above)."
 }
 
 # fill_from_config: config slurm.* values for the flags the user did not give.
@@ -480,7 +480,7 @@ main() {
     print_dry_run
     exit 0
   fi
-  require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
+  primus_require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
   local quoted
   secrets_note
   shown_words quoted "${SLURM_CMD[@]}"

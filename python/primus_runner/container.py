@@ -200,9 +200,9 @@ def _container_name(base: str, env: Mapping[str, str], node_rank: str) -> str:
 def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> dict[str, str]:
     if not any(env.get(name) for name in SCHEDULER_VARS):
         return {}
-    from primus_runner import launch, ranks
+    from primus_runner import detect, ranks
 
-    mapping = ranks.resolve(env, launch.config_defaults(cfg))
+    mapping = ranks.resolve(env, detect.config_defaults(cfg))
     values = {k: v for k, v in mapping.as_env().items()
               if k in ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "GPUS_PER_NODE")}
     plan.log("INFO", f"scheduler ranks mapped on the host ({mapping.source}): "
@@ -304,6 +304,16 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
         plan.pass_env("PRIMUS_USER_CONFIG", user_cfg)
         plan.log("INFO", f"user config {user_cfg} mounted read-only for the inner direct")
     mounts.extend(inner_mounts)
+    dry = opts.dry_run or cfg.get("main.dry_run") in (True, "1", "true")
+    # An absolute workspace outside those mounts (logs, checkpoints) is mounted
+    # too, or the job's output would stay in the container (created unless dry-run).
+    workspace = env.get("PRIMUS_WORKSPACE", "")
+    if workspace.startswith("/") and not any(
+            workspace == m.split(":")[0] or workspace.startswith(m.split(":")[0] + os.sep)
+            for m in mounts):
+        if not dry:
+            os.makedirs(workspace, exist_ok=True)
+        mounts.append(f"{workspace}:{workspace}")
     if "PRIMUS_PYTHON" not in plan.env:
         plan.pass_env("PRIMUS_PYTHON", "python3")   # the image's interpreter, not the host's
 
@@ -332,7 +342,6 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     else:
         code = _check({**env, **plan.env}, accel, tuple(plan.explicit))
 
-    dry = opts.dry_run or cfg.get("main.dry_run") in (True, "1", "true")
     for key, value in (("runtime", runtime), ("runtime_path", runtime_path), ("image", image),
                        ("name", name), ("label", f"{LABEL}=1"), ("label_name", f"{LABEL_NAME}={base}"),
                        ("clean", "1" if opts.clean else "0"), ("run", "0" if opts.clean_only else "1"),

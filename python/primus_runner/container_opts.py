@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import os
 
+from primus_runner.errors import UsageError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
-
-from primus_runner.errors import UsageError
 
 OURS_VALUE = {"--image", "--runtime", "--name", "--env", "-e", "--config"}
 OURS_FLAG = {"--clean", "--dry-run", "--debug"}

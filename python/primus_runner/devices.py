@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from primus_runner.errors import UsageError, closest
 from primus_runner.records import asdict, dataclass, field
@@ -46,7 +47,7 @@ GFX_NAMES = {90402: "gfx942", 90500: "gfx950", 90010: "gfx90a", 90008: "gfx908"}
 _NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
 
 
-def _neuron_tables() -> dict:
+def _neuron_tables() -> dict[str, Any]:
     from primus_runner.registry import load
 
     return load().neuron

@@ -474,17 +474,25 @@ def render_docs(reg: Registry) -> str:
         "LNC, hardware-barrier default and HBM mapping come from the runtime reference; cores per "
         "device and devices per instance are AWS instance facts.")
     add("")
-    add("| Family | Default LNC | HW barrier default | HBM mapping | Cores per device |")
-    add("|---|---|---|---|---|")
+    add("| Family | Default LNC | LNC sizes | HW barrier default | HBM mapping | Cores per device |")
+    add("|---|---|---|---|---|---|")
     for family, facts in reg.neuron.get("families", {}).items():
-        add(f"| {family} | {facts['default_lnc']} | {'on' if facts['hw_barrier_default'] else 'off'}"
+        lncs = ", ".join(str(n) for n in facts.get("lnc_sizes", ())) or "powers of two"
+        add(f"| {family} | {facts['default_lnc']} | {lncs} | "
+            f"{'on' if facts['hw_barrier_default'] else 'off'}"
             f" | {'yes' if facts['map_hbm'] else 'no'} | {facts['cores_per_device'] or 'unknown'} |")
     add("")
-    add("| Instance type | Neuron devices |")
-    add("|---|---|")
+    efa = reg.neuron.get("efa_devices_per_instance", {})
+    add("| Instance type | Neuron devices | EFA devices (AWS) |")
+    add("|---|---|---|")
     for instance, devices in reg.neuron.get("devices_per_instance", {}).items():
-        add(f"| {instance} | {devices} |")
+        add(f"| {instance} | {devices} | {efa.get(instance, 'as detected')} |")
     add("")
+    sizes = ", ".join(str(n) for n in reg.neuron.get("trn1_collective_cores", ()))
+    if sizes:
+        add(f"Trn1 collectives accept {sizes} or a multiple of "
+            f"{reg.neuron.get('trn1_collective_multiple')} NeuronCores per node.")
+        add("")
     add("## Rules")
     add("")
     add("| Rule | Severity | Variables | What it enforces |")

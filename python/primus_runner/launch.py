@@ -9,7 +9,8 @@ Python starts before the workload: this one and ``env check``). It
    NODE_RANK and GPUS_PER_NODE (user exports > scheduler > config > reference
    defaults; a contradiction is exit 2);
 3. detects the accelerator and, where the user did not set them, the NIC/HCA
-   variables;
+   variables (steps 2 and 3 are ``detect.detected_env``, the code behind
+   ``python3 -m primus_runner detect`` and base_env.sh's detection);
 
 and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout: ``cfg``,
 ``list`` and ``item`` for configuration values (runner/lib/config.sh), ``env``
@@ -31,103 +32,13 @@ import sys
 from collections.abc import Iterator, Mapping
 
 from primus_runner import config as cfgmod
-from primus_runner import log
+from primus_runner import log, rendezvous
 from primus_runner.config import config_records, encode_records
+from primus_runner.detect import ACCELERATORS, detected_env
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs ~8 ms, ranks would slow `launch --help`
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
-
-    from primus_runner import ranks
-
-DIST_KEYS = {
-    "MASTER_ADDR": "direct.master_addr",
-    "MASTER_PORT": "direct.master_port",
-    "NNODES": "direct.nnodes",
-    "NODE_RANK": "direct.node_rank",
-    "GPUS_PER_NODE": "direct.gpus_per_node",
-}
-ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
-
-
-def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
-    """Distributed defaults taken from the config files."""
-    out = {}
-    for name, key in DIST_KEYS.items():
-        value = cfgmod.scalar_text(cfg.get(key))
-        if value != "":
-            out[name] = value
-    return out
-
-
-def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
-                 sysfs_root: str, dev_root: str) -> dict[str, str]:
-    """Everything the launch exports before the shell layers run."""
-    from primus_runner import devices, nics, ranks
-
-    out: dict[str, str] = {}
-    mapping = ranks.resolve(env, config_defaults(cfg))
-    out.update(mapping.as_env())
-    view = {**env, **out}
-    wanted = accelerator or env.get("PRIMUS_ACCELERATOR") or cfgmod.scalar_text(cfg.get("direct.accelerator"))
-    if wanted and wanted != "auto":
-        view["PRIMUS_ACCELERATOR"] = wanted
-    found = devices.detect_devices(sysfs_root, dev_root, view).as_env()
-    for name, value in found.items():
-        if name not in env:
-            out[name] = value
-    gpus = found.get("PRIMUS_GPU_COUNT", "0")
-    default_count = _gpus_per_node_is_a_default(mapping, cfg)
-    if default_count and gpus not in ("", "0"):
-        # One process per detected GPU unless the user or their config said otherwise.
-        out["GPUS_PER_NODE"] = gpus
-    elif default_count and (wanted if wanted not in ("", "auto") else found.get("PRIMUS_ACCELERATOR")) == "cpu":
-        # No accelerator: one process, not the reference's 8 (README "First ten minutes").
-        out["GPUS_PER_NODE"] = "1"
-    COUNT_SOURCE.clear()
-    COUNT_SOURCE.append(_count_source(mapping, cfg, default_count, gpus, out.get("GPUS_PER_NODE")))
-    if wanted and wanted != "auto":
-        out["PRIMUS_ACCELERATOR"] = wanted
-    found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
-    for name, value in found_nics.items():
-        if name not in env:
-            out[name] = value
-    out["PRIMUS_DETECTION_DONE"] = "1"
-    # Values the launcher defaulted or detected (not the user's): the layers
-    # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.
-    bookkeeping = ("PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS")
-    out["PRIMUS_DETECTED_VARS"] = " ".join(sorted(n for n in out if n not in env and n not in bookkeeping))
-    return out
-
-
-COUNT_SOURCE: list[str] = []  # where GPUS_PER_NODE came from (a 'note' record)
-
-
-def _count_source(mapping: ranks.RankMap, cfg: cfgmod.Config, default_count: bool, gpus: str,
-                  chosen: str | None) -> str:
-    if default_count and chosen == gpus and gpus not in ("", "0"):
-        return f"one process per detected GPU ({gpus})"
-    if default_count and chosen == "1":
-        return "no accelerator detected: 1 process; set GPUS_PER_NODE or --env GPUS_PER_NODE=N for more"
-    origin = mapping.origins.get("GPUS_PER_NODE", "default")
-    if origin == "config":
-        return f"config direct.gpus_per_node in {cfg.sources.get(DIST_KEYS['GPUS_PER_NODE'], '?')}"
-    if origin == "exported":
-        return "GPUS_PER_NODE exported by the user"
-    if origin == "default":
-        return "reference default"
-    return f"from {origin}"
-
-
-def _gpus_per_node_is_a_default(mapping: ranks.RankMap, cfg: cfgmod.Config) -> bool:
-    """True when GPUS_PER_NODE comes only from runner/.primus.yaml or the
-    reference (not from the user, a scheduler, ~/.primus.yaml or --config)."""
-    origin = mapping.origins.get("GPUS_PER_NODE")
-    if origin not in ("config", "default"):
-        return False
-    source = cfg.sources.get(DIST_KEYS["GPUS_PER_NODE"])
-    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
-
 
 def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,
                     sysfs_root: str, dev_root: str) -> Iterator[tuple[str, str, str]]:
@@ -139,10 +50,20 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     direct_view = cfgmod.Config({k: v for k, v in cfg.values.items() if k in ("main", "direct")},
                                 cfg.sources, cfg.warnings)
     yield from config_records(direct_view)
-    for name, value in detected_env(env, cfg, accelerator, sysfs_root, dev_root).items():
+    # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
+    picked = rendezvous.auto_port(env)
+    origins: dict[str, str] = {}
+    found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root,
+                         origins)
+    if picked is not None:
+        rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
+        found.setdefault("MASTER_PORT", picked["MASTER_PORT"])
+    for name, value in found.items():
         yield "env", name, value
-    if COUNT_SOURCE:
-        yield "note", "GPUS_PER_NODE", COUNT_SOURCE[0]
+    # Where the process count came from, for the launch summary.
+    from primus_runner.detect import count_source
+
+    yield "note", "GPUS_PER_NODE", count_source(origins.get("GPUS_PER_NODE"), env, found, cfg)
 
 
 def _parser() -> Any:
@@ -224,7 +145,13 @@ def serve_check(console_fd: int | None) -> int:
     console = os.fdopen(console_fd, "w", closefd=False) if console_fd is not None else sys.stderr
     sys.stdout = console
     try:
-        return env_cmd.cmd_check(args, environ)
+        code = env_cmd.cmd_check(args, environ)
+        if code == 0 and environ.get("PRIMUS_DRY_RUN") != "1":
+            # Before torchrun starts: the rendezvous host's address and port.
+            for message in rendezvous.check(environ):
+                log.emit("ERROR", message)
+                code = 2
+        return code
     finally:
         console.flush()
         sys.stdout = saved

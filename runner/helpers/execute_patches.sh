@@ -83,7 +83,7 @@ main() {
       -h | --help) usage; return 0 ;;
       --dry-run) pass+=(--dry-run); shift ;;
       --) shift; break ;;
-      -*) die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; usage: execute_patches.sh [--dry-run] PATCH..." ;;
+      -*) primus_die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; usage: execute_patches.sh [--dry-run] PATCH..." ;;
       *) break ;;
     esac
   done

@@ -251,9 +251,9 @@ LOG_INFO_RANK0() { if __primus_is_rank0; then LOG_INFO "$@"; fi; }
 LOG_WARN_RANK0() { if __primus_is_rank0; then LOG_WARN "$@"; fi; }
 LOG_ERROR_RANK0() { if __primus_is_rank0; then LOG_ERROR "$@"; fi; }
 
-# die CODE MESSAGE...: log MESSAGE as an error and exit with CODE.
+# primus_die CODE MESSAGE...: log MESSAGE as an error and exit with CODE.
 # Only for executables; sourced files return instead.
-die() {
+primus_die() {
   local code=$1
   shift
   LOG_ERROR "$@"
@@ -280,16 +280,16 @@ primus_need_value() {
   (($3 >= 2)) || primus_bad_usage "$1" "option $2 needs a value."
 }
 
-# require_command NAME [HINT]: exit 1 when NAME is not on PATH.
-require_command() {
+# primus_require_command NAME [HINT]: exit 1 when NAME is not on PATH.
+primus_require_command() {
   command -v "$1" >/dev/null 2>&1 ||
-    die "$PRIMUS_EXIT_MISSING" "required command '$1' not found on PATH.${2:+ $2}"
+    primus_die "$PRIMUS_EXIT_MISSING" "required command '$1' not found on PATH.${2:+ $2}"
 }
 
-# require_file PATH [WHAT]: exit 1 when PATH is not a readable file.
-require_file() {
+# primus_require_file PATH [WHAT]: exit 1 when PATH is not a readable file.
+primus_require_file() {
   [[ -f $1 && -r $1 ]] ||
-    die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
+    primus_die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
 }
 
 # primus_pick_python: set PRIMUS_PYTHON once (PRIMUS_PYTHON, else the project's

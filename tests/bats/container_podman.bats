@@ -120,7 +120,19 @@ ours() {
   assert_output --partial "container image 'localhost/primus-no-such-image:0' is not on this host and could not be pulled"
 }
 
+@test "the host user's ~/.primus.yaml reaches the inner direct (mounted read-only)" {
+  mkdir out
+  printf 'direct:\n  single: true\n  env: ["USER_CFG_VAL=from ~/.primus.yaml"]\n' >>"$HOME/.primus.yaml"
+  run "$PRIMUS_CLI" container -- --script "$WORKLOADS/print_env.py" -- "$PWD/out" USER_CFG_VAL
+  assert_success
+  assert_output --partial "user config $HOME/.primus.yaml mounted read-only"
+  [[ $(<out/USER_CFG_VAL.single) == 'from ~/.primus.yaml' ]]
+}
+
 @test "the container's exit code is the launcher's" {
   run "$PRIMUS_CLI" container -- --single --script "$WORKLOADS/exit_with.py" -- 7
   assert_failure 7
+  # The workspace (outside the working directory) is mounted: the log is on the host.
+  assert_output --partial "--volume $PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE"
+  compgen -G "$PRIMUS_WORKSPACE/logs/primus-*.log" >/dev/null
 }

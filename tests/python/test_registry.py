@@ -66,7 +66,8 @@ def test_every_reference_name_is_registered(reg):
 
 # The runner's own switches (SPEC sections 4-6).
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
-                   "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN"]
+                   "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
+                   "PRIMUS_WORKLOAD_PYTHON"]
 # Names the runner's own code reads or exports (grep of runner/, python/, examples/),
 # neither in the references nor in the SPEC list above.
 RUNNER_OWN = [
@@ -77,6 +78,7 @@ RUNNER_OWN = [
     "PRIMUS_IB_HCA_EXCLUDE", "PRIMUS_SOCKET_IFNAME_EXCLUDE", "PRIMUS_NUMA_BIND",
     "PRIMUS_NEURON_CORES_PER_PROC", "PRIMUS_NEURON_CORE_SLICES", "PRIMUS_NEURON_ROOT_COMM_PORT",
     "PRIMUS_RC_DIR", "PRIMUS_TORCHRUN", "PRIMUS_KILL_GRACE", "PRIMUS_USER_CONFIG", "PRIMUS_SKIP_MAIN_LAUNCH",
+    "PRIMUS_REQUEUE_EXIT_CODE", "PRIMUS_RUN_ID", "PRIMUS_SIGNAL_DIR", "PRIMUS_SIGNAL_WINDOW_MS",
     "PRIMUS_NO_USER_CONFIG", "PRIMUS_SLURM_FIRST_HOST", "PRIMUS_SLURM_SRUN_NATIVE",
     "PRIMUS_SLURM_SCONTROL_TIMEOUT", "PRIMUS_HOOKS_DIR", "PRIMUS_HOOK_GROUP", "PRIMUS_HOOK_NAME",
     "PRIMUS_TURBO_REPO", "PRIMUS_TURBO_REF", "PRIMUS_TURBO_SRC", "PRIMUS_TURBO_BUILD_DIR",
@@ -87,7 +89,9 @@ RUNNER_OWN = [
 # Library variables in neither reference that the runner sets or checks (issue 15):
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.
-LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY"]
+LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY",
+               # read by jax.distributed.initialize(); set in run mode single (issue 10)
+               "JAX_COORDINATOR_ADDRESS"]
 # AWS practice around the Neuron runtime (section neuron-aws; each entry cites its AWS source).
 NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM_SOCKET_IFNAME",
               "MALLOC_ARENA_MAX", "XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_SPMD",

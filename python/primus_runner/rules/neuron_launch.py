@@ -357,16 +357,15 @@ def _compiler_lnc(s: _State) -> Iterator[Finding]:
     if text is None:
         return
     size = parse_uint(text)
-    lnc, explicit = s.lnc()
+    lnc, _ = s.lnc()
     if size is None:
         yield s.found("error", "NEURON_CC_FLAGS",
                       f"gives the compiler logical core size {text!r}, which is not a whole number",
                       "use --lnc=1 or --lnc=2 (the runtime's NEURON_LOGICAL_NC_CONFIG)")
     elif lnc is not None and size != lnc:
-        source = "NEURON_LOGICAL_NC_CONFIG" if explicit else f"the {s.family} default"
         yield s.found("error", "NEURON_CC_FLAGS",
                       f"compiles for logical core size {size} but the runtime runs with LNC {lnc} "
-                      f"({source}); AWS Neuron does not support a compiler LNC that differs from "
-                      "the runtime's",
+                      "(NEURON_LOGICAL_NC_CONFIG, set or the instance default); AWS Neuron does "
+                      "not support a compiler LNC that differs from the runtime's",
                       f"use --lnc={lnc} in NEURON_CC_FLAGS, or export NEURON_LOGICAL_NC_CONFIG={size} "
                       "where that size exists")

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from primus_runner.rules.engine import _State, rule
 from primus_runner.rules.types import (
     Finding,
+    parse_uint,
 )
 
 
@@ -48,6 +49,34 @@ def _jax_single(s: _State) -> Iterator[Finding]:
                       "is set for a single-node run: Primus leaves it unset there so MaxText takes "
                       "its local single-controller path; set, it starts the distributed one",
                       "unset JAX_COORDINATOR_IP (and JAX_COORDINATOR_PORT) for one node")
+
+
+@rule("jax_coordinator_port_clash")
+def _jax_port_clash(s: _State) -> Iterator[Finding]:
+    # In run mode torchrun, torchrun's TCP store listens on MASTER_PORT (and may
+    # take MASTER_PORT+1, issue 10); a JAX coordinator on either port collides
+    # with it (seen: a segfault on one node and a 65 s hang on the other). The
+    # launcher exports RUN_MODE with the mode it chose; by hand, unset, no finding.
+    if s.get("RUN_MODE") != "torchrun":
+        return
+    master = s.uint("MASTER_PORT")
+    if master is None:
+        return
+    taken = {master: "MASTER_PORT", master + 1: "MASTER_PORT+1"}
+    candidates = [("JAX_COORDINATOR_PORT", s.get("JAX_COORDINATOR_PORT"))]
+    address = s.get("JAX_COORDINATOR_ADDRESS")
+    if address and ":" in address:
+        candidates.append(("JAX_COORDINATOR_ADDRESS", address.rsplit(":", 1)[1]))
+    for name, text in candidates:
+        port = parse_uint(text) if text else None
+        if port in taken:
+            yield s.found("error", name,
+                          f"puts the JAX coordinator on port {port} = {taken[port]} in run mode "
+                          f"torchrun, where torchrun's rendezvous store already listens "
+                          f"(MASTER_PORT={master}); jax.distributed.initialize() then crashes or hangs",
+                          "run JAX one process per node (--single, direct.run_mode: single, or a hook's "
+                          "env.RUN_MODE=single: the launcher then sets JAX_COORDINATOR_* itself), or "
+                          f"give the coordinator another port, e.g. JAX_COORDINATOR_PORT={master + 2}")
 
 
 @rule("dump_hlo_dir_without_dump")

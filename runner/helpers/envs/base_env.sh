@@ -5,14 +5,15 @@
 #   source runner/helpers/envs/base_env.sh
 #
 # What it sets (each only when the user has not set it; see "Precedence"):
-#   - distributed: MASTER_ADDR=localhost MASTER_PORT=1234 NNODES=1 NODE_RANK=0
-#     GPUS_PER_NODE=8
-#   - NIC/HCA and accelerator facts through the detection helpers (one python3
-#     start for `devices` and `nics`, skipped when PRIMUS_DETECTION_DONE=1):
-#     NCCL_IB_HCA, NCCL_IB_GID_INDEX (3 when nothing is detected), IP_INTERFACE,
-#     NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, PRIMUS_ACCELERATOR, PRIMUS_GPU_MODEL,
-#     PRIMUS_NEURON_*. When a helper cannot run (no python3, no psutil) it warns
-#     once and the reference defaults stay.
+#   - what `python3 -m primus_runner detect` gives (the launcher's own detection
+#     code, one python3 start, skipped when PRIMUS_DETECTION_DONE=1): MASTER_ADDR,
+#     MASTER_PORT, NNODES, NODE_RANK from the scheduler or config, GPUS_PER_NODE =
+#     the detected GPU count, NCCL_IB_HCA, NCCL_IB_GID_INDEX (3 when nothing is
+#     detected), IP_INTERFACE, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME,
+#     PRIMUS_ACCELERATOR, PRIMUS_GPU_MODEL, PRIMUS_NEURON_*. When it cannot run (no
+#     python3, no psutil) it warns once and the reference defaults below stay.
+#   - distributed fallbacks: MASTER_ADDR=localhost MASTER_PORT=1234 NNODES=1
+#     NODE_RANK=0 GPUS_PER_NODE=8
 #   - NCCL_DEBUG exported empty (reference: "base_env.sh empty default")
 #   - RCCL/NCCL, ROCm/HSA, PyTorch, Transformer Engine defaults (reference 4-7)
 #   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts,
@@ -47,13 +48,13 @@
 # as they were, works from any directory and through a symlink, and prints only
 # on NODE_RANK 0, at INFO (summary, hidden by PRIMUS_LOG_LEVEL=WARN) or WARN.
 #
-# Functions for the other layers and the launcher:
-#   primus_env_default NAME VALUE ORIGIN   set NAME unless the user owns it (layers)
-#   primus_env_fallback NAME VALUE ORIGIN  set NAME only when unset (base defaults)
-#   primus_env_user_owns NAME              true when NAME is the user's value
-#   primus_env_note_origin NAME ORIGIN     record who set NAME (hook, cli, ...)
-# Origins are kept in the associative array __PRIMUS_ORIGIN and exported as
-# PRIMUS_ENV_ORIGINS="NAME:origin ..." for `primus-cli env show`.
+# A layer, not a library: the functions other layers and the launcher use come
+# from runner/lib/ (env_origin.sh: primus_env_default, primus_env_fallback,
+# primus_env_user_owns, primus_env_note_origin; shellopts.sh: primus_opts_save
+# and primus_opts_restore; common.sh: logging). Every function and variable a
+# sourced file defines is prefixed (primus_, __primus_, PRIMUS_, __PRIMUS_),
+# so a caller's own die, require_file or log functions survive; the LOG_*
+# functions are the SPEC's logging interface (section 3).
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   # Executed, not sourced: nothing it sets could reach the caller.
@@ -67,137 +68,19 @@ if [[ -n ${__PRIMUS_BASE_ENV_SOURCED:-} ]]; then
   return 0
 fi
 
-# ---------------------------------------------------------------------------
-# Shell-state protection: shared by base_env.sh and primus-env.sh.
-# ---------------------------------------------------------------------------
-
-# __primus_opts_save: remember errexit/nounset/xtrace (outermost call only) and
-# switch errexit, nounset and xtrace off, so nothing in the layers can end the
-# caller and a caller's `set -x` neither traces the layers nor shows a secret
-# (PRIMUS_DEBUG=1 traces them through the masking filter: primus_debug_trace_begin).
-__primus_opts_save() {
-  __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-0} + 1))
-  ((__PRIMUS_OPTS_DEPTH == 1)) || return 0
-  __PRIMUS_OPTS_SAVED=$-
-  set +e +u +x
-  if declare -F primus_debug_trace_begin >/dev/null; then primus_debug_trace_begin; fi
-  return 0
-}
-
-# __primus_opts_restore: put back what __primus_opts_save found.
-__primus_opts_restore() {
-  __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-1} - 1))
-  ((__PRIMUS_OPTS_DEPTH <= 0)) || return 0
-  __PRIMUS_OPTS_DEPTH=0
-  if declare -F primus_debug_trace_end >/dev/null; then primus_debug_trace_end; fi
-  case $__PRIMUS_OPTS_SAVED in *x*) set -x ;; *) set +x ;; esac
-  case $__PRIMUS_OPTS_SAVED in *u*) set -u ;; esac
-  case $__PRIMUS_OPTS_SAVED in *e*) set -e ;; esac
-  return 0
-}
-
-# ---------------------------------------------------------------------------
-# Origins and precedence.
-# ---------------------------------------------------------------------------
-if ! declare -p __PRIMUS_ORIGIN >/dev/null 2>&1; then
-  declare -gA __PRIMUS_ORIGIN=()
-fi
-
-# primus_env_user_owns NAME: true when NAME was set before any layer touched it
-# and the launcher did not list it in PRIMUS_DETECTED_VARS. Records the answer.
-primus_env_user_owns() {
-  local name=$1 origin=${__PRIMUS_ORIGIN[$1]-}
-  if [[ -n $origin ]]; then
-    [[ $origin == user* ]]
-    return
-  fi
-  [[ -v $name ]] || return 1
-  if [[ " ${PRIMUS_DETECTED_VARS-} " == *" $name "* ]]; then
-    __PRIMUS_ORIGIN[$name]=launcher
-    return 1
-  fi
-  __PRIMUS_ORIGIN[$name]=user
-  export "${name?}"
-  return 0
-}
-
-# primus_env_default NAME VALUE ORIGIN: export NAME=VALUE unless the user owns
-# NAME; a value set by a lower layer (or detected) is replaced.
-primus_env_default() {
-  primus_env_user_owns "$1" && return 0
-  printf -v "$1" '%s' "$2"
-  export "${1?}"
-  __PRIMUS_ORIGIN[$1]=$3
-}
-
-# primus_env_fallback NAME VALUE ORIGIN: export NAME=VALUE only when NAME is
-# not set at all (the base defaults: below detection, the launcher and layers).
-primus_env_fallback() {
-  if primus_env_user_owns "$1" || [[ -v $1 ]]; then
-    export "${1?}"
-    return 0
-  fi
-  printf -v "$1" '%s' "$2"
-  export "${1?}"
-  __PRIMUS_ORIGIN[$1]=$3
-}
-
-# primus_env_note_origin NAME ORIGIN: record that ORIGIN (hook, cli, ...) set
-# NAME; for the launcher after hooks and --env. Updates PRIMUS_ENV_ORIGINS.
-primus_env_note_origin() {
-  __PRIMUS_ORIGIN[$1]=$2
-  __primus_env_export_origins
-}
-
-# __primus_env_export_origins: PRIMUS_ENV_ORIGINS="NAME:origin ..." for every
-# name a layer, detection, hook or --env set, or a layer kept as the user's.
-__primus_env_export_origins() {
-  local name list=""
-  for name in "${!__PRIMUS_ORIGIN[@]}"; do
-    list+="${list:+ }$name:${__PRIMUS_ORIGIN[$name]}"
-  done
-  export PRIMUS_ENV_ORIGINS=$list
-}
-
 # __primus_is_uint VALUE: VALUE is a plain non-negative decimal integer.
 __primus_is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
 
 # ---------------------------------------------------------------------------
-# Detection (devices + nics in one python3 start).
+# Detection: `python3 -m primus_runner detect`, the launcher's own code
+# (python/primus_runner/detect.py), in one python3 start.
 # ---------------------------------------------------------------------------
-
-# Runs each helper through cli.main, output captured per helper, so a helper
-# that fails (missing psutil, bad sysfs) is reported instead of half-applied.
-__PRIMUS_DETECT_PY='
-import io, sys
-out = sys.stdout.buffer
-for cmd in ("devices", "nics"):
-    real_out, real_err = sys.stdout, sys.stderr
-    cap_out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape", newline="")
-    cap_err = io.StringIO()
-    reason = ""
-    try:
-        sys.stdout, sys.stderr = cap_out, cap_err
-        from primus_runner import cli
-        rc = cli.main([cmd, "--format", "nul"])
-    except BaseException as exc:
-        rc, reason = 1, f"{type(exc).__name__}: {exc}"
-    finally:
-        sys.stdout, sys.stderr = real_out, real_err
-    cap_out.flush()
-    if rc == 0:
-        out.write(cap_out.buffer.getvalue())
-    else:
-        lines = [l for l in cap_err.getvalue().splitlines() if l.strip()]
-        reason = reason or (lines[-1] if lines else f"exit status {rc}")
-        out.write(f"__PRIMUS_DETECT_FAILED\0{cmd}: {reason}\0".encode("utf-8", "surrogateescape"))
-out.write(b"__PRIMUS_DETECT_END\0\0")
-'
 
 # __primus_detection_needed: true unless the launcher did it or every value
 # detection would give is already set.
 __primus_detection_needed() {
   [[ ${PRIMUS_DETECTION_DONE:-0} == 1 ]] && return 1
+  [[ -v MASTER_ADDR && -v MASTER_PORT && -v NNODES && -v NODE_RANK && -v GPUS_PER_NODE ]] || return 0
   [[ -n ${NCCL_IB_HCA:-} && -v NCCL_IB_GID_INDEX && -v NCCL_SOCKET_IFNAME && -v GLOO_SOCKET_IFNAME ]] || return 0
   case ${PRIMUS_ACCELERATOR:-auto} in
     rocm) [[ -n ${PRIMUS_GPU_MODEL:-} ]] || return 0 ;;
@@ -208,8 +91,8 @@ __primus_detection_needed() {
   return 1
 }
 
-# __primus_apply_detected NAME VALUE: a detected value, below the user's. An
-# empty NCCL_IB_HCA or PRIMUS_ACCELERATOR=auto asks for detection.
+# __primus_apply_detected NAME VALUE ORIGIN: a detected value, below the
+# user's. An empty NCCL_IB_HCA or PRIMUS_ACCELERATOR=auto asks for detection.
 __primus_apply_detected() {
   local name=$1 value=$2
   if [[ -z ${__PRIMUS_ORIGIN[$name]-} ]]; then
@@ -218,27 +101,49 @@ __primus_apply_detected() {
       PRIMUS_ACCELERATOR) [[ ${PRIMUS_ACCELERATOR-} != auto ]] || unset PRIMUS_ACCELERATOR ;;
     esac
   fi
-  primus_env_default "$name" "$value" detected
+  primus_env_default "$name" "$value" "$3"
 }
 
-# __primus_run_detection: run the helpers once, apply their records, warn once.
+# __primus_run_detection: run `detect --format nul` once, apply its records
+# (kind NAME VALUE: env, origin, fail, end), warn once about what failed.
 __primus_run_detection() {
-  local name value failures="" ended=0
+  local kind name value failures="" mapping="" ended=0 i reason
+  local -a names=() values=()
+  local -A detected_origin=()
   primus_pick_python
-  while IFS= read -r -d '' name && IFS= read -r -d '' value; do
-    case $name in
-      __PRIMUS_DETECT_END) ended=1 ;;
-      __PRIMUS_DETECT_FAILED) failures+="${failures:+; }$value" ;;
-      *)
-        if [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-          __primus_apply_detected "$name" "$value"
-        fi
+  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
+    case $kind in
+      env) names+=("$name") values+=("$value") ;;
+      origin) detected_origin[$name]=$value ;;
+      fail)
+        case $name in
+          ranks | config) mapping+="${mapping:+; }$value" ;;
+          *) failures+="${failures:+; }$name: $value" ;;
+        esac
         ;;
+      end) ended=1 ;;
     esac
   done < <(PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-    "$PRIMUS_PYTHON" -c "$__PRIMUS_DETECT_PY" 2>/dev/null)
+    "$PRIMUS_PYTHON" -m primus_runner detect --format nul 2>/dev/null)
+  for i in "${!names[@]}"; do
+    name=${names[i]}
+    case $name in
+      PRIMUS_DETECTION_DONE | PRIMUS_DETECTED_VARS) ;; # the launcher's bookkeeping
+      *) [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && __primus_apply_detected "$name" "${values[i]}" "${detected_origin[$name]:-detected}" ;;
+    esac
+  done
   if ((!ended)); then
-    failures="'$PRIMUS_PYTHON' could not run the primus_runner helpers"
+    # Failure path only: a second start to say why (last line of its stderr).
+    if command -v "$PRIMUS_PYTHON" >/dev/null 2>&1; then
+      reason=$({ PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+        "$PRIMUS_PYTHON" -m primus_runner detect --format nul 2>&1 >/dev/null || true; } | tail -n 1)
+    else
+      reason="no such program"
+    fi
+    failures="'$PRIMUS_PYTHON' could not run the primus_runner helpers${reason:+: $reason}"
+  fi
+  if [[ -n $mapping ]]; then
+    LOG_WARN_RANK0 "base_env: $mapping"
   fi
   if [[ -n $failures ]]; then
     LOG_WARN_RANK0 "base_env: detection helper unavailable ($failures); keeping the reference defaults for what it would detect. Fix: run 'make setup' (or set PRIMUS_PYTHON to a python3 with psutil and PyYAML), or export the values yourself."
@@ -405,34 +310,40 @@ __primus_base_summary() {
 
 # __primus_base_env_main: everything above, in order.
 __primus_base_env_main() {
-  __primus_base_distributed
+  # Detection first: it reads the exported environment, where a default set
+  # here would look like the user's (GPUS_PER_NODE=8 on a 2-GPU host).
   if __primus_detection_needed; then
     __primus_run_detection
   fi
+  __primus_base_distributed
   __primus_base_network
   __primus_base_libraries
   __primus_base_visible_devices
   __primus_base_rocm_libs
   __primus_base_paths
   __primus_base_deterministic
-  __primus_env_export_origins
+  primus_env_export_origins
   __primus_base_summary
 }
 
 __PRIMUS_BASE_ENV_SOURCED=1
-__primus_opts_save
 __PRIMUS_ENVS_DIR=${BASH_SOURCE[0]}
 if [[ -L $__PRIMUS_ENVS_DIR ]]; then
   __PRIMUS_ENVS_DIR=$(readlink -f -- "$__PRIMUS_ENVS_DIR")
 fi
 case $__PRIMUS_ENVS_DIR in */*) __PRIMUS_ENVS_DIR=${__PRIMUS_ENVS_DIR%/*} ;; *) __PRIMUS_ENVS_DIR=. ;; esac
 __PRIMUS_ENVS_DIR=$(cd -P -- "$__PRIMUS_ENVS_DIR" && pwd)
+# shellcheck source=runner/lib/shellopts.sh
+source "$__PRIMUS_ENVS_DIR/../../lib/shellopts.sh"
+primus_opts_save
 # common.sh derives the runner directory from its own location.
 if [[ -z ${PRIMUS_RUNNER_DIR:-} || ! -f ${PRIMUS_RUNNER_DIR:-}/lib/common.sh ]]; then
   PRIMUS_RUNNER_DIR=${__PRIMUS_ENVS_DIR%/helpers/envs}
 fi
 # shellcheck source=runner/lib/common.sh
 source "$__PRIMUS_ENVS_DIR/../../lib/common.sh"
-primus_debug_trace_begin
+# shellcheck source=runner/lib/env_origin.sh
+source "$__PRIMUS_ENVS_DIR/../../lib/env_origin.sh"
+primus_debug_trace_begin  # PRIMUS_DEBUG=1: trace, secrets masked
 __primus_base_env_main
-__primus_opts_restore
+primus_opts_restore

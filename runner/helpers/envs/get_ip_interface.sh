@@ -33,10 +33,10 @@ main() {
     case $1 in
       -h | --help) usage; return 0 ;;
       --sysfs-root | --master-addr)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "$1 needs a value; $synopsis"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "$1 needs a value; $synopsis"
         args+=("$1" "$2"); shift 2 ;;
       --sysfs-root=* | --master-addr=*) args+=("${1%%=*}" "${1#*=}"); shift ;;
-      *) die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; $synopsis" ;;
+      *) primus_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; $synopsis" ;;
     esac
   done
   primus_python nics "${args[@]}" --get IP_INTERFACE

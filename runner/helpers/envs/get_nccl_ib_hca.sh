@@ -31,10 +31,10 @@ main() {
     case $1 in
       -h | --help) usage; return 0 ;;
       --sysfs-root)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--sysfs-root needs a directory; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--sysfs-root needs a directory; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]"
         args+=(--sysfs-root "$2"); shift 2 ;;
       --sysfs-root=*) args+=(--sysfs-root "${1#*=}"); shift ;;
-      *) die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]" ;;
+      *) primus_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]" ;;
     esac
   done
   primus_python nics "${args[@]}" --get NCCL_IB_HCA

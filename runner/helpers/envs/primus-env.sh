@@ -146,7 +146,7 @@ __primus_env_main() {
   else
     __primus_layer_framework "$dir" || rc=2
   fi
-  __primus_env_export_origins
+  primus_env_export_origins
   if ((rc == 0)); then
     __primus_layer_validation || rc=2
   fi
@@ -154,27 +154,15 @@ __primus_env_main() {
 }
 
 __PRIMUS_ENV_LOADED=1
-if ! declare -F __primus_opts_save >/dev/null; then
-  # First use in this shell: base_env.sh defines the shared helpers.
-  __PRIMUS_ENV_FIRST=1
-fi
 __primus_env_rc=0
-if [[ -n ${__PRIMUS_ENV_FIRST:-} ]]; then
-  # Shell-option protection comes from base_env.sh, loaded by main; protect
-  # the part before it by hand.
-  __primus_env_saved_opts=$-
-  set +e +u +x
-  __primus_env_main "$@" || __primus_env_rc=$?
-  if declare -F primus_debug_trace_end >/dev/null; then primus_debug_trace_end; fi
-  case $__primus_env_saved_opts in *x*) set -x ;; *) set +x ;; esac
-  case $__primus_env_saved_opts in *u*) set -u ;; esac
-  case $__primus_env_saved_opts in *e*) set -e ;; esac
-  unset __primus_env_saved_opts __PRIMUS_ENV_FIRST
-else
-  __primus_opts_save
-  __primus_env_main "$@" || __primus_env_rc=$?
-  __primus_opts_restore
-fi
+__primus_env_dir=
+__primus_envs_dir __primus_env_dir
+# shellcheck source=runner/lib/shellopts.sh
+source "$__primus_env_dir/../../lib/shellopts.sh"
+unset __primus_env_dir
+primus_opts_save
+__primus_env_main "$@" || __primus_env_rc=$?
+primus_opts_restore
 # The loader's status (0, or 2 when validation failed) is the source's status.
 __primus_env_status() { return "$__primus_env_rc"; }
 __primus_env_status
