@@ -42,9 +42,16 @@ def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
     out = {}
     for name, key in DIST_KEYS.items():
         value = cfgmod.scalar_text(cfg.get(key))
+        if name == "MASTER_PORT" and _from_system_config(cfg, key):
+            continue  # the reference default: a Slurm step derives its own (ranks.slurm_step_port)
         if value != "":
             out[name] = value
     return out
+
+
+def _from_system_config(cfg: cfgmod.Config, key: str) -> bool:
+    source = cfg.sources.get(key)
+    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
 
 
 def _gpus_per_node_is_a_default(origin: str | None, cfg: cfgmod.Config) -> bool:
@@ -94,8 +101,11 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     out: dict[str, str] = {}
     where: dict[str, str] = {} if origins is None else origins
     gpus_origin: str | None = "exported" if "GPUS_PER_NODE" in env else "default"
+    notes: list[str] = []
     try:
         mapping = ranks.resolve(env, config_defaults(cfg))
+        notes += mapping.notes
+        ranks.check_master_resolves(mapping, sysfs_root)
     except (PrimusError, ImportError, OSError) as exc:
         _step_failed("ranks", exc, failures)
     else:
@@ -109,7 +119,14 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         view["PRIMUS_ACCELERATOR"] = wanted
     found: dict[str, str] = {}
     try:
-        found = devices.detect_devices(sysfs_root, dev_root, view).as_env()
+        found_devices = devices.detect_devices(sysfs_root, dev_root, view)
+        found = found_devices.as_env()
+        notes += found_devices.notes
+        local_rank = devices.srun_native_local_rank(env, found_devices)
+        if local_rank is not None:
+            out["LOCAL_RANK"], note = local_rank
+            where["LOCAL_RANK"] = "detected"
+            notes.append(note)
     except (PrimusError, ImportError, OSError) as exc:
         _step_failed("devices", exc, failures)
     for name, value in found.items():
@@ -131,7 +148,9 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         where["PRIMUS_ACCELERATOR"] = ("cli" if accelerator else
                                        "exported" if env.get("PRIMUS_ACCELERATOR") == wanted else "config")
     try:
-        found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
+        nic_result = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR"))
+        notes += nic_result.notes
+        found_nics = nic_result.as_env()
     except (PrimusError, ImportError, OSError) as exc:
         _step_failed("nics", exc, failures)
         found_nics = {}
@@ -139,6 +158,11 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         if name not in env:
             out[name] = value
             where[name] = "detected"
+    if notes:   # detection notes always reach the launch output (stderr, WARN)
+        from primus_runner import log
+
+        for note in notes:
+            log.warn(f"detection: {note}")
     out["PRIMUS_DETECTION_DONE"] = "1"
     # Values the launcher defaulted or detected (not the user's): the layers
     # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.

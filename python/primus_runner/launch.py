@@ -151,6 +151,11 @@ def serve_check(console_fd: int | None) -> int:
             for message in rendezvous.check(environ):
                 log.emit("ERROR", message)
                 code = 2
+        from primus_runner import clustercheck
+
+        if code == 0 and clustercheck.wanted(environ):
+            # One exchange through node 0 before anything starts (see clustercheck).
+            code = clustercheck.run(environ, console)
         return code
     finally:
         console.flush()
