@@ -63,6 +63,22 @@ def _gpus_per_node_is_a_default(origin: str | None, cfg: cfgmod.Config) -> bool:
     return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
 
 
+def count_source(origin: str | None, env: Mapping[str, str], out: Mapping[str, str],
+                 cfg: cfgmod.Config) -> str:
+    """Where GPUS_PER_NODE (the process count per node) came from, for the launch summary."""
+    if origin == "detected":
+        return f"one process per detected GPU ({out.get('PRIMUS_GPU_COUNT', '?')})"
+    if origin == "no-accelerator":
+        return "no accelerator detected: 1; set GPUS_PER_NODE, --env GPUS_PER_NODE=N or direct.gpus_per_node for more"
+    if origin == "config":
+        return f"config direct.gpus_per_node in {cfg.sources.get(DIST_KEYS['GPUS_PER_NODE'], '?')}"
+    if origin == "exported":
+        return "GPUS_PER_NODE exported"
+    if origin in (None, "default"):
+        return "reference default"
+    return f"from {origin}"
+
+
 def _step_failed(step: str, exc: BaseException, failures: list[tuple[str, str, int]] | None) -> None:
     """Record a failed step (soft mode) or raise it again (the launcher)."""
     if failures is None:
@@ -121,6 +137,12 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         # One process per detected GPU unless the user or their config said otherwise.
         out["GPUS_PER_NODE"] = found["PRIMUS_GPU_COUNT"]
         where["GPUS_PER_NODE"] = "detected"
+    elif (_gpus_per_node_is_a_default(gpus_origin, cfg)
+          and (wanted if wanted not in ("", "auto") else found.get("PRIMUS_ACCELERATOR")) == "cpu"):
+        # No accelerator: one process, not the reference's 8 per node (README
+        # "First ten minutes"); the user, a scheduler or their config can say more.
+        out["GPUS_PER_NODE"] = "1"
+        where["GPUS_PER_NODE"] = "no-accelerator"
     if wanted and wanted != "auto":
         out["PRIMUS_ACCELERATOR"] = wanted
         where["PRIMUS_ACCELERATOR"] = ("cli" if accelerator else

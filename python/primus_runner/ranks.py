@@ -250,7 +250,11 @@ def _slurm(r: _Resolver) -> tuple[dict[str, tuple[str, str]], int, str | None]:
     list_v, list_n = _first(env, "SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST")
     from primus_runner import hostlist
 
-    listed = hostlist.count(list_v) if list_v else None
+    try:
+        listed = hostlist.count(list_v) if list_v else None
+    except hostlist.HostlistError as exc:
+        # Name the variable the list came from (the user cannot see which one).
+        raise hostlist.HostlistError(f"{list_n}: {exc}") from None
     if nnodes_v is not None:
         nnodes = parse_int(nnodes_n, nnodes_v, 1)
         step_level = (nnodes_n == "SLURM_STEP_NUM_NODES") == (list_n == "SLURM_STEP_NODELIST")
@@ -302,7 +306,12 @@ def _slurm(r: _Resolver) -> tuple[dict[str, tuple[str, str]], int, str | None]:
     if first_v is not None:
         values["MASTER_ADDR"] = (first_v, "PRIMUS_SLURM_FIRST_HOST (scontrol show hostnames)")
     elif list_v:
-        values["MASTER_ADDR"] = (hostlist.first_host(list_v), f"first host of {list_n}")
+        try:
+            first = hostlist.first_host(list_v)
+        except hostlist.HostlistError as exc:
+            # Name the variable the list came from (the user cannot see which one).
+            raise hostlist.HostlistError(f"{list_n}: {exc}") from None
+        values["MASTER_ADDR"] = (first, f"first host of {list_n}")
     port = slurm_step_port(env)
     if port is not None and r.user("MASTER_PORT") is None and "MASTER_PORT" not in r.defaults:
         values["MASTER_PORT"] = port
