@@ -289,6 +289,9 @@ setup_srun_native() {
     entry_die "$PRIMUS_EXIT_INVALID" "srun-native cannot tell how many tasks run on this node" \
       "(SLURM_STEP_TASKS_PER_NODE='${SLURM_STEP_TASKS_PER_NODE:-}'); give --ntasks-per-node=N."
   export RANK=$proc_id LOCAL_RANK=$local_id WORLD_SIZE=$STEP_TASKS LOCAL_WORLD_SIZE=$local_size
+  # The launch helper maps LOCAL_RANK into a per-task GPU mask and the
+  # cluster check counts workers, not nodes (PRIMUS_SRUN_NATIVE=1).
+  export PRIMUS_SRUN_NATIVE=1
   mode_args_have --single || ENTRY_MODE_ARGS=(--single "${ENTRY_MODE_ARGS[@]}")
   entry_log INFO "srun-native: worker RANK=$RANK LOCAL_RANK=$LOCAL_RANK" \
     "WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE (no torchrun)"

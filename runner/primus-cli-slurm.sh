@@ -236,6 +236,49 @@ fill_from_config() {
   fi
 }
 
+# hide_secrets: a secret given to direct as --env NAME=VALUE must not be on
+# srun's argv nor in the spooled batch script: its value travels in srun's /
+# sbatch's environment (their --export, default ALL; sbatch(1)) and the entry
+# gets --env NAME. A --export list gets the names added; --export=NONE cannot
+# carry them.
+SECRET_NAMES=()
+hide_secrets() {
+  [[ $MODE == direct ]] || return 0
+  local count=${#MODE_ARGS[@]} i
+  for ((i = 0; i < ${#MODE_ARGS[@]}; i++)); do
+    if [[ ${MODE_ARGS[i]} == -- ]]; then
+      count=$i
+      break
+    fi
+  done
+  local -a clean
+  primus_secret_env_args clean "$count" "${MODE_ARGS[@]}" || return 0
+  MODE_ARGS=("${clean[@]}")
+  SECRET_NAMES=("${PRIMUS_SECRET_MOVED[@]}")
+  local flag value names
+  names=$(IFS=,; printf '%s' "${SECRET_NAMES[*]}")
+  for ((i = 0; i < ${#SLURM_FLAGS[@]}; i++)); do
+    flag=${SLURM_FLAGS[i]}
+    case $flag in
+      --export=*) value=${flag#--export=} ;;
+      --export) value=${SLURM_FLAGS[i + 1]-} ;;
+      *) continue ;;
+    esac
+    case ${value^^} in
+      ALL | ALL,*) ;;
+      NONE | NIL)
+        bad_usage "--export=$value cannot carry ${names//,/, } (given with --env): Slurm takes no variables with NONE." \
+          "Fix: --export=ALL, or list them: --export=$names,..., or export them and drop --env." ;;
+      *)
+        if [[ $flag == --export ]]; then
+          SLURM_FLAGS[i + 1]=$value,$names
+        else
+          SLURM_FLAGS[i]=--export=$value,$names
+        fi ;;
+    esac
+  done
+}
+
 add_default_flags() {
   if ((!HAS_TPN && !HAS_NTASKS)); then
     ADDED_FLAGS+=(--ntasks-per-node=1)
@@ -388,8 +431,16 @@ simulate_node0() {
     bash "${ENTRY_WORDS[@]}"
 }
 
+# secrets_note: where the secrets given with --env went (dry run and log).
+secrets_note() {
+  ((${#SECRET_NAMES[@]})) || return 0
+  LOG_INFO "secrets ${SECRET_NAMES[*]} (given with --env) travel in $LAUNCHER's environment" \
+    "(--export), by name only: their values are on no command line and not in the batch script."
+}
+
 print_dry_run() {
   local quoted
+  secrets_note
   shown_words quoted "${SLURM_CMD[@]}"
   if [[ $LAUNCHER == sbatch ]]; then
     LOG_INFO "dry run: would submit (the batch script below on sbatch's stdin):"
@@ -418,6 +469,7 @@ main() {
   split_after
   load_config
   fill_from_config
+  hide_secrets
   add_default_flags
   if [[ $LAUNCHER == sbatch ]]; then
     build_sbatch
@@ -430,6 +482,7 @@ main() {
   fi
   primus_require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
   local quoted
+  secrets_note
   shown_words quoted "${SLURM_CMD[@]}"
   LOG_INFO "running: $quoted"
   if [[ $LAUNCHER == sbatch ]]; then

@@ -72,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Check the current environment (or --env-file) against the registry. "
         "Exit 2 on an error (or on a warning with --strict), else 0.")
     p_check.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    # primus-cli env check: one line on success (the layers' own check stays silent).
+    p_check.add_argument("--say-ok", action="store_true", help=argparse.SUPPRESS)
     p_check.add_argument("--accelerator", choices=("auto", "rocm", "cuda", "neuron", "cpu"),
                          help="accelerator of the launch (default: PRIMUS_ACCELERATOR, else "
                               "auto); findings about variables without effect on it become info")
@@ -102,13 +104,13 @@ def fast_check_args(argv: list[str]) -> SimpleNamespace | None:
     if not argv or argv[0] != "check":
         return None
     args = SimpleNamespace(command="check", strict=False, accelerator=None, env_file=None,
-                              format="text", container=False)
+                              format="text", container=False, say_ok=False)
     rest = argv[1:]
     i = 0
     while i < len(rest):
         word = rest[i]
-        if word in ("--strict", "--container"):
-            setattr(args, word[2:], True)
+        if word in ("--strict", "--container", "--say-ok"):
+            setattr(args, word[2:].replace("-", "_"), True)
             i += 1
             continue
         option, eq, value = word.partition("=")
@@ -139,7 +141,10 @@ def main(argv: list[str]) -> int:
     if args.command == "explain":
         return cmd_explain(args.name)
     if args.command == "check":
-        return cmd_check(args)
+        code = cmd_check(args)
+        if code == 0 and args.say_ok and args.format == "text" and not getattr(args, "_findings", 0):
+            print("[env check] no problems found")
+        return code
     return cmd_docs(args.out)
 
 
@@ -326,6 +331,7 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
         findings = [f.replace(severity="error", message=f"{f.message} [--strict]")
                     if f.severity == "warning" else f for f in findings]
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
+    args._findings = len(findings)
     if args.format == "json":
         json.dump({"exit_code": code, "strict": args.strict, "counts": counts,
                    "findings": [f.as_dict() for f in findings]}, sys.stdout, indent=2)
@@ -361,6 +367,11 @@ def cmd_docs(out: str | None) -> int:
     text = render_docs(load())
     if out is None:
         sys.stdout.write(text)
+        return 0
+    if os.environ.get("PRIMUS_DRY_RUN") == "1":
+        from primus_runner import log
+
+        log.info(f"dry run: would write {out} ({text.count(chr(10))} lines); nothing was written.")
         return 0
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):

@@ -52,12 +52,18 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     yield from config_records(direct_view)
     # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
     picked = rendezvous.auto_port(env)
-    found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root)
+    origins: dict[str, str] = {}
+    found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root,
+                         origins)
     if picked is not None:
         rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
         found.setdefault("MASTER_PORT", picked["MASTER_PORT"])
     for name, value in found.items():
         yield "env", name, value
+    # Where the process count came from, for the launch summary.
+    from primus_runner.detect import count_source
+
+    yield "note", "GPUS_PER_NODE", count_source(origins.get("GPUS_PER_NODE"), env, found, cfg)
 
 
 def _parser() -> Any:
@@ -145,6 +151,11 @@ def serve_check(console_fd: int | None) -> int:
             for message in rendezvous.check(environ):
                 log.emit("ERROR", message)
                 code = 2
+        from primus_runner import clustercheck
+
+        if code == 0 and clustercheck.wanted(environ):
+            # One exchange through node 0 before anything starts (see clustercheck).
+            code = clustercheck.run(environ, console)
         return code
     finally:
         console.flush()
@@ -152,6 +163,13 @@ def serve_check(console_fd: int | None) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if "--accelerator" in argv[:-1]:
+        wanted = argv[argv.index("--accelerator") + 1]
+        if wanted not in ACCELERATORS:
+            from primus_runner.errors import UsageError
+
+            raise UsageError(f"--accelerator '{wanted}' is not supported; accepted: "
+                             f"{', '.join(ACCELERATORS)}. Fix: --accelerator auto (detect), or one of those.")
     opts = fast_parse(argv)
     if opts is None:
         args = _parser().parse_args(argv)

@@ -192,7 +192,9 @@ run_one() {
     cmd=("$BASH" "$script")
   fi
   local rc=0 errfd teepid
-  exec {errfd}> >(tee -- "$err" >&2)
+  # The hook's stderr, live and in ERR, secrets masked (an earlier hook's
+  # secret env. values too: queued in PRIMUS_MASK_VALUES).
+  exec {errfd}> >(primus_mask_stream | tee -- "$err" >&2)
   teepid=$!
   (
     # In a subshell: the hooks' env. values must never alter this script's own
@@ -212,13 +214,14 @@ run_one() {
   return "$rc"
 }
 
-# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr.
+# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr,
+# secrets masked as on success (its env.SECRET=... lines too).
 report_failure() {
   local script=$1 rc=$2 out=$3 err=$4
   LOG_ERROR "$LABEL '$script' failed with exit code $rc; its complete output follows." >&2
   {
     printf -- '----- %s %s: stdout -----\n' "$LABEL" "${script##*/}"
-    cat -- "$out"
+    primus_mask_stream <"$out"
     printf -- '----- %s %s: stderr -----\n' "$LABEL" "${script##*/}"
     cat -- "$err"
     printf -- '----- end of %s %s (exit code %s) -----\n' "$LABEL" "${script##*/}" "$rc"
@@ -270,6 +273,7 @@ parse_output() {
         fi
         ENV_NAMES+=("$key")
         ENV_VALUES+=("$value")
+        primus_mask_add "$key" "$value"
         printf 'env\0%s\0%s\0' "$key" "$value"
         log_record env "$name" "$key" "$value"
         ;;

@@ -344,5 +344,6 @@ fi
 source "$__PRIMUS_ENVS_DIR/../../lib/common.sh"
 # shellcheck source=runner/lib/env_origin.sh
 source "$__PRIMUS_ENVS_DIR/../../lib/env_origin.sh"
+primus_debug_trace_begin  # PRIMUS_DEBUG=1: trace, secrets masked
 __primus_base_env_main
 primus_opts_restore

@@ -126,6 +126,8 @@ __primus_env_main() {
   __primus_envs_dir dir
   # shellcheck source=runner/helpers/envs/base_env.sh
   source "$dir/base_env.sh"
+  # PRIMUS_DEBUG=1: trace the layers after base_env too, secrets masked.
+  primus_debug_trace_begin
   __primus_layer_accelerator "$dir"
   if [[ ${1-} == -- ]]; then
     shift
