@@ -23,6 +23,7 @@ teardown() {
 }
 
 @test "dry-run reads numbers as decimal: NODE_RANK=08 is 8" {
+  mkdir -p "$PRIMUS_SYSFS_ROOT/etc" && echo "10.77.0.1 node0" >"$PRIMUS_SYSFS_ROOT/etc/hosts"
   NNODES=10 NODE_RANK=08 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_success
   assert_output --partial "--nnodes 10 --node_rank 8 "
