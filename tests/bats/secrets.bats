@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-bats_require_minimum_version 1.5.0
-# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
+# shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted
 # Secret hygiene end to end (issue 18): no secret value on any argv the launcher
 # creates, in any file it writes, or in what it prints; the job still sees it.
 # The live Slurm part (srun, sbatch, scontrol write batch_script) is in
 # tests/slurm/slurm_live.bats.
+bats_require_minimum_version 1.5.0
 
 load helpers/launcher
 load helpers/secrets
