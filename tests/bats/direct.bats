@@ -170,7 +170,7 @@ teardown() {
 @test "NODE_RANK >= NNODES exits 2 naming NODE_RANK and the accepted range" {
   NNODES=2 NODE_RANK=2 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_failure 2
-  assert_output --partial "NODE_RANK=2"
+  assert_output --partial "NODE_RANK='2'"
   assert_output --regexp "0( to |\.\.)1"
 }
 
