@@ -55,8 +55,6 @@ RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$RUNNER_DIR/lib/common.sh"
 # shellcheck source=runner/lib/config.sh
 source "$RUNNER_DIR/lib/config.sh"
-# shellcheck source=runner/lib/validation.sh
-source "$RUNNER_DIR/lib/validation.sh"
 # shellcheck source=runner/lib/supervise.sh
 source "$RUNNER_DIR/lib/supervise.sh"
 # shellcheck source=runner/lib/workload.sh
@@ -307,7 +305,7 @@ load_layers() {
   local loader=$RUNNER_DIR/helpers/envs/primus-env.sh
   primus_require_file "$loader" "environment layer loader"
   # The launcher validates the final environment itself (after hooks and --env).
-  export PRIMUS_DEFER_VALIDATION=1
+  export PRIMUS_ENV_DEFER_VALIDATION=1
   local rc=0
   # shellcheck source=runner/helpers/envs/primus-env.sh
   source "$loader" -- "${WORKLOAD[@]}" || rc=$?
@@ -645,7 +643,6 @@ main() {
   run_patches
   apply_cli_env
   finish_layers
-  validate_distributed_params || exit "$PRIMUS_EXIT_INVALID"
   resolve_workload
   if [[ ${PRIMUS_SKIP_MAIN_LAUNCH:-0} == 1 ]]; then
     LOG_INFO "PRIMUS_SKIP_MAIN_LAUNCH=1 (set by a hook): stopping after hooks, nothing launched."

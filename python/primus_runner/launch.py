@@ -151,9 +151,10 @@ def serve_check(console_fd: int | None) -> int:
             for message in rendezvous.check(environ):
                 log.emit("ERROR", message)
                 code = 2
-        from primus_runner import clustercheck
-
-        if code == 0 and clustercheck.wanted(environ):
+        several = environ.get("NNODES", "1") not in ("", "1") or environ.get("PRIMUS_SRUN_NATIVE") == "1"
+        if code == 0 and several:
+            from primus_runner import clustercheck  # multi-node launches only
+        if code == 0 and several and clustercheck.wanted(environ):
             # One exchange through node 0 before anything starts (see clustercheck).
             code = clustercheck.run(environ, console)
         return code

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 
 from primus_runner.errors import UsageError
 from primus_runner.records import asdict, dataclass, field
+from primus_runner.rules import distributed
+from primus_runner.rules.distributed import is_ip_literal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -35,9 +37,6 @@ BUILTIN_DEFAULTS = {
 SOURCES = ("explicit", "slurm", "openmpi", "pmix", "pytorchjob", "jobset", "pytorchjob-v1", "single")
 
 _DECIMAL = re.compile(r"^[0-9]+$")
-_HOST_LABEL = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
-_IPV4 = re.compile(r"^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
-                   r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$")
 _TASKS_ITEM = re.compile(r"^([0-9]+)(?:\(x([0-9]+)\))?$")
 
 
@@ -121,36 +120,6 @@ def parse_int(name: str, value: str, low: int, high: int | None = None, origin: 
         raise UsageError(f"{name}={value}{where} is out of range; accepted: {accepted}. "
                          f"Fix: export {name} with a value in that range.")
     return number
-
-
-def is_ip_literal(value: str) -> bool:
-    if _IPV4.match(value):
-        return True
-    if ":" in value:
-        import ipaddress
-
-        try:
-            ipaddress.IPv6Address(value.strip("[]"))
-            return True
-        except ValueError:
-            return False
-    return False
-
-
-def is_valid_host(value: str) -> bool:
-    """A DNS host name (labels of letters, digits, '-', '_') or an IP address."""
-    if not value or len(value) > 253:
-        return False
-    if is_ip_literal(value):
-        return True
-    labels = value[:-1].split(".") if value.endswith(".") else value.split(".")
-    return all(_HOST_LABEL.match(label) for label in labels)
-
-
-def is_loopback(value: str) -> bool:
-    lowered = value.lower().rstrip(".")
-    return (lowered in ("localhost", "localhost.localdomain", "ip6-localhost", "::1", "[::1]")
-            or (lowered.startswith("127.") and bool(_IPV4.match(lowered))))
 
 
 def short_name(host: str) -> str:
@@ -487,6 +456,12 @@ def check_master_resolves(mapping: RankMap, root: str) -> None:
 
 def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> RankMap:
     """Map an environment to the distributed launch values. Raises UsageError."""
+    # The user's own values first, by the rule env check applies (one verdict, one message).
+    for name in distributed.CHECKED:
+        value = env.get(name)
+        found = distributed.problem(name, value) if value is not None else None
+        if found is not None:
+            raise UsageError(distributed.describe(name, value or "", *found))
     r = _Resolver(env, defaults)
     source = detect_source(env)
     sched: dict[str, tuple[str, str]] = {}
@@ -526,20 +501,19 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
     port = r.number("MASTER_PORT", 1024, 65535)
     gpus = r.number("GPUS_PER_NODE", 1)
     master = r.values["MASTER_ADDR"]
-    if node_rank >= nnodes:
-        raise UsageError(f"NODE_RANK={node_rank}{_where(r.origins['NODE_RANK'])} must be below "
-                         f"NNODES={nnodes}{_where(r.origins['NNODES'])}; accepted: 0..{nnodes - 1}. "
-                         "Fix: export matching NNODES and NODE_RANK.")
-    if not is_valid_host(master):
-        raise UsageError(f"MASTER_ADDR='{master}'{_where(r.origins['MASTER_ADDR'])} is not a host "
-                         "name or IP address; accepted: e.g. node001, node001.cluster, 10.0.0.1. "
-                         "Fix: export MASTER_ADDR=<rank-0 host>.")
+    bound = distributed.rank_problem("NODE_RANK", node_rank, "NNODES", nnodes)
+    if bound is not None:
+        raise UsageError(distributed.describe("NODE_RANK", str(node_rank), *bound))
+    host_problem = distributed.problem("MASTER_ADDR", master)
+    if host_problem is not None:  # a scheduler's or config's value (the user's was checked first)
+        raise UsageError(distributed.describe("MASTER_ADDR", master, *host_problem)
+                         + f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
     # An exported loopback address with NNODES > 1 is legitimate: several
-    # "nodes" on one machine (tests, bring-up). Only a default is a mistake.
-    if nnodes > 1 and is_loopback(master) and r.origins["MASTER_ADDR"] != "exported":
-        raise UsageError(f"MASTER_ADDR={master}{_where(r.origins['MASTER_ADDR'])} with NNODES="
-                         f"{nnodes}: every node would wait for a rendezvous on itself. Fix: export "
-                         "MASTER_ADDR=<host name or IP of the node with NODE_RANK 0>.")
+    # "nodes" on one machine (tests, bring-up); env check warns. A default is a mistake.
+    loop = distributed.loopback_problem(master, nnodes, users=r.origins["MASTER_ADDR"] == "exported")
+    if loop is not None and loop[0] == "error":
+        raise UsageError(distributed.describe("MASTER_ADDR", master, loop[1], loop[2])
+                         + f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
     if source is None:
         explicit = nnodes > 1 or any(r.user(n) is not None for n in ("NNODES", "NODE_RANK", "MASTER_ADDR"))
         source = "explicit" if explicit else "single"

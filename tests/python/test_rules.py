@@ -215,7 +215,7 @@ def test_master_port_range(port, bad):
 
 def test_master_port_above_65535_is_reported_once():
     findings = about(run({"MASTER_PORT": "70000"}), "MASTER_PORT")
-    assert [(f.severity, f.rule) for f in findings] == [("error", "type")]
+    assert [(f.severity, f.rule) for f in findings] == [("error", "master_port_range")]
 
 
 def test_rank_bounds():

@@ -19,9 +19,8 @@
 #                                 rule, the Neuron ones included)
 #                                 (errors: return 2). PRIMUS_SKIP_VALIDATION=1 skips
 #                                 it with a warning; PRIMUS_ENV_DEFER_VALIDATION=1
-#                                 (alias PRIMUS_DEFER_VALIDATION=1: the launcher,
-#                                 which runs env check itself after hooks and
-#                                 --env) skips only env check, silently.
+#                                 (the launcher, which runs env check itself after
+#                                 hooks and --env) skips only env check, silently.
 # PRIMUS_DEBUG=1 traces the loader (set -x) and only the loader.
 # Returns 0, or 2 when validation fails; never exits the caller's shell; leaves
 # the caller's shell options as they were. Guarded: a second source in the same
@@ -115,20 +114,10 @@ __primus_layer_validation() {
     LOG_WARN_RANK0 "primus-env: PRIMUS_SKIP_VALIDATION=1: environment validation skipped (not recommended)."
     return 0
   fi
-  [[ ${PRIMUS_ENV_DEFER_VALIDATION:-${PRIMUS_DEFER_VALIDATION:-0}} == 1 ]] && return 0
-  local rc=0
-  primus_python env check || rc=$?
-  case $rc in
-    0) return 0 ;;
-    2)
-      LOG_ERROR "primus-env: environment validation failed (see the errors above). Fix the variables named there; PRIMUS_SKIP_VALIDATION=1 skips validation (not recommended)."
-      return 2
-      ;;
-    *)
-      LOG_WARN_RANK0 "primus-env: env check could not run (exit status $rc); environment not validated. Fix: run 'make setup' or set PRIMUS_PYTHON to a python3 with PyYAML."
-      return 0
-      ;;
-  esac
+  [[ ${PRIMUS_ENV_DEFER_VALIDATION:-0} == 1 ]] && return 0
+  # shellcheck source=runner/lib/validation.sh
+  source "$1/../../lib/validation.sh"
+  primus_env_check primus-env
 }
 
 # __primus_env_main ARGS...: load every layer in order.
@@ -148,7 +137,7 @@ __primus_env_main() {
   fi
   primus_env_export_origins
   if ((rc == 0)); then
-    __primus_layer_validation || rc=2
+    __primus_layer_validation "$dir" || rc=2
   fi
   return "$rc"
 }
