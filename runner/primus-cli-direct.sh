@@ -424,7 +424,9 @@ torchrun_command() {
   if [[ -n ${PRIMUS_TORCHRUN:-} ]]; then
     TORCHRUN_CMD=("$PRIMUS_TORCHRUN")
   else
-    TORCHRUN_CMD=("$PRIMUS_WL_EXE" -m torch.distributed.run)
+    # torchrun_quiet.py runs torch.distributed.run unchanged, minus the
+    # SignalException traceback torchrun prints on every stop.
+    TORCHRUN_CMD=("$PRIMUS_WL_EXE" "$RUNNER_DIR/helpers/torchrun_quiet.py")
   fi
 }
 

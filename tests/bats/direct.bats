@@ -18,7 +18,7 @@ teardown() {
   NNODES=4 NODE_RANK=3 MASTER_ADDR=10.1.2.3 MASTER_PORT=29400 GPUS_PER_NODE=8 \
     run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config cfg.yaml
   assert_success
-  assert_output --partial "-m torch.distributed.run --nproc_per_node 8 --nnodes 4 --node_rank 3 --master_addr 10.1.2.3 --master_port 29400"
+  assert_output --partial "helpers/torchrun_quiet.py --nproc_per_node 8 --nnodes 4 --node_rank 3 --master_addr 10.1.2.3 --master_port 29400"
   assert_output --regexp "-m primus_runner train pretrain --config cfg\.yaml"
 }
 

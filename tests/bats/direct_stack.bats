@@ -62,7 +62,7 @@ teardown() {
   assert_output --partial "(chosen by PRIMUS_WORKLOAD_PYTHON) not found"
 }
 
-@test "PRIMUS_TORCHRUN replaces '<python> -m torch.distributed.run'" {
+@test "PRIMUS_TORCHRUN replaces '<python> runner/helpers/torchrun_quiet.py'" {
   PRIMUS_TORCHRUN=/opt/my/torchrun run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
   assert_success
   assert_output --partial "command: /opt/my/torchrun --nproc_per_node 2"
@@ -157,7 +157,7 @@ assert_argv() {
   PRIMUS_HOOKS_DIR=$PWD/hooks run "$PRIMUS_CLI" direct --config cfg.yaml --dry-run --module primus_runner -- train pretrain
   assert_success
   assert_output --partial "run_mode=single (RUN_MODE)"
-  refute_output --partial "torch.distributed.run"
+  refute_output --partial "torchrun_quiet.py"
   run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- node_smoke
   assert_success
   assert_output --partial "run_mode=single (node_smoke default)"

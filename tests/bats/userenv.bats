@@ -29,7 +29,7 @@ teardown() {
     assert_equal "${who[1]}" "$expected_torch"
   done
   # torchrun itself is the env's own, and the summary says so.
-  assert_output --partial "command: $USERENV_TORCH/bin/python3 -m torch.distributed.run --nproc_per_node 2"
+  assert_output --partial "command: $USERENV_TORCH/bin/python3 $REPO_ROOT/runner/helpers/torchrun_quiet.py --nproc_per_node 2"
   assert_output --partial "python=$USERENV_TORCH/bin/python3 (python3 on PATH) torch=2.13.0"
 }
 

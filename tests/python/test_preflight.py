@@ -71,3 +71,73 @@ def test_comm_vars_selects_the_cluster_uniform_variables() -> None:
     # NCCL_DEBUG is local, NCCL_SOCKET_IFNAME and HIP_VISIBLE_DEVICES per-node, RANK per-process
     assert set(comm_vars(env)) == {"RCCL_X", "HSA_Y", "NEURON_RT_Z", "MASTER_PORT", "NNODES",
                                    "GPUS_PER_NODE"}
+
+
+# -- the launcher's exchange through node 0 (clustercheck) -------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _fp(node: int, algo: str) -> dict:
+    from primus_runner.clustercheck import PROTOCOL
+
+    return {"protocol": PROTOCOL, "node": node, "host": f"n{node}", "uniform": {"NCCL_ALGO": algo},
+            "meaning": {}, "raw": {}, "versions": {}}
+
+
+def test_exchange_gives_every_node_the_same_verdict() -> None:
+    import threading
+
+    from primus_runner.clustercheck import join, serve
+
+    port = _free_port()
+    results: dict[str, list[str]] = {}
+    server = threading.Thread(target=lambda: results.setdefault("0", serve(_fp(0, "Ring"), 3, port, 20)))
+    server.start()
+    peers = [threading.Thread(target=lambda n=n: results.setdefault(str(n), join(_fp(n, "Tree" if n == 2 else "Ring"),
+                                                                                  "127.0.0.1", port, 20)))
+             for n in (1, 2)]
+    for t in peers:
+        t.start()
+    for t in [server, *peers]:
+        t.join(30)
+    expected = ["NCCL_ALGO differs between nodes: 'Ring' on nodes 0-1 (n0, n1); 'Tree' on node 2 (n2). "
+                "Needed: the same value on every node"]
+    assert results == {"0": expected, "1": expected, "2": expected}
+
+
+def test_a_node_that_never_hears_from_node_0_fails_with_exit_3_naming_the_endpoint() -> None:
+    import pytest
+
+    from primus_runner.clustercheck import CheckFailed, join
+
+    port = _free_port()
+    with pytest.raises(CheckFailed) as err:
+        join(_fp(1, "Ring"), "127.0.0.1", port, 0.5)
+    assert err.value.code == 3
+    assert str(err.value).startswith(f"cluster check: node 0 did not answer at 127.0.0.1:{port} within 0.5 s")
+
+
+def test_node_0_names_the_missing_nodes_after_its_timeout() -> None:
+    import pytest
+
+    from primus_runner.clustercheck import CheckFailed, serve
+
+    with pytest.raises(CheckFailed) as err:
+        serve(_fp(0, "Ring"), 3, _free_port(), 0.5)
+    assert err.value.code == 3
+    assert "1 of 3 nodes reported within 0.5 s; missing 1-2" in str(err.value)
+
+
+def test_the_check_is_skipped_for_one_node_dry_runs_and_when_switched_off() -> None:
+    from primus_runner.clustercheck import wanted
+
+    assert wanted({"NNODES": "2", "NODE_RANK": "1"})
+    assert not wanted({"NNODES": "1"})
+    assert not wanted({"NNODES": "2", "PRIMUS_DRY_RUN": "1"})
+    assert not wanted({"NNODES": "2", "PRIMUS_CLUSTER_CHECK": "0"})
+    assert wanted({"NNODES": "1", "PRIMUS_SRUN_NATIVE": "1", "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4"})
