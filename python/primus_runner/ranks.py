@@ -462,6 +462,11 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
         found = distributed.problem(name, value) if value is not None else None
         if found is not None:
             raise UsageError(distributed.describe(name, value or "", *found))
+    user_rank, user_nodes = env.get("NODE_RANK"), env.get("NNODES")
+    if user_rank is not None and user_nodes is not None:
+        bound = distributed.rank_problem("NODE_RANK", int(user_rank, 10), "NNODES", int(user_nodes, 10))
+        if bound is not None:
+            raise UsageError(distributed.describe("NODE_RANK", user_rank, *bound))
     r = _Resolver(env, defaults)
     source = detect_source(env)
     sched: dict[str, tuple[str, str]] = {}
