@@ -124,6 +124,26 @@ ensure_image() {
   fi
 }
 
+# hide_secret_args ARGS...: this process runs as long as the container, so a
+# secret given as --env NAME=VALUE (the container's options or the inner
+# direct's, before the workload's `--`) must leave its argv: restart with
+# --env NAME and the value in the environment (issue 18; common.sh).
+hide_secret_args() {
+  local -a words=("$@") clean
+  local i limit=$# seen=0
+  for ((i = 0; i < ${#words[@]}; i++)); do
+    [[ ${words[i]} == -- ]] || continue
+    seen=$((seen + 1))
+    if ((seen == 2)); then
+      limit=$i
+      break
+    fi
+  done
+  if primus_secret_env_args clean "$limit" "$@"; then
+    exec "$BASH" "${BASH_SOURCE[0]}" "${clean[@]}"
+  fi
+}
+
 # stop_container SIGNAL NUMBER: stop and remove our container, exit 128+NUMBER.
 # shellcheck disable=SC2329  # called by the signal traps
 stop_container() {
@@ -145,6 +165,7 @@ main() {
     [[ $word != -- ]] || break
     if [[ $word == -h || $word == --help ]]; then usage; exit 0; fi
   done
+  hide_secret_args "$@"
   read_plan "$@"
   local quoted
   printf -v quoted '%q ' "${RUN_CMD[@]}"

@@ -236,17 +236,21 @@ fill_from_config() {
   fi
 }
 
-# hide_secrets: a secret given to direct as --env NAME=VALUE must not be on
+# hide_secrets: a secret given to the mode as --env NAME=VALUE must not be on
 # srun's argv nor in the spooled batch script: its value travels in srun's /
 # sbatch's environment (their --export, default ALL; sbatch(1)) and the entry
 # gets --env NAME. A --export list gets the names added; --export=NONE cannot
 # carry them.
 SECRET_NAMES=()
 hide_secrets() {
-  [[ $MODE == direct ]] || return 0
-  local count=${#MODE_ARGS[@]} i
+  # direct: its options end at the first `--`; container: its options, `--`,
+  # the inner direct's options, then `--` and the workload.
+  local count=${#MODE_ARGS[@]} i seen=0 wanted=1
+  [[ $MODE != container ]] || wanted=2
   for ((i = 0; i < ${#MODE_ARGS[@]}; i++)); do
-    if [[ ${MODE_ARGS[i]} == -- ]]; then
+    [[ ${MODE_ARGS[i]} == -- ]] || continue
+    seen=$((seen + 1))
+    if ((seen == wanted)); then
       count=$i
       break
     fi

@@ -24,6 +24,21 @@ teardown() {
   launcher_teardown
 }
 
+# wait_and_scan PID: wait until the probe started, scan every argv, let it finish.
+wait_and_scan() {
+  local pid=$1
+  if ! wait_for "$PROBE_DIR/started-0" 120; then
+    touch "$PROBE_DIR/go"
+    wait "$pid" || true
+    cat "$TEST_DIR/console"
+    fail "the probe never started"
+  fi
+  LEAKS=$(scan_cmdlines)
+  touch "$PROBE_DIR/go"
+  RC=0
+  wait "$pid" || RC=$?
+}
+
 # launch_and_scan MODE-OPTION...: start a launch of the probe with the secrets,
 # scan every process's argv while it runs, then let it finish.
 launch_and_scan() {
@@ -118,4 +133,31 @@ assert_clean_run() {
   run "$PRIMUS_CLI" direct --dry-run --env NOT_SET_ANYWHERE_TOKEN --module primus_runner -- preflight
   assert_failure 2
   assert_output --partial "NOT_SET_ANYWHERE_TOKEN"
+}
+
+@test "container (real podman): a secret given every way is on no argv on the host or in the container, reaches the job, in no file" {
+  # shellcheck source=tests/container/podman_env.bash
+  source "$REPO_ROOT/tests/container/podman_env.bash"
+  podman_test_env "$REPO_ROOT"
+  podman_test_image "$REPO_ROOT"
+  podman_test_check
+  cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
+  export PRIMUS_ACCELERATOR=cpu
+  # The container sees the working directory (mounted): the probe directory lives there.
+  export PROBE_DIR=$PWD/probe
+  mkdir -p "$PROBE_DIR"
+  "$PRIMUS_CLI" container --config cfg.yaml --env "WANDB_API_KEY=$S_CLI" --env "PROBE_DIR=$PROBE_DIR" \
+    --env "PRIMUS_HOOKS_DIR=$PRIMUS_HOOKS_DIR" -- --env "INNER_TOKEN=$S_OUTER" --single \
+    --script "$WORKLOADS/secret_probe.py" -- \
+    "$(sha HF_TOKEN "$S_EXPORT")" "$(sha WANDB_API_KEY "$S_CLI")" \
+    "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")" "$(sha INNER_TOKEN "$S_OUTER")" \
+    >"$TEST_DIR/console" 2>&1 &
+  wait_and_scan $!
+  [[ -z $LEAKS ]] || fail "secret on a command line while the container ran: $LEAKS"
+  ((RC == 0)) || { cat "$TEST_DIR/console"; fail "launch exit $RC"; }
+  run cat "$PROBE_DIR/seen-0"
+  assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok' 'INNER_TOKEN ok')"
+  local files
+  files=$(grep_secrets "$TEST_DIR/console" "$PRIMUS_WORKSPACE" "$PROBE_DIR")
+  [[ -z $files ]] || fail "secret value in: $files"
 }
