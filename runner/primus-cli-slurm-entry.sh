@@ -70,7 +70,7 @@ CHILD_PID=""
 CHILD_SIGNAL=""
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 # entry_log LEVEL MESSAGE: log with this node's index in the prefix.

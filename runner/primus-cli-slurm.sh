@@ -66,7 +66,7 @@ HAS_NODES=0 HAS_TIME=0 HAS_PARTITION=0 HAS_GPUS=0 HAS_TPN=0 HAS_NTASKS=0
 HAS_NODELIST=0 HAS_KILL=0
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 bad_usage() {

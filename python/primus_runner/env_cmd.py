@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=_formatter, description="List, explain, check and document environment variables "
         "(one registry for both references).")
-    sub = parser.add_subparsers(dest="command", metavar="{list,explain,check,docs}",
+    sub = parser.add_subparsers(dest="command", metavar="{list,explain,check,show,docs}",
                                 parser_class=_SubParser)
     sub.required = True
 
@@ -85,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="the launch goes into a container: report what the allowlist "
                               "does not forward")
 
+    # env show needs the shell layers: primus-cli runs runner/helpers/envs/env-show.sh.
+    sub.add_parser("show", help="effective values and where each came from (primus-cli env show "
+                   "[--all] [--env K=V] [--format table|tsv])",
+                   description="Run as 'primus-cli env show': it sources the environment layers.")
     p_docs = sub.add_parser("docs", help="write the Markdown reference",
                             description="Print the Markdown reference of every variable, or "
                             "write it to --out FILE.")
@@ -145,6 +149,9 @@ def main(argv: list[str]) -> int:
         if code == 0 and args.say_ok and args.format == "text" and not getattr(args, "_findings", 0):
             print("[env check] no problems found")
         return code
+    if args.command == "show":
+        raise UsageError("env show sources the shell environment layers; run it as "
+                         "'primus-cli env show [--all] [--env K=V] [--format table|tsv]'.")
     return cmd_docs(args.out)
 
 

@@ -53,7 +53,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 readonly HOOK_EXIT_MISSING=66 HOOK_EXIT_CONFIG=78
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 # Results and state shared by the functions below.

@@ -24,7 +24,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 # trim VAR TEXT: store TEXT without leading/trailing blanks in VAR.

@@ -30,7 +30,7 @@ source "$NUMA_HELPER_DIR/lib/common.sh"
 
 NUMA_USAGE="usage: numa_bind.sh [LOCAL_RANK] -- CMD [ARGS...]"
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { primus_usage "${BASH_SOURCE[0]}"; }
 
 # parse_args ARGS...: set NUMA_RANK and NUMA_CMD.
 parse_args() {

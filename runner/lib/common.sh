@@ -115,14 +115,6 @@ primus_mask_add() {
   [[ $__xt != *x* ]] || set -x
 }
 
-# primus_mask_text TEXT: print TEXT masked (see primus_mask_into).
-primus_mask_text() {
-  { local __xt=$-; set +x; } 2>/dev/null
-  local masked
-  primus_mask_into masked "$1"
-  printf '%s' "$masked"
-  [[ $__xt != *x* ]] || set -x
-}
 
 # primus_mask_value NAME VALUE: VALUE, or **** when NAME is a secret.
 primus_mask_value() {
@@ -260,12 +252,12 @@ primus_die() {
   exit "$code"
 }
 
-# primus_usage FILE: print FILE's header comment (line 2 up to the
-# `set -euo pipefail` line) as its help text: the help lives at the top of
-# each executable, where a reader of the code finds it too.
-primus_usage() {
-  sed -n '2,/^set -euo/p' "$1" | sed '$d' | sed 's/^# \{0,1\}//'
-}
+# primus_usage FILE: the one help printer (runner/lib/usage.sh).
+__primus_lib_dir=${BASH_SOURCE[0]%/*}
+[[ $__primus_lib_dir != "${BASH_SOURCE[0]}" ]] || __primus_lib_dir=.
+# shellcheck source=runner/lib/usage.sh
+source "$__primus_lib_dir/usage.sh"
+unset __primus_lib_dir
 
 # primus_bad_usage COMMAND MESSAGE: log MESSAGE, point at COMMAND --help, exit 2.
 primus_bad_usage() {

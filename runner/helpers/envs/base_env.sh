@@ -58,7 +58,9 @@
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   # Executed, not sourced: nothing it sets could reach the caller.
-  sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "$0")/../../lib/usage.sh"
+  primus_usage "$0"
   case ${1:-} in -h | --help) exit 0 ;; esac
   echo "base_env.sh must be sourced: source $0" >&2
   exit 2

@@ -26,7 +26,7 @@ IFACE_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$IFACE_HELPER_DIR/lib/common.sh"
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { primus_usage "${BASH_SOURCE[0]}"; }
 
 main() {
   local args=()

@@ -24,7 +24,7 @@ HCA_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$HCA_HELPER_DIR/lib/common.sh"
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { primus_usage "${BASH_SOURCE[0]}"; }
 
 main() {
   local args=()

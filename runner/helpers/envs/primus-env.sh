@@ -31,7 +31,9 @@
 # PRIMUS_DETECTED_VARS the names whose values it defaulted or detected itself.
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-  sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "$0")/../../lib/usage.sh"
+  primus_usage "$0"
   case ${1:-} in -h | --help) exit 0 ;; esac
   echo "primus-env.sh must be sourced: source $0" >&2
   exit 2
