@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from primus_runner import config as cfgmod
 from primus_runner.errors import PrimusError, UsageError
+from primus_runner.facts import ACCELERATORS
 
 DIST_KEYS = {
     "MASTER_ADDR": "direct.master_addr",
@@ -32,7 +33,6 @@ DIST_KEYS = {
     "NODE_RANK": "direct.node_rank",
     "GPUS_PER_NODE": "direct.gpus_per_node",
 }
-ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
 # Bookkeeping the launcher exports next to the detected values.
 BOOKKEEPING = ("PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS")
 

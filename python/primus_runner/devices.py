@@ -29,13 +29,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from primus_runner.errors import UsageError, closest
+from primus_runner.facts import ACCELERATORS
 from primus_runner.records import asdict, dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
 
-ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
 GPU_MODELS = ("MI300X", "MI325X", "MI355X")
 AMD_DEVICE_IDS = {0x74A1: "MI300X", 0x74A5: "MI325X"}
 GFX_FAMILY_MODEL = {90500: "MI355X"}          # gfx950: MI350 series, tuned by the MI355X layer

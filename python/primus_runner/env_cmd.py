@@ -18,6 +18,7 @@ import sys
 from types import SimpleNamespace
 
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.facts import ACCELERATORS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     p_check.add_argument("--strict", action="store_true", help="treat warnings as errors")
     # primus-cli env check: one line on success (the layers' own check stays silent).
     p_check.add_argument("--say-ok", action="store_true", help=argparse.SUPPRESS)
-    p_check.add_argument("--accelerator", choices=("auto", "rocm", "cuda", "neuron", "cpu"),
+    p_check.add_argument("--accelerator", choices=ACCELERATORS,
                          help="accelerator of the launch (default: PRIMUS_ACCELERATOR, else "
                               "auto); findings about variables without effect on it become info")
     p_check.add_argument("--env-file", metavar="F", action="append",
@@ -96,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_CHECK_VALUES = {"--accelerator": ("auto", "rocm", "cuda", "neuron", "cpu"),
+_CHECK_VALUES = {"--accelerator": ACCELERATORS,
                  "--format": ("text", "json"), "--env-file": None}
 
 

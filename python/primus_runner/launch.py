@@ -34,7 +34,8 @@ from collections.abc import Iterator, Mapping
 from primus_runner import config as cfgmod
 from primus_runner import log, rendezvous
 from primus_runner.config import config_records, encode_records
-from primus_runner.detect import ACCELERATORS, detected_env
+from primus_runner.detect import detected_env
+from primus_runner.facts import ACCELERATORS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch

@@ -16,6 +16,16 @@ if [[ -n ${__PRIMUS_COMMON_SH:-} ]]; then
 fi
 __PRIMUS_COMMON_SH=1
 
+# Libraries: facts shared with Python (generated from the registry) and the one
+# help printer, primus_usage FILE.
+__primus_lib_dir=${BASH_SOURCE[0]%/*}
+[[ $__primus_lib_dir != "${BASH_SOURCE[0]}" ]] || __primus_lib_dir=.
+# shellcheck source=runner/lib/facts.sh
+source "$__primus_lib_dir/facts.sh"
+# shellcheck source=runner/lib/usage.sh
+source "$__primus_lib_dir/usage.sh"
+unset __primus_lib_dir
+
 # Exit codes (SPEC section 3).
 PRIMUS_EXIT_MISSING=1
 PRIMUS_EXIT_INVALID=2
@@ -37,26 +47,28 @@ __primus_short_host() {
   __PRIMUS_HOST=${host%%.*}
 }
 
-# __primus_level_number VAR LEVEL: store LEVEL's rank (DEBUG 10 ... ERROR 40) in VAR.
+# __primus_level_number VAR LEVEL: store LEVEL's rank in VAR (PRIMUS_LOG_LEVELS from
+# runner/lib/facts.sh, the registry's shared_facts; an unknown level is the default's).
 __primus_level_number() {
-  local rank
-  case ${2^^} in
-    DEBUG) rank=10 ;;
-    WARN | WARNING) rank=30 ;;
-    ERROR) rank=40 ;;
-    *) rank=20 ;;
-  esac
+  local rank=${PRIMUS_LOG_LEVELS[${2^^}]-}
+  [[ -n $rank ]] || rank=${PRIMUS_LOG_LEVELS[$PRIMUS_LOG_LEVEL_DEFAULT]}
   printf -v "$1" '%s' "$rank"
 }
 
+# __primus_switch_on VALUE: VALUE switches a log option on (PRIMUS_LOG_SWITCH_ON).
+__primus_switch_on() {
+  local on
+  for on in "${PRIMUS_LOG_SWITCH_ON[@]}"; do [[ $1 == "$on" ]] && return 0; done
+  return 1
+}
+
 # primus_is_secret_name NAME: true when NAME's value must never be printed.
-# Twin of primus_runner.masking.is_secret (a test keeps them in agreement).
+# The names and suffixes come from runner/lib/facts.sh (registry shared_facts), the
+# data Python's primus_runner.masking.is_secret reads too.
 primus_is_secret_name() {
-  local name=${1^^}
-  case $name in
-    HF_TOKEN | WANDB_API_KEY | DATABRICKS_TOKEN) return 0 ;;
-    *_TOKEN | *_API_KEY | *_SECRET | *_PASSWORD) return 0 ;;
-  esac
+  local name=${1^^} word
+  for word in "${PRIMUS_SECRET_NAMES[@]}"; do [[ $name == "$word" ]] && return 0; done
+  for word in "${PRIMUS_SECRET_SUFFIXES[@]}"; do [[ $name == *"$word" ]] && return 0; done
   return 1
 }
 
@@ -193,11 +205,11 @@ __primus_log() {
   local fd=1
   [[ $level == WARN || $level == ERROR ]] && fd=2
   local stamp="" tag="[$level]"
-  if [[ ${PRIMUS_LOG_TIMESTAMP:-1} == 1 ]]; then
+  if __primus_switch_on "${PRIMUS_LOG_TIMESTAMP:-1}"; then
     # TZ applies to this builtin call only: UTC without forking date(1).
     TZ=UTC printf -v stamp '[%(%Y-%m-%dT%H:%M:%SZ)T] ' -1
   fi
-  if [[ ${PRIMUS_LOG_COLOR:-1} == 1 && -t $fd ]]; then
+  if __primus_switch_on "${PRIMUS_LOG_COLOR:-1}" && [[ -t $fd ]]; then
     case $level in
       DEBUG) tag=$'\e[36m'"$tag"$'\e[0m' ;;
       INFO) tag=$'\e[32m'"$tag"$'\e[0m' ;;
@@ -252,12 +264,6 @@ primus_die() {
   exit "$code"
 }
 
-# primus_usage FILE: the one help printer (runner/lib/usage.sh).
-__primus_lib_dir=${BASH_SOURCE[0]%/*}
-[[ $__primus_lib_dir != "${BASH_SOURCE[0]}" ]] || __primus_lib_dir=.
-# shellcheck source=runner/lib/usage.sh
-source "$__primus_lib_dir/usage.sh"
-unset __primus_lib_dir
 
 # primus_bad_usage COMMAND MESSAGE: log MESSAGE, point at COMMAND --help, exit 2.
 primus_bad_usage() {

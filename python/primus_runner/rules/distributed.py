@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from primus_runner.facts import LOOPBACK_NAMES
+
 # name -> (lowest accepted value, what it is); the upper bound of MASTER_PORT below.
 COUNTS = {
     "NNODES": (1, "the number of nodes in the job"),
@@ -30,7 +32,6 @@ COUNTS = {
 }
 PORT_RANGE = (1024, 65535)
 CHECKED = ("MASTER_ADDR", "MASTER_PORT", *COUNTS)
-LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 
 _DIGITS = re.compile(r"[0-9]+\Z")
 _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\Z")
