@@ -22,7 +22,11 @@ teardown() {
   assert_output --partial "training script 'primus/cli/main.py' (the default (direct.script)) not found"
   assert_output --partial "--module primus_runner"
   refute_output --partial "[train]"
-  [[ ! -e $PRIMUS_WORKSPACE ]]
+  # Nothing trained; the only file is the log of the failed launch (issue 14:
+  # every outcome leaves a log), which names the error.
+  run find "$PRIMUS_WORKSPACE" -type f
+  assert_output --regexp "^$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]+-node0\.log$"
+  grep -q "training script 'primus/cli/main.py'" "$PRIMUS_WORKSPACE"/logs/*.log
   run "$PRIMUS_CLI" direct --dry-run -- train pretrain
   assert_failure 1
 }
