@@ -236,10 +236,11 @@ refuse_batch_step() {
 
 srun_native_wanted() {
   [[ -n $ENTRY_SRUN_NATIVE ]] && return $((1 - ENTRY_SRUN_NATIVE))
-  case ${PRIMUS_SLURM_SRUN_NATIVE:-} in
-    1 | true | yes) return 0 ;;
-    0 | false | no) return 1 ;;
-  esac
+  # The words are registry data (shared_facts, runner/lib/facts.sh); env check warns
+  # about any other value, which leaves the decision to the config.
+  local word
+  for word in "${PRIMUS_SRUN_NATIVE_ON[@]}"; do [[ ${PRIMUS_SLURM_SRUN_NATIVE:-} == "$word" ]] && return 0; done
+  for word in "${PRIMUS_SRUN_NATIVE_OFF[@]}"; do [[ ${PRIMUS_SLURM_SRUN_NATIVE:-} == "$word" ]] && return 1; done
   load_config_once
   local value
   primus_config_get_into value slurm.srun_native 0

@@ -9,3 +9,5 @@ LOG_LEVEL_DEFAULT = 'INFO'
 LOG_SWITCH_ON = ('1',)
 LOOPBACK_NAMES = ('localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback')
 ACCELERATORS = ('auto', 'rocm', 'cuda', 'neuron', 'cpu')
+SRUN_NATIVE_ON = ('1', 'true', 'yes')
+SRUN_NATIVE_OFF = ('0', 'false', 'no')

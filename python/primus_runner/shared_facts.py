@@ -28,7 +28,9 @@ def python_text(facts: dict[str, Any]) -> str:
             f"LOG_LEVEL_DEFAULT = {facts['log_level_default']!r}\n"
             f"LOG_SWITCH_ON = {tuple(facts['log_switch_on'])!r}\n"
             f"LOOPBACK_NAMES = {tuple(facts['loopback_names'])!r}\n"
-            f"ACCELERATORS = {tuple(facts['accelerators'])!r}\n")
+            f"ACCELERATORS = {tuple(facts['accelerators'])!r}\n"
+            f"SRUN_NATIVE_ON = {tuple(facts['srun_native_on'])!r}\n"
+            f"SRUN_NATIVE_OFF = {tuple(facts['srun_native_off'])!r}\n")
 
 
 def _words(values: list[str]) -> str:
@@ -49,7 +51,9 @@ def shell_text(facts: dict[str, Any]) -> str:
             f"PRIMUS_LOG_LEVEL_DEFAULT={_words([facts['log_level_default']])}\n"
             f"PRIMUS_LOG_SWITCH_ON=({_words(facts['log_switch_on'])})\n"
             f"PRIMUS_LOOPBACK_NAMES=({_words(facts['loopback_names'])})\n"
-            f"PRIMUS_ACCELERATORS=({_words(facts['accelerators'])})\n")
+            f"PRIMUS_ACCELERATORS=({_words(facts['accelerators'])})\n"
+            f"PRIMUS_SRUN_NATIVE_ON=({_words(facts['srun_native_on'])})\n"
+            f"PRIMUS_SRUN_NATIVE_OFF=({_words(facts['srun_native_off'])})\n")
 
 
 def expected(data: dict[str, Any]) -> dict[str, str]:

@@ -8,3 +8,5 @@ PRIMUS_LOG_LEVEL_DEFAULT=INFO
 PRIMUS_LOG_SWITCH_ON=(1)
 PRIMUS_LOOPBACK_NAMES=(localhost localhost.localdomain ip6-localhost ip6-loopback)
 PRIMUS_ACCELERATORS=(auto rocm cuda neuron cpu)
+PRIMUS_SRUN_NATIVE_ON=(1 true yes)
+PRIMUS_SRUN_NATIVE_OFF=(0 false no)

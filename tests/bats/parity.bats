@@ -135,3 +135,17 @@ core() {
   out=$(entry slurm NNODES=2 NODE_RANK=0 2>&1) || rc=$?
   [ "$rc" -eq 0 ] || { echo "$out"; return 1; }
 }
+
+@test "srun-native words come from the registry: yes switches it on, 0 and unknown words do not" {
+  local out rc
+  # yes: srun-native is chosen (it then needs srun's per-task SLURM_LOCALID).
+  rc=0
+  out=$(entry slurm SLURM_NTASKS=2 SLURM_TASKS_PER_NODE=2 PRIMUS_SLURM_SRUN_NATIVE=yes 2>&1) || rc=$?
+  [ "$rc" -eq 2 ] && [[ $out == *"srun-native needs SLURM_LOCALID"* ]] || { echo "$out"; return 1; }
+  local value
+  for value in 0 maybe; do
+    rc=0
+    out=$(entry slurm SLURM_NTASKS=2 SLURM_TASKS_PER_NODE=2 PRIMUS_SLURM_SRUN_NATIVE="$value" 2>&1) || rc=$?
+    [ "$rc" -eq 2 ] && [[ $out == *"every task would start its own torchrun"* ]] || { echo "$value: $out"; return 1; }
+  done
+}

@@ -76,3 +76,11 @@ def test_secret_values_masked_the_same_in_log_lines() -> None:
                      env).stdout
     assert bash == python
     assert "s3cr3t" not in bash and "hf_abcdef" not in bash
+
+
+def test_srun_native_words_are_the_registry_values() -> None:
+    from primus_runner import facts
+
+    var = registry.load().get("PRIMUS_SLURM_SRUN_NATIVE")
+    assert var is not None and var.values is not None
+    assert tuple(var.values) == facts.SRUN_NATIVE_ON + facts.SRUN_NATIVE_OFF
