@@ -176,7 +176,11 @@ start_launch_helper() {
   local -a args=(launch serve --console-fd "$CONSOLE_FD")
   [[ -n $OPT_CONFIG ]] && args+=(--config "$OPT_CONFIG")
   [[ -n $OPT_ACCELERATOR ]] && args+=(--accelerator "$OPT_ACCELERATOR")
-  coproc LAUNCH_HELPER { primus_python "${args[@]}"; }
+  # exec: the coprocess IS the helper, so stopping it (an early exit) stops
+  # Python too, which would otherwise hold the spooled console open.
+  coproc LAUNCH_HELPER {
+    PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner "${args[@]}"
+  }
   HELPER_PID=$LAUNCH_HELPER_PID
   HELPER_IN=${LAUNCH_HELPER[1]} HELPER_OUT=${LAUNCH_HELPER[0]}
 }
