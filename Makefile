@@ -1,5 +1,5 @@
 # primus-runner: set-up, demo, tests, lint and benchmarks.
-#   make demo    train the embedded CPU workload with 2 local processes (sets up first)
+#   make demo    train the built-in CPU workload (--module primus_runner), 2 local processes
 #   make test    lint + bats + pytest + the live Slurm suite (sets up first)
 #   make bench   SPEC section 10 timings (medians; figures, never assertions)
 SHELL := /bin/bash
@@ -19,7 +19,7 @@ TORCH_INDEX_URL ?=
 # podman + runc + catatonit for the real-runtime container suite (tests/container/).
 APT_PACKAGES := slurmctld slurmd slurm-client munge numactl podman runc catatonit
 
-.PHONY: help setup setup-python setup-node setup-system demo test lint bats pytest slurm-test bench clean
+.PHONY: help setup setup-python setup-node setup-system setup-userenv demo test lint bats pytest slurm-test bench clean
 
 help:
 	@sed -n '2,4p' Makefile | sed 's/^# \{0,1\}//'
@@ -28,13 +28,19 @@ setup: setup-python setup-node
 	@$(PY) -m compileall -q python >/dev/null  # cached bytecode: the launch path starts faster
 
 setup-python: $(VENV)/.installed
+# One progress line per step (the torch step takes the longest).
 $(VENV)/.installed: pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
-	$(PIP) install --quiet --disable-pip-version-check numpy \
+	@echo "setup [1/4] $(VENV): Python virtual environment"
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@echo "setup [2/4] primus-runner and its dev tools (pip install -e '.[dev]')"
+	@$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
+	@echo "setup [3/4] PyTorch $(TORCH_VERSION) (CPU) and numpy: the longest step"
+	@$(PIP) install --quiet --disable-pip-version-check numpy \
 	  'torch==$(TORCH_VERSION)' $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(PY) -m compileall -q python >/dev/null
-	touch $@
+	@echo "setup [4/4] byte-compiling python/ (a faster first launch)"
+	@$(PY) -m compileall -q python >/dev/null
+	@touch $@
+	@echo "setup done: $(VENV)"
 
 setup-node: node_modules/.installed
 node_modules/.installed: package.json package-lock.json
@@ -50,7 +56,13 @@ setup-system:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null; \
 	fi
 
-demo: setup
+# The user environments the launch suites run workloads in (a venv with torch,
+# jax and lightning, and one without torch): distinct from .venv on purpose.
+setup-userenv:
+	TORCH_VERSION=$(TORCH_VERSION) TORCH_INDEX_URL=$(TORCH_INDEX_URL) tests/userenv/setup.sh
+
+# The demo needs only the Python set-up: Node/npm (bats) is for the tests.
+demo: setup-python
 	examples/demo.sh
 
 test: setup setup-system lint pytest bats slurm-test
@@ -61,7 +73,7 @@ lint: setup-python
 pytest: setup-python
 	$(PY) -m pytest -q tests/python
 
-bats: setup
+bats: setup setup-userenv
 	$(BATS) --print-output-on-failure tests/bats
 
 slurm-test: setup setup-system
@@ -71,4 +83,4 @@ bench: setup
 	bench/run.sh
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .hypothesis
+	rm -rf $(VENV) .userenv node_modules .pytest_cache .hypothesis

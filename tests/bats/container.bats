@@ -46,7 +46,8 @@ dry_args() {
   expected=(run --rm --name "$name" --label io.primus-runner.managed=1 --label io.primus-runner.name=job
     --ipc host --network host --ulimit memlock=-1 --ulimit stack=67108864
     --group-add video --cap-add SYS_PTRACE --security-opt seccomp=unconfined --init
-    --volume /data:/data --volume "$REPO_ROOT:$REPO_ROOT" --volume "$PWD:$PWD" --workdir "$PWD"
+    --volume /data:/data --volume "$REPO_ROOT:$REPO_ROOT" --volume "$PWD:$PWD"
+    --volume "$PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE" --workdir "$PWD"
     --env HF_TOKEN --env NCCL_IB_HCA --env NCCL_DEBUG --env PRIMUS_ACCELERATOR --env PRIMUS_DEV_ROOT
     --env PRIMUS_GPU_MODEL --env PRIMUS_LOG_COLOR --env PRIMUS_LOG_TIMESTAMP --env PRIMUS_SYSFS_ROOT
     --env PRIMUS_WORKSPACE --env PRIMUS_PYTHON
@@ -137,6 +138,20 @@ EOF
   refute_output --partial /dev/kfd
 }
 
+@test "NEURON_* and FI_* are forwarded on Neuron hosts only" {
+  mkdir -p "$PRIMUS_DEV_ROOT/dev"
+  touch "$PRIMUS_DEV_ROOT/dev/neuron0"
+  NEURON_RT_LOG_LEVEL=INFO FI_PROVIDER=efa PRIMUS_ACCELERATOR=neuron PRIMUS_NEURON_INSTANCE=trn1.2xlarge \
+    run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "--env FI_PROVIDER"
+  assert_output --partial "--env NEURON_RT_LOG_LEVEL"
+  NEURON_RT_LOG_LEVEL=INFO FI_PROVIDER=efa run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  command_line=$(grep 'command: ' <<<"$output")
+  [[ $command_line != *"--env FI_PROVIDER"* && $command_line != *"--env NEURON_RT_LOG_LEVEL"* ]]
+}
+
 @test "a configured device that does not exist is exit 2 naming it (flag and config)" {
   run "$PRIMUS_CLI" --dry-run container --runtime docker --image img --device /dev/nothere -- preflight
   assert_failure 2
@@ -218,6 +233,27 @@ EOF
   assert_failure 2
   assert_output --partial "MASTER_PORT"
   [[ ! -e $STUB_RECORD_DIR/args.nul ]]
+}
+
+@test "under a PyTorchJob the ranks are mapped on the host by the same code as direct" {
+  PET_NNODES=2 PET_NODE_RANK=1 PET_MASTER_ADDR=trainer-master-0 PET_MASTER_PORT=23456 \
+    run "$PRIMUS_CLI" container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "scheduler ranks mapped on the host (pytorchjob)"
+  mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
+  [[ " ${envs[*]} " == *" NNODES=2 "* ]]
+  [[ " ${envs[*]} " == *" NODE_RANK=1 "* ]]
+  [[ " ${envs[*]} " == *" MASTER_ADDR=trainer-master-0 "* ]]
+  recorded_args | grep -q -- '-1$'
+}
+
+@test "direct --env NAME takes the value NAME has in the environment (how the container hands values in)" {
+  HANDED_IN=handed-in-value run "$PRIMUS_CLI" direct --dry-run --env HANDED_IN --module primus_runner -- preflight
+  assert_success
+  assert_output --partial 'env HANDED_IN=handed-in-value'
+  run "$PRIMUS_CLI" direct --dry-run --env NOT_SET_ANYWHERE -- preflight
+  assert_failure 2
+  assert_output --partial "nor a variable set in the environment"
 }
 
 @test "under Slurm the ranks are mapped on the host and passed in; the name carries job id and node rank" {

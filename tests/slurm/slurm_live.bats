@@ -10,6 +10,7 @@
 REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 load "$REPO_ROOT/node_modules/bats-support/load"
 load "$REPO_ROOT/node_modules/bats-assert/load"
+load "$REPO_ROOT/tests/bats/helpers/secrets"
 
 ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
 PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
@@ -46,6 +47,8 @@ setup() {
   export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
   export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
   mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+  # The workload interpreter (issue 10): the project's .venv, which has torch.
+  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
   # A port of its own per test: jobs of earlier tests may still be closing.
   export MASTER_PORT=$((21000 + (RANDOM % 2000) * 2))
 }
@@ -99,7 +102,7 @@ hosts_of_pids() {
 }
 
 @test "srun -N2 of the entry (dry-run): NODE_RANK 0 and 1, one MASTER_ADDR, first host from scontrol" {
-  run timeout 120 srun -N2 --ntasks-per-node=1 "$ENTRY" --dry-run direct -- preflight
+  run timeout 120 srun -N2 --ntasks-per-node=1 "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] slurm-entry: job [0-9]+ step 0: 2 node\(s\) node\[1-2\], this is node 0 \(node1\), 2 task\(s\), first host node1, mode direct"
   assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] slurm-entry: job [0-9]+ step 0: 2 node\(s\) node\[1-2\], this is node 1 \(node2\)"
@@ -110,7 +113,7 @@ hosts_of_pids() {
 }
 
 @test "srun -N4 --ntasks-per-node=2 is refused on every task: no torchrun at all" {
-  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --dry-run direct -- preflight
+  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_failure
   assert_output --partial "this step runs 8 tasks on 4 node(s) (SLURM_STEP_TASKS_PER_NODE=2(x4))"
   assert_output --partial "srun --ntasks-per-node=1"
@@ -119,7 +122,7 @@ hosts_of_pids() {
 }
 
 @test "srun -N4 --ntasks-per-node=2 --srun-native: 8 workers, RANK 0-7, no torchrun" {
-  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --srun-native --dry-run direct -- preflight
+  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --srun-native --dry-run direct --module primus_runner -- preflight
   assert_success
   [[ $(grep -c " command: " <<<"$output") == 8 ]]
   refute_output --partial "torchrun --nproc_per_node"
@@ -132,7 +135,7 @@ hosts_of_pids() {
 
 @test "a 2-node srun inside a 4-node sbatch allocation maps 2 nodes, not 4" {
   run timeout 120 sbatch --wait -N4 -o "$TEST_DIR/job.out" \
-    --wrap "srun -N2 --ntasks-per-node=1 $ENTRY --dry-run direct -- preflight"
+    --wrap "srun -N2 --ntasks-per-node=1 $ENTRY --dry-run direct --module primus_runner -- preflight"
   assert_success
   run cat "$TEST_DIR/job.out"
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node1 "
@@ -141,8 +144,8 @@ hosts_of_pids() {
   assert_output --partial "2 node(s) node[1-2]"
 }
 
-@test "primus-cli slurm sbatch -N 2 -- direct -- preflight: runs from the spooled script, world size 4" {
-  run timeout 300 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job-%j.out" -- direct -- preflight
+@test "primus-cli slurm sbatch -N 2 -- direct --module primus_runner -- preflight: runs from the spooled script, world size 4" {
+  run timeout 300 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job-%j.out" -- direct --module primus_runner -- preflight
   assert_success
   job=$(job_id_from_output)
   [[ -n $job ]]
@@ -157,23 +160,40 @@ hosts_of_pids() {
   [[ $(job_state "$job") == COMPLETED ]]
 }
 
-@test "primus-cli slurm srun -N 2 -- direct -- preflight: world size 4 on node1 and node2" {
-  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- direct -- preflight
+@test "primus-cli slurm srun -N 2 -- direct --module primus_runner -- preflight: world size 4 on node1 and node2" {
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "[preflight] OK: world size 4"
   assert_output --partial "NNODES=2 NODE_RANK=0 GPUS_PER_NODE=2 MASTER_ADDR=node1"
   assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
 }
 
+@test "primus-cli slurm srun -N 2 -- container -- preflight: one world of 4 across two podman containers" {
+  # A real podman + runc with the container suite's test-local set-up (tests/container/).
+  # shellcheck source=tests/container/podman_env.bash
+  source "$REPO_ROOT/tests/container/podman_env.bash"
+  podman_test_env "$REPO_ROOT"
+  podman_test_image "$REPO_ROOT"
+  podman_test_check
+  cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- container --name pslurm -- --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "[preflight] OK: world size 4"
+  assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-0 "
+  assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-1 "
+  assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
+  refute grep -q '^pslurm-' < <(podman ps -a --format '{{.Names}}')
+}
+
 @test "srun-native preflight: 2 nodes x 2 tasks, one worker per task, world size 4" {
-  run timeout 300 "$PRIMUS_CLI" slurm --srun-native srun -N 2 --ntasks-per-node=2 -- direct -- preflight
+  run timeout 300 "$PRIMUS_CLI" slurm --srun-native srun -N 2 --ntasks-per-node=2 -- direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "[preflight] OK: world size 4"
   assert_output --partial "mode=single"
 }
 
 @test "workload values reach every node byte for byte through sbatch" {
-  run timeout 120 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job.out" -- direct --dry-run \
+  run timeout 120 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job.out" -- direct --dry-run --module primus_runner \
     -- preflight 'a b' '$(touch pwned)' '`touch pwned2`' '*' 'x;y'
   assert_success
   run cat "$TEST_DIR/job.out"
@@ -214,8 +234,88 @@ hosts_of_pids() {
 }
 
 @test "primus-cli slurm --dry-run with -w on the live cluster names node3 as master" {
-  run timeout 60 "$PRIMUS_CLI" --dry-run slurm srun -w 'node[3-4]' -- direct -- preflight
+  run timeout 60 "$PRIMUS_CLI" --dry-run slurm srun -w 'node[3-4]' -- direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node3 "
   [[ -z $(squeue -h -o %i) ]]
+}
+
+# ---------------------------------------------------------------- secrets (issue 18)
+
+# secret_job_setup: the four ways a secret is given (tests/bats/helpers/secrets.bash):
+# an export, --env on the mode's command line, config direct.env, a hook's env. line.
+secret_job_setup() {
+  secrets_init
+  export PROBE_DIR=$TEST_DIR/probe
+  mkdir -p "$PROBE_DIR" "$TEST_DIR/hooks"
+  printf 'echo "env.DB_PASSWORD=%s"\n' "$S_HOOK" >"$TEST_DIR/hooks/00_secret.sh"
+  printf 'direct:\n  env: [DATABRICKS_TOKEN=%s]\n' "$S_CONFIG" >"$TEST_DIR/cfg.yaml"
+  export HF_TOKEN=$S_EXPORT PRIMUS_HOOKS_DIR=$TEST_DIR/hooks
+  PROBE_ARGS=("$(sha HF_TOKEN "$S_EXPORT")" "$(sha WANDB_API_KEY "$S_CLI")"
+    "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")")
+}
+
+# secret_job_check: every rank (2 nodes x 2) saw every value; no value in the
+# workspace, the logs or the console output in $1.
+secret_job_check() {
+  local rank
+  for rank in 0 1 2 3; do
+    run cat "$PROBE_DIR/seen-$rank"
+    assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok')"
+  done
+  local files
+  files=$(grep_secrets "$PRIMUS_WORKSPACE" "$1")
+  [[ -z $files ]] || fail "secret value in: $files"
+}
+
+@test "secrets through slurm srun: on no argv of any process on any node, every rank sees them, in no file" {
+  secret_job_setup
+  # No `timeout` wrapper: its own argv would hold what the user typed (the
+  # probe ends by itself after 60 s).
+  "$PRIMUS_CLI" slurm --config "$TEST_DIR/cfg.yaml" srun -N 2 -- direct \
+    --env "WANDB_API_KEY=$S_CLI" --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- \
+    "${PROBE_ARGS[@]}" >"$TEST_DIR/console" 2>&1 &
+  local pid=$! rank
+  for rank in 0 1 2 3; do
+    wait_for "$PROBE_DIR/started-$rank" 180 || { touch "$PROBE_DIR/go"; cat "$TEST_DIR/console"; fail "rank $rank never started"; }
+  done
+  local leaks
+  leaks=$(scan_cmdlines)
+  touch "$PROBE_DIR/go"
+  local rc=0
+  wait "$pid" || rc=$?
+  [[ -z $leaks ]] || fail "secret on a command line while the job ran: $leaks"
+  ((rc == 0)) || { cat "$TEST_DIR/console"; fail "exit $rc"; }
+  secret_job_check "$TEST_DIR/console"
+}
+
+@test "secrets through slurm sbatch: not in the spooled batch script (scontrol write batch_script), on no argv, every rank sees them" {
+  secret_job_setup
+  run timeout 60 "$PRIMUS_CLI" slurm --config "$TEST_DIR/cfg.yaml" sbatch -N 2 -o "$TEST_DIR/job-%j.out" -- \
+    direct --env "WANDB_API_KEY=$S_CLI" --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- \
+    "${PROBE_ARGS[@]}"
+  assert_success
+  assert_output --partial "secrets WANDB_API_KEY (given with --env) travel in sbatch's environment"
+  local job rank
+  job=$(job_id_from_output)
+  [[ -n $job ]]
+  for rank in 0 1 2 3; do
+    wait_for "$PROBE_DIR/started-$rank" 180 || { touch "$PROBE_DIR/go"; cat "$TEST_DIR"/job-*.out; fail "rank $rank never started"; }
+  done
+  local leaks
+  leaks=$(scan_cmdlines)
+  # Slurm's own spooled copy of the batch script, while the job runs.
+  scontrol write batch_script "$job" "$TEST_DIR/spooled.sh"
+  touch "$PROBE_DIR/go"
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    [[ $(job_state "$job") == COMPLETED || $(job_state "$job") == FAILED ]] && break
+    sleep 0.1
+  done
+  [[ -z $leaks ]] || fail "secret on a command line while the job ran: $leaks"
+  [[ $(job_state "$job") == COMPLETED ]] || { cat "$TEST_DIR/job-$job.out"; fail "job $job: $(job_state "$job")"; }
+  run cat "$TEST_DIR/spooled.sh"
+  assert_output --partial "direct --env WANDB_API_KEY --script"
+  [[ -z $(grep_secrets "$TEST_DIR/spooled.sh") ]] || fail "secret in the spooled batch script"
+  secret_job_check "$TEST_DIR/job-$job.out"
 }
