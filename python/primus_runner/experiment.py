@@ -118,7 +118,7 @@ def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
     """``modules.<name>``, else a top-level ``<name>``; {} when absent."""
     modules = cfg.get("modules")
     if isinstance(modules, dict) and isinstance(modules.get(name), dict):
-        return modules[name]
+        return dict(modules[name])
     value = cfg.get(name)
     return value if isinstance(value, dict) else {}
 
@@ -291,11 +291,16 @@ def posttrain(argv: list[str], env: Mapping[str, str] = os.environ, hooks: Path 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in ("pretrain", "posttrain"):
-        print("usage: python3 -m primus_runner.experiment pretrain|posttrain [--config FILE] [ARGS...]",
+        print("usage: python3 -m primus_runner.experiment pretrain|posttrain [--hooks-dir DIR] [--config FILE] "
+              "[ARGS...]",
               file=sys.stderr)
         return EXIT_CONFIG
+    hooks = HOOKS
+    rest = args[1:]
+    if rest[:1] == ["--hooks-dir"] and len(rest) >= 2:
+        hooks, rest = Path(rest[1]), rest[2:]
     try:
-        return (pretrain if args[0] == "pretrain" else posttrain)(args[1:])
+        return (pretrain if args[0] == "pretrain" else posttrain)(rest, os.environ, hooks)
     except HookExit as exc:
         if exc.message:
             print(f"[prepare] ERROR: {exc.message}", file=sys.stderr, flush=True)

@@ -4,10 +4,9 @@
 #
 # Gate: REBUILD_UEP=1 (0 / unset: do nothing). Behaviour sheet section 3.
 # Inputs: UCCL_REF (default b99aefd263bf89ed79dbb3207dde5a5b979ea530),
-#   UCCL_BUILD_DIR (only logged, as in the reference launcher),
-#   PRIMUS_UCCL_REPO (default https://github.com/uccl-project/uccl.git).
+#   UCCL_BUILD_DIR (only logged, as in the reference launcher).
 # Steps (checkout ${TMPDIR:-/tmp}/uccl, deleted first):
-#   git clone PRIMUS_UCCL_REPO; apt-get install -y rdma-core libibverbs-dev
+#   git clone https://github.com/uccl-project/uccl.git; apt-get install -y rdma-core libibverbs-dev
 #   libnuma-dev libgoogle-glog-dev; pip install nanobind; git checkout UCCL_REF;
 #   in ep/deep_ep_wrapper/deep_ep/buffer.py the calls that pass a hard-coded
 #   previous_event=None get the caller's previous_event; make -C ep;
@@ -39,7 +38,7 @@ fix_buffer() {
 }
 
 main() {
-  local ref=${UCCL_REF:-$DEFAULT_REF} repo=${PRIMUS_UCCL_REPO:-https://github.com/uccl-project/uccl.git}
+  local ref=${UCCL_REF:-$DEFAULT_REF} repo=https://github.com/uccl-project/uccl.git
   [[ $ref != -* ]] || hook_config_error "UCCL_REF='$ref' starts with '-' and would be read by git as an option; accepted: a commit, branch or tag."
   local src=${TMPDIR:-/tmp}/uccl
   hook_info "REBUILD_UEP=1: building UCCL-EP $ref in $src${UCCL_BUILD_DIR:+ (UCCL_BUILD_DIR=$UCCL_BUILD_DIR is only logged)}"

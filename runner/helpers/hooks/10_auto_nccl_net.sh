@@ -16,7 +16,15 @@
 # Changes no file.
 set -uo pipefail
 
-if [[ -n ${NCCL_IB_HCA:-} && (-n ${NCCL_SOCKET_IFNAME:-} || -n ${GLOO_SOCKET_IFNAME:-} || -z ${MASTER_ADDR:-}) ]]; then
+# Nothing to do (the usual case) is decided here, before anything is loaded.
+need_hca=0
+if [[ -z ${NCCL_IB_HCA:-} ]]; then
+  for dev in "${PRIMUS_SYSFS_ROOT:-}"/sys/class/infiniband/*; do
+    [[ -e $dev ]] && need_hca=1
+    break
+  done
+fi
+if ((need_hca == 0)) && [[ -n ${NCCL_SOCKET_IFNAME:-} || -n ${GLOO_SOCKET_IFNAME:-} || -z ${MASTER_ADDR:-} ]]; then
   exit 0
 fi
 # shellcheck source=runner/helpers/hooks/_lib.sh

@@ -17,4 +17,5 @@ done
 # shellcheck source=runner/helpers/hooks/_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../_lib.sh"
 primus_pick_python
-PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.experiment posttrain "$@"
+PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.experiment posttrain \
+  --hooks-dir "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" "$@"

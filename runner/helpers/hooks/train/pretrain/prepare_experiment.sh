@@ -40,4 +40,5 @@ fi
 # shellcheck source=runner/helpers/hooks/_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../_lib.sh"
 primus_pick_python
-PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.experiment pretrain "$@"
+PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.experiment pretrain \
+  --hooks-dir "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" "$@"
