@@ -1,5 +1,5 @@
 # primus-runner: set-up, demo, tests, lint and benchmarks.
-#   make demo    train the embedded CPU workload with 2 local processes (sets up first)
+#   make demo    train the built-in CPU workload (--module primus_runner), 2 local processes
 #   make test    lint + bats + pytest + the live Slurm suite (sets up first)
 #   make bench   SPEC section 10 timings (medians; figures, never assertions)
 SHELL := /bin/bash
@@ -15,10 +15,11 @@ SHELLCHECK := $(VENV)/bin/shellcheck
 # TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu to get the CPU build.
 TORCH_VERSION   ?= 2.13.0
 TORCH_INDEX_URL ?=
-# Debian packages the tests use: Slurm daemons and client, munge, numactl.
-APT_PACKAGES := slurmctld slurmd slurm-client munge numactl
+# Debian packages the tests use: Slurm daemons and client, munge, numactl, and
+# podman + runc + catatonit for the real-runtime container suite (tests/container/).
+APT_PACKAGES := slurmctld slurmd slurm-client munge numactl podman runc catatonit
 
-.PHONY: help setup setup-python setup-node setup-system demo test lint bats pytest slurm-test bench clean
+.PHONY: help setup setup-python setup-node setup-system setup-userenv demo test lint bats pytest slurm-test bench clean
 
 help:
 	@sed -n '2,4p' Makefile | sed 's/^# \{0,1\}//'
@@ -49,6 +50,11 @@ setup-system:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null; \
 	fi
 
+# The user environments the launch suites run workloads in (a venv with torch,
+# jax and lightning, and one without torch): distinct from .venv on purpose.
+setup-userenv:
+	TORCH_VERSION=$(TORCH_VERSION) TORCH_INDEX_URL=$(TORCH_INDEX_URL) tests/userenv/setup.sh
+
 demo: setup
 	examples/demo.sh
 
@@ -60,7 +66,7 @@ lint: setup-python
 pytest: setup-python
 	$(PY) -m pytest -q tests/python
 
-bats: setup
+bats: setup setup-userenv
 	$(BATS) --print-output-on-failure tests/bats
 
 slurm-test: setup setup-system
@@ -70,4 +76,4 @@ bench: setup
 	bench/run.sh
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .hypothesis
+	rm -rf $(VENV) .userenv node_modules .pytest_cache .hypothesis

@@ -9,6 +9,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export PRIMUS_WORKSPACE=$work/ws PRIMUS_SYSFS_ROOT=$work/sys PRIMUS_DEV_ROOT=$work/dev
 export GPUS_PER_NODE=2 PRIMUS_LOG_COLOR=0
+# The workload interpreter as a user has it: an activated venv (the project's
+# .venv, which has torch) first on PATH, so `python3` is no pyenv shim.
+export PATH=$PRIMUS_ROOT/.venv/bin:$PATH
+unset PRIMUS_WORKLOAD_PYTHON
 mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
 cli=$PRIMUS_ROOT/runner/primus-cli
 cfg=$PRIMUS_ROOT/examples/cpu_pretrain.yaml
@@ -16,7 +20,7 @@ cfg=$PRIMUS_ROOT/examples/cpu_pretrain.yaml
 bench_median "floor: bash -c true" "$BENCH_RUNS" bash -c true
 bench_median "floor: python3 -c pass" "$BENCH_RUNS" "$PRIMUS_ROOT/.venv/bin/python" -c pass
 bench_median "direct --dry-run -- train pretrain (budget 0.15 s)" "$BENCH_RUNS" \
-  "$cli" direct --dry-run -- train pretrain --config "$cfg"
+  "$cli" direct --dry-run --module primus_runner -- train pretrain --config "$cfg"
 
 # Count python3 starts: a wrapper interpreter appends a line per start.
 real_python=$(readlink -f "$PRIMUS_ROOT/.venv/bin/python")
@@ -26,5 +30,6 @@ echo start >>"$work/starts"
 exec "$real_python" "\$@"
 WRAP
 chmod +x "$work/python"
-PRIMUS_PYTHON=$work/python "$cli" direct --dry-run -- train pretrain --config "$cfg" >/dev/null 2>&1 || true
+# The workload interpreter's probe counts too (one `<python> -c`).
+PRIMUS_PYTHON=$work/python PRIMUS_WORKLOAD_PYTHON=$work/python "$cli" direct --dry-run --module primus_runner -- train pretrain --config "$cfg" >/dev/null 2>&1 || true
 printf '%-58s %d (budget 2)\n' "python3 processes per launch before the workload" "$(wc -l <"$work/starts" 2>/dev/null || echo 0)"

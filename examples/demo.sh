@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# examples/demo.sh: `make demo`. Trains the embedded CPU workload with two local
-# processes (runner/primus-cli direct -> torchrun -> DDP on gloo), then checks
-# what a user would: the loss fell and a checkpoint was written.
-#   GPUS_PER_NODE (default 2) processes; PRIMUS_WORKSPACE (default ./output).
+# examples/demo.sh: `make demo`. Trains the built-in CPU workload, asked for by
+# name (`--module primus_runner`), with two local processes (runner/primus-cli
+# direct -> torchrun -> DDP on gloo), then checks what a user would: the loss
+# fell and a checkpoint was written.
+#   GPUS_PER_NODE (default 2) processes; PRIMUS_WORKSPACE (default ./output);
+#   PRIMUS_WORKLOAD_PYTHON (default: the project's .venv, which `make setup`
+#   fills with torch; your own stack would be your activated env's python3).
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -11,11 +14,12 @@ fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export GPUS_PER_NODE=${GPUS_PER_NODE:-2}
+export PRIMUS_WORKLOAD_PYTHON=${PRIMUS_WORKLOAD_PYTHON:-$PWD/.venv/bin/python}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 status=0
-runner/primus-cli direct -- train pretrain --config examples/cpu_pretrain.yaml 2>&1 | tee "$out" || status=$?
+runner/primus-cli direct --module primus_runner -- train pretrain --config examples/cpu_pretrain.yaml 2>&1 | tee "$out" || status=$?
 if ((status != 0)); then
   echo "demo: the launch failed with exit code $status" >&2
   exit "$status"

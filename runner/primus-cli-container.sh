@@ -1,206 +1,170 @@
 #!/usr/bin/env bash
-# Usage: primus-cli container [options] -- <direct args...>
+# Usage: primus-cli container [options] [runtime options] -- <direct args...>
 #
-# Run the direct entry inside a docker or podman container:
-#   <runtime> run ... IMAGE <repo>/runner/primus-cli direct <direct args...>
-# The repository and the working directory are mounted at the same paths, and
-# only the allowlisted host variables (config container.options.env, reference
-# section 11) that are set on the host are forwarded. TE_* variables are not on
-# the list: pass them with --env.
+# Run `primus-cli direct` inside a docker or podman container:
+#   <runtime> run --rm --name <name>-<job id or time>-<node rank> --label ... \
+#     [runtime options] --device ... --volume <repo>:<repo> --workdir $PWD \
+#     --env NAME ... IMAGE <repo>/runner/primus-cli direct [--config FILE] <direct args...>
 #
-# Options (flags beat config container.*):
-#   --image IMAGE         container image (config container.image, else $DOCKER_IMAGE)
-#   --runtime R           docker|podman (config container.runtime, default docker)
-#   --volume SRC:DST[:O]  extra bind mount (repeatable; adds to container.options.volume)
-#   --device DEV          extra device (repeatable; adds to container.options.device)
-#   --env KEY=VALUE       set in the container (repeatable; the value travels in
-#                         the runtime's environment, never on its command line)
-#   --name NAME           container name (config container.name)
-#   --config FILE         config file; --debug, --dry-run as for direct
+# Options (ours; flags beat config container.*):
+#   --image IMAGE         image (else $DOCKER_IMAGE, container.image, container.options.image)
+#   --runtime R           docker|podman (else container.runtime, else docker when its
+#                         engine answers, else podman)
+#   --name NAME           container name prefix (container.name; default primus-training)
+#   --env KEY=VALUE|FILE|NAME
+#                         set in the job (repeatable); the value travels in the
+#                         runtime's environment (--env NAME), never on a command line
+#   --clean               first remove the containers this launcher left behind
+#                         (label io.primus-runner.managed=1 and the same name
+#                         prefix); without '--' only that
+#   --config FILE         config file; mounted read-only and passed to the inner direct
+#                         (the repository, $PWD and an absolute PRIMUS_WORKSPACE are
+#                         mounted at the same paths)
+#   --debug, --dry-run    as for direct (--dry-run prints the runtime command, runs nothing)
 #   -h, --help            this help
+# Every other option before `--` is a docker/podman run option and passes
+# through: --key=value, --key value (next word not starting with '-'), or a
+# bare flag (--privileged). Config container.options.<key> maps to --key value
+# (list: repeated; true: bare flag; false or []: removed). Defaults (ROCm):
+#   --ipc host --network host --ulimit memlock=-1 --ulimit stack=67108864
+#   --group-add video --cap-add SYS_PTRACE --security-opt seccomp=unconfined --init
+# (--shm-size only when --ipc is not host); devices by accelerator: /dev/kfd and
+# /dev/dri (ROCm) or /dev/neuron0..N-1 (Neuron), /dev/infiniband when present.
 #
-# Everything after `--` goes to `primus-cli direct` inside, unchanged, e.g.
-#   primus-cli container --image rocm/primus:v1 -- --numa -- train pretrain --config exp.yaml
-# --dry-run prints the full runtime command (secrets masked) and runs nothing.
-# Exit codes: 0 ok; 1 runtime not found; 2 bad option or no image; otherwise
-# the container's own exit code.
+# Forwarded from the host by name when set: the reference section 11 allowlist
+# and every PRIMUS_*, NCCL_*, RCCL_*, GLOO_*, IONIC_*, HIPBLASLT_* variable
+# (NEURON_*, FI_* on Neuron hosts). Any other registered variable that is set
+# gets a warning with the --env that passes it. Under Slurm, OpenMPI or
+# PyTorchJob the ranks are mapped here and passed in.
+#
+# Everything after `--` goes to `primus-cli direct` inside (its --env values are
+# moved to the runtime environment too), e.g.
+#   primus-cli container --image rocm/primus:v1 -- --module primus_runner -- preflight
+# SIGTERM/SIGINT stop the container (within PRIMUS_KILL_GRACE seconds, default
+# 10) and remove it; exit 128+N.
+# Exit codes: 0 ok; 1 runtime or image missing; 2 bad option, configuration,
+# variable or missing device; otherwise the container's own exit code.
 set -euo pipefail
 
 RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$RUNNER_DIR/lib/common.sh"
-# shellcheck source=runner/lib/config.sh
-source "$RUNNER_DIR/lib/config.sh"
 
-OPT_IMAGE="" OPT_RUNTIME="" OPT_NAME="" OPT_CONFIG="" OPT_DRY_RUN=0 OPT_DEBUG=0
-OPT_VOLUMES=() OPT_DEVICES=() OPT_ENV=() INNER=()
+RUN_CMD=() FORWARDED=() ENV_NAMES=()
+declare -A PLAN=()
+CHILD=""
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
 }
 
-bad_usage() {
-  primus_bad_usage "primus-cli container" "$1"
+# on_record KIND KEY VALUE: one record of the Python plan (values are data).
+on_record() {
+  case $1 in
+    log)
+      case $2 in
+        DEBUG) LOG_DEBUG "$3" ;;
+        WARN) LOG_WARN "$3" ;;
+        ERROR) LOG_ERROR "$3" ;;
+        *) LOG_INFO "$3" ;;
+      esac
+      ;;
+    set) PLAN[$2]=$3 ;;
+    fwd) FORWARDED+=("$3") ;;
+    arg) RUN_CMD+=("$3") ;;
+    env)
+      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
+      printf -v "$2" '%s' "$3"
+      export "${2?}"
+      ENV_NAMES+=("$2")
+      ;;
+  esac
 }
 
-# need_value OPTION COUNT: OPTION takes a value; COUNT is how many args remain.
-need_value() {
-  primus_need_value "primus-cli container" "$1" "$2"
-}
-
-parse_args() {
-  while (($# > 0)); do
-    case $1 in
-      -h | --help) usage; exit 0 ;;
-      --image) need_value "$1" $#; OPT_IMAGE=$2; shift 2 ;;
-      --runtime) need_value "$1" $#; OPT_RUNTIME=$2; shift 2 ;;
-      --volume | -v) need_value "$1" $#; OPT_VOLUMES+=("$2"); shift 2 ;;
-      --device) need_value "$1" $#; OPT_DEVICES+=("$2"); shift 2 ;;
-      --env | -e) need_value "$1" $#; add_env "$2"; shift 2 ;;
-      --name) need_value "$1" $#; OPT_NAME=$2; shift 2 ;;
-      --config) need_value "$1" $#; OPT_CONFIG=$2; shift 2 ;;
-      --dry-run) OPT_DRY_RUN=1; shift ;;
-      --debug) OPT_DEBUG=1; shift ;;
-      --) shift; INNER=("$@"); return ;;
-      *) bad_usage "unknown option '$1' for 'primus-cli container'; container options go before '--', direct arguments after it." ;;
-    esac
+# read_plan ARGS...: run the Python plan once; its findings go to the console.
+read_plan() {
+  local -a fields
+  local i rc=0
+  exec 3>&1
+  mapfile -d '' -t fields < <(primus_python container plan --console-fd 3 "$@")
+  wait "$!" || rc=$?
+  exec 3>&-
+  # Values first, so the log lines carry the mapped NODE_RANK in their prefix.
+  for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
+    [[ ${fields[i]} == log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
   done
-}
-
-add_env() {
-  local key=${1%%=*}
-  [[ $1 == *=* ]] || bad_usage "--env '$1' has no '='; write --env KEY=VALUE."
-  [[ $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] ||
-    bad_usage "--env '$key' is not a valid variable name; accepted: letters, digits and '_', not starting with a digit."
-  OPT_ENV+=("$1")
-}
-
-# settings: flags > config > defaults.
-resolve_settings() {
-  IMAGE=$OPT_IMAGE
-  [[ -n $IMAGE ]] || primus_config_get_into IMAGE container.image "${DOCKER_IMAGE:-}"
-  [[ -n $IMAGE ]] || bad_usage "no container image: pass --image IMAGE, set container.image in the config, or export DOCKER_IMAGE."
-  RUNTIME=$OPT_RUNTIME
-  [[ -n $RUNTIME ]] || primus_config_get_into RUNTIME container.runtime docker
-  [[ $RUNTIME == docker || $RUNTIME == podman ]] ||
-    bad_usage "container runtime '$RUNTIME' is not supported; accepted: docker, podman (--runtime or container.runtime)."
-  NAME=$OPT_NAME
-  [[ -n $NAME ]] || primus_config_get_into NAME container.name ""
-  local dry
-  primus_config_get_into dry main.dry_run 0
-  [[ $dry != 1 ]] || OPT_DRY_RUN=1
-}
-
-# add_list_option FLAG KEY: one FLAG VALUE pair per item of config list KEY.
-add_list_option() {
-  local -a items
-  primus_config_get_list "$2" items
-  local item
-  for item in "${items[@]}"; do
-    RUN_CMD+=("$1" "$item")
+  for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
+    [[ ${fields[i]} != log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
   done
+  ((rc == 0)) || exit "$rc"
 }
 
-# add_scalar_option FLAG KEY: FLAG VALUE when config KEY is set.
-add_scalar_option() {
-  local value
-  primus_config_get_into value "$2" ""
-  [[ -z $value ]] || RUN_CMD+=("$1" "$value")
-}
-
-# forwarded_names: allowlisted variables set on the host.
-forwarded_names() {
-  local -a allow
-  primus_config_get_list container.options.env allow
-  FORWARDED=()
-  local name
-  for name in "${allow[@]}"; do
-    if [[ -n ${!name+set} ]]; then FORWARDED+=("$name"); fi
-  done
-}
-
-build_command() {
-  RUN_CMD=("$RUNTIME" run --rm)
-  [[ -z $NAME ]] || RUN_CMD+=(--name "$NAME")
-  add_scalar_option --ipc container.options.ipc
-  add_scalar_option --network container.options.network
-  add_scalar_option --shm-size container.options.shm_size
-  add_list_option --device container.options.device
-  add_list_option --cap-add container.options.cap_add
-  add_list_option --security-opt container.options.security_opt
-  add_list_option --group-add container.options.group_add
-  add_list_option --volume container.options.volume
-  local item
-  for item in "${OPT_DEVICES[@]}"; do RUN_CMD+=(--device "$item"); done
-  for item in "${OPT_VOLUMES[@]}"; do RUN_CMD+=(--volume "$item"); done
-  RUN_CMD+=(--volume "$PRIMUS_ROOT:$PRIMUS_ROOT")
-  [[ $PWD == "$PRIMUS_ROOT" ]] || RUN_CMD+=(--volume "$PWD:$PWD")
-  RUN_CMD+=(--workdir "$PWD")
-  forwarded_names
-  # Values travel in the runtime client's environment: --env NAME, never NAME=VALUE.
-  for item in "${FORWARDED[@]}"; do RUN_CMD+=(--env "$item"); done
-  for item in "${OPT_ENV[@]}"; do
-    printf -v "${item%%=*}" '%s' "${item#*=}"
-    export "${item%%=*}"
-    RUN_CMD+=(--env "${item%%=*}")
-  done
-  RUN_CMD+=(--env PRIMUS_PYTHON=python3 "$IMAGE" "$PRIMUS_ROOT/runner/primus-cli")
-  ((OPT_DEBUG == 0)) || RUN_CMD+=(--debug)
-  RUN_CMD+=(direct "${INNER[@]}")
-}
-
-# check_host_env: the registry's checks, in container context (TE_* variables
-# set on the host are not forwarded: the check says how to pass them).
-check_host_env() {
-  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
-    LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped."
+# clean_ours: remove the containers earlier launches of this name left behind
+# (both labels must match: a container without them is never touched).
+clean_ours() {
+  local -a ids
+  mapfile -t ids < <("${PLAN[runtime_path]}" ps -a -q --filter "label=${PLAN[label]}" \
+    --filter "label=${PLAN[label_name]}")
+  if ((${#ids[@]} == 0)); then
+    LOG_INFO "--clean: no container of ours (${PLAN[label_name]}) to remove"
     return 0
   fi
-  local rc=0
-  primus_python env check --container --format text || rc=$?
-  ((rc == 0)) || die "$rc" "environment check failed (exit $rc): no container was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1."
+  LOG_INFO "--clean: removing ${#ids[@]} container(s) of ours: ${ids[*]}"
+  "${PLAN[runtime_path]}" rm -f "${ids[@]}" >/dev/null
 }
 
-# map_scheduler_ranks: under Slurm, OpenMPI/PMIx or Kubernetes the scheduler's
-# variables are not on the allowlist, so the ranks are mapped here on the host
-# and handed in as MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, GPUS_PER_NODE
-# (which are). Config direct.* values are the defaults, as for direct.
-map_scheduler_ranks() {
-  [[ -n ${SLURM_JOB_ID:-}${OMPI_COMM_WORLD_SIZE:-}${PMIX_RANK:-}${PET_NNODES:-}${JOB_COMPLETION_INDEX:-} ]] ||
-    return 0
-  local -a args=(ranks --format nul)
-  local name key value
-  for name in MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE; do
-    key=direct.${name,,}
-    primus_config_get_into value "$key" ""
-    [[ -z $value ]] || args+=(--default "$name=$value")
-  done
-  primus_read_nul_exports < <(primus_python "${args[@]}")
-  local rc=0
-  wait "$!" || rc=$?
-  ((rc == 0)) || exit "$rc"
-  LOG_INFO "scheduler ranks mapped on the host: NNODES=$NNODES NODE_RANK=$NODE_RANK MASTER_ADDR=$MASTER_ADDR"
+# ensure_image: the image is local, or pulled; else one clear error.
+ensure_image() {
+  local image=${PLAN[image]} out
+  "${PLAN[runtime_path]}" image inspect "$image" >/dev/null 2>&1 && return 0
+  LOG_INFO "image $image is not on this host; pulling it with ${PLAN[runtime]}"
+  if ! out=$("${PLAN[runtime_path]}" pull "$image" 2>&1 >/dev/null); then
+    out=${out##*$'\n'}
+    die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
+  fi
+}
+
+# stop_container SIGNAL NUMBER: stop and remove our container, exit 128+NUMBER.
+# shellcheck disable=SC2329  # called by the signal traps
+stop_container() {
+  trap '' TERM INT HUP
+  local name=${PLAN[name]} grace=${PLAN[grace]}
+  LOG_WARN "received SIG$1: stopping container $name (up to ${grace}s before it is killed)"
+  if ! "${PLAN[runtime_path]}" stop -t "$grace" "$name" >/dev/null 2>&1; then
+    # Not created yet (or already gone): stop the client itself.
+    kill -TERM "$CHILD" 2>/dev/null || true
+  fi
+  wait "$CHILD" 2>/dev/null || true
+  "${PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
+  exit $((128 + $2))
 }
 
 main() {
-  parse_args "$@"
-  ((OPT_DEBUG == 0)) || export PRIMUS_LOG_LEVEL=DEBUG
-  primus_config_load "$OPT_CONFIG" || exit
-  resolve_settings
-  map_scheduler_ranks
-  check_host_env
-  build_command
+  local word
+  for word in "$@"; do
+    [[ $word != -- ]] || break
+    if [[ $word == -h || $word == --help ]]; then usage; exit 0; fi
+  done
+  read_plan "$@"
   local quoted
   printf -v quoted '%q ' "${RUN_CMD[@]}"
-  LOG_INFO "forwarding ${#FORWARDED[@]} host variable(s): ${FORWARDED[*]:-none}"
+  LOG_INFO "forwarding ${#FORWARDED[@]} host variable(s): ${FORWARDED[*]:-none}; by --env: ${ENV_NAMES[*]:-none}"
   LOG_INFO "command: ${quoted% }"
-  if ((OPT_DRY_RUN == 1)); then
-    LOG_INFO "dry run: nothing was started."
+  if [[ ${PLAN[dry_run]} == 1 ]]; then
+    LOG_INFO "dry run: nothing was started or removed."
     exit 0
   fi
-  command -v "$RUNTIME" >/dev/null 2>&1 ||
-    die "$PRIMUS_EXIT_MISSING" "container runtime '$RUNTIME' not found on PATH; install it or pass --runtime podman|docker."
-  exec "${RUN_CMD[@]}"
+  [[ ${PLAN[clean]} != 1 ]] || clean_ours
+  [[ ${PLAN[run]} == 1 ]] || exit 0
+  ensure_image
+  trap 'stop_container TERM 15' TERM
+  trap 'stop_container INT 2' INT
+  trap 'stop_container HUP 1' HUP
+  "${RUN_CMD[@]}" &
+  CHILD=$!
+  local rc=0
+  wait "$CHILD" || rc=$?
+  exit "$rc"
 }
 
 main "$@"

@@ -3,18 +3,27 @@
 #
 # Launch training on this host: resolve the distributed environment, load the
 # environment layers, run hooks and patches, apply --env, validate everything,
-# then start torchrun (or python3 with --single), teeing output to a log file.
+# then start the workload with its own interpreter (torchrun, or one process per
+# node in run mode single), teeing output to a log file.
 #
 # Options:
 #   --config FILE           config file (over ~/.primus.yaml and runner/.primus.yaml)
 #   --debug                 debug logging (PRIMUS_LOG_LEVEL=DEBUG)
 #   --dry-run               print the configuration and the final command; run
 #                           nothing and write nothing (hooks get PRIMUS_DRY_RUN=1)
-#   --single                run the script with python3 directly, without torchrun
-#   --script FILE           training entry (default: config direct.script; when that
-#                           file does not exist, the embedded CPU workload runs)
-#   --env KEY=VALUE|FILE    export KEY=VALUE for the job (repeatable; beats every
-#                           other source). FILE: KEY=VALUE lines, '#' comments
+#   --single                run mode single: one process per node, no torchrun
+#                           (same as direct.run_mode: single; a hook's env.RUN_MODE wins)
+#   --script FILE           training script (default: config direct.script,
+#                           primus/cli/main.py; missing -> exit 1, nothing runs)
+#   --module NAME           run `python -m NAME` instead of a script (direct.module);
+#                           the built-in CPU workload is --module primus_runner
+#   --python PATH           the workload's interpreter (default: PRIMUS_WORKLOAD_PYTHON,
+#                           config direct.python, else python3 on PATH: an activated
+#                           venv or conda env); torchrun is `PATH -m torch.distributed.run`
+#   --env KEY=VALUE|FILE|NAME
+#                           export KEY=VALUE for the job (repeatable; beats every
+#                           other source). FILE: KEY=VALUE lines, '#' comments;
+#                           NAME: the value NAME has in the environment
 #   --patch FILE            run a patch script after the hooks (repeatable)
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
@@ -23,10 +32,15 @@
 #   --numa | --no-numa      bind each local rank to its device's NUMA node (or not)
 #   --neuron-cores-per-proc K
 #                           give each local process its own NEURON_RT_VISIBLE_CORES
-#                           slice of K logical NeuronCores
+#                           slice of K logical NeuronCores (K > 1: SPMD workloads
+#                           only, XLA_USE_SPMD=1 or PRIMUS_NEURON_SPMD=1)
 #   --silent                workload output only to the log file, not the console
 #   --accelerator A         auto|rocm|cuda|neuron|cpu (sets PRIMUS_ACCELERATOR)
 #   -h, --help              this help
+#
+# Everything after `--` reaches the workload verbatim, whatever it starts with.
+# Run mode: env RUN_MODE > --single > direct.run_mode > node_smoke -> single,
+# else torchrun.
 #
 # Exit codes: 0 ok; 1 missing file or dependency; 2 invalid option, variable or
 # configuration; 3 hook or patch failed; otherwise the workload's own code;
@@ -42,11 +56,14 @@ source "$RUNNER_DIR/lib/config.sh"
 source "$RUNNER_DIR/lib/validation.sh"
 # shellcheck source=runner/lib/supervise.sh
 source "$RUNNER_DIR/lib/supervise.sh"
+# shellcheck source=runner/lib/workload.sh
+source "$RUNNER_DIR/lib/workload.sh"
 
 # ----------------------------------------------------------------- arguments
 
 OPT_CONFIG="" OPT_DEBUG=0 OPT_DRY_RUN=0 OPT_SINGLE="" OPT_SCRIPT="" OPT_LOG_FILE=""
 OPT_NUMA="" OPT_SILENT=0 OPT_ACCELERATOR="" OPT_ALL_RANKS="" OPT_NEURON_CORES=""
+OPT_MODULE="" OPT_PYTHON=""
 CLI_ENV=()      # KEY=VALUE items from --env, in order
 CLI_PATCHES=()  # --patch files
 WORKLOAD=()     # everything after the options
@@ -74,6 +91,8 @@ parse_args() {
       --dry-run) OPT_DRY_RUN=1; shift ;;
       --single) OPT_SINGLE=1; shift ;;
       --script) need_value "$1" $#; OPT_SCRIPT=$2; shift 2 ;;
+      --module) need_value "$1" $#; OPT_MODULE=$2; shift 2 ;;
+      --python) need_value "$1" $#; OPT_PYTHON=$2; shift 2 ;;
       --env) need_value "$1" $#; add_cli_env "$2"; shift 2 ;;
       --patch) need_value "$1" $#; CLI_PATCHES+=("$2"); shift 2 ;;
       --log_file | --log-file) need_value "$1" $#; OPT_LOG_FILE=$2; shift 2 ;;
@@ -94,8 +113,15 @@ parse_args() {
 add_cli_env() {
   local item=$1
   if [[ $item != *=* ]]; then
-    [[ -f $item ]] || bad_usage "--env '$item' is neither KEY=VALUE nor an existing file; write --env KEY=VALUE or --env path/to/file.env."
-    read_env_file "$item"
+    if [[ -f $item ]]; then
+      read_env_file "$item"
+    elif [[ $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -n ${!item+set} ]]; then
+      # --env NAME: the value NAME has in the environment (how primus-cli
+      # container hands values in without putting them on an argv).
+      CLI_ENV+=("$item=${!item}")
+    else
+      bad_usage "--env '$item' is neither KEY=VALUE, an existing file, nor a variable set in the environment; write --env KEY=VALUE or --env path/to/file.env."
+    fi
     return
   fi
   check_env_item "$item" "--env"
@@ -198,18 +224,17 @@ setting() {
 }
 
 resolve_settings() {
-  local dry single numa all
+  local dry numa all
   primus_config_get_into dry main.dry_run 0
   ((OPT_DRY_RUN == 1)) || [[ $dry != 1 ]] || OPT_DRY_RUN=1
   [[ $OPT_DEBUG == 1 || ${PRIMUS_CONFIG[main.debug]:-0} == 1 ]] && export PRIMUS_LOG_LEVEL=DEBUG
-  setting single "$OPT_SINGLE" direct.single 0
   # --numa/--no-numa > config direct.numa (when set to true) > ENABLE_NUMA_BINDING.
   setting numa "$OPT_NUMA" direct.numa 0
   if [[ -z $OPT_NUMA && $numa != 1 && ${ENABLE_NUMA_BINDING:-0} == 1 ]]; then
     numa=1
   fi
   setting all "$OPT_ALL_RANKS" direct.log_all_ranks 0
-  SINGLE=$single ALL_RANKS=$all
+  ALL_RANKS=$all
   if [[ $numa == 1 ]]; then
     export PRIMUS_NUMA_BIND=1
   else
@@ -287,8 +312,8 @@ finish_layers() {
   if declare -F primus_xla_apply_append >/dev/null; then
     primus_xla_apply_append
   fi
-  if declare -F primus_neuron_validate_cores >/dev/null; then
-    primus_neuron_validate_cores || exit "$PRIMUS_EXIT_INVALID"
+  if declare -F primus_neuron_slices >/dev/null; then
+    primus_neuron_slices  # the Neuron checks are env check's (run_env_check)
   fi
 }
 
@@ -330,9 +355,10 @@ run_protocol_script() {
 run_hooks() {
   local runner=$RUNNER_DIR/helpers/execute_hooks.sh
   require_file "$runner" "hook runner"
-  # group and name are the first two workload words; with fewer, empty ones
-  # (only the global hooks run).
-  run_protocol_script "$runner" "${WORKLOAD[0]-}" "${WORKLOAD[1]-}" "${WORKLOAD[@]:2}"
+  # group and name are the first two workload words (with fewer, empty ones:
+  # only the global hooks run), handed over as option values; the workload
+  # words follow `--` as data, whatever they start with.
+  run_protocol_script "$runner" --group "${WORKLOAD[0]-}" --name "${WORKLOAD[1]-}" -- "${WORKLOAD[@]:2}"
 }
 
 run_patches() {
@@ -377,35 +403,22 @@ run_env_check() {
 
 # ------------------------------------------------------------------- command
 
-# resolve_script: sets SCRIPT_CMD to the interpreter + entry for the workload.
-resolve_script() {
-  local script
-  setting script "$OPT_SCRIPT" direct.script primus/cli/main.py
-  if [[ -n $OPT_SCRIPT ]]; then
-    require_file "$OPT_SCRIPT" "training script (--script)"
-    SCRIPT_CMD=("$PRIMUS_PYTHON" "$OPT_SCRIPT")
-  elif [[ -f $script ]]; then
-    SCRIPT_CMD=("$PRIMUS_PYTHON" "$script")
-  elif [[ $script != /* && -f $PRIMUS_ROOT/$script ]]; then
-    SCRIPT_CMD=("$PRIMUS_PYTHON" "$PRIMUS_ROOT/$script")
-  else
-    LOG_DEBUG "script '$script' not found: running the embedded workload (python3 -m primus_runner)"
-    SCRIPT_CMD=("$PRIMUS_PYTHON" -m primus_runner)
+# resolve_workload: after hooks and patches (a hook may emit env.RUN_MODE):
+# the run mode, its environment, and the probe's answer about the interpreter.
+resolve_workload() {
+  primus_workload_run_mode "$OPT_SINGLE" "${WORKLOAD[0]-}"
+  if [[ $PRIMUS_WL_RUN_MODE == single ]]; then
+    primus_workload_single_env
   fi
+  primus_workload_jax_coordinator
 }
 
-find_torchrun() {
+# torchrun_command: PRIMUS_TORCHRUN, else the workload interpreter's own torchrun.
+torchrun_command() {
   if [[ -n ${PRIMUS_TORCHRUN:-} ]]; then
-    TORCHRUN=$PRIMUS_TORCHRUN
-  elif [[ $PRIMUS_PYTHON == */* && -x ${PRIMUS_PYTHON%/*}/torchrun ]]; then
-    TORCHRUN=${PRIMUS_PYTHON%/*}/torchrun
-  elif command -v torchrun >/dev/null 2>&1; then
-    TORCHRUN=torchrun
-  elif ((OPT_DRY_RUN == 1)); then
-    LOG_WARN "torchrun not found on PATH; a real launch would fail (run 'make setup' or install PyTorch)."
-    TORCHRUN=torchrun
+    TORCHRUN_CMD=("$PRIMUS_TORCHRUN")
   else
-    die "$PRIMUS_EXIT_MISSING" "torchrun not found (looked at PRIMUS_TORCHRUN, next to $PRIMUS_PYTHON, and PATH). Run 'make setup' or install PyTorch, or set PRIMUS_TORCHRUN."
+    TORCHRUN_CMD=("$PRIMUS_WL_EXE" -m torch.distributed.run)
   fi
 }
 
@@ -419,16 +432,16 @@ console_filter() {
 }
 
 build_command() {
-  resolve_script
-  if [[ $SINGLE == 1 ]]; then
-    LAUNCH_CMD=("${SCRIPT_CMD[@]}" "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
+  local -a script_cmd=("$PRIMUS_WL_EXE" "${PRIMUS_WL_ENTRY[@]}")
+  if [[ $PRIMUS_WL_RUN_MODE == single ]]; then
+    LAUNCH_CMD=("${script_cmd[@]}" "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
     if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
       LAUNCH_CMD=("$RUNNER_DIR/helpers/numa_bind.sh" "${LOCAL_RANK:-0}" -- "${LAUNCH_CMD[@]}")
     fi
     return
   fi
-  find_torchrun
-  LAUNCH_CMD=("$TORCHRUN" --nproc_per_node "$GPUS_PER_NODE" --nnodes "$NNODES"
+  torchrun_command
+  LAUNCH_CMD=("${TORCHRUN_CMD[@]}" --nproc_per_node "$GPUS_PER_NODE" --nnodes "$NNODES"
     --node_rank "$NODE_RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT")
   if [[ $ALL_RANKS != 1 && $OPT_SILENT != 1 ]]; then
     local filter
@@ -440,7 +453,7 @@ build_command() {
       LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR" --redirects 3)
     fi
   fi
-  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${SCRIPT_CMD[@]}"
+  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}"
     "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
 }
 
@@ -468,14 +481,18 @@ claim_log_file() {
   LOG_FILE=$candidate
 }
 
-# tee_launcher_output: from now on, everything also goes to LOG_FILE.
+# tee_launcher_output: from now on, everything also goes to LOG_FILE. The
+# tees ignore the signals that stop a run: a SIGTERM to the launcher's process
+# group (timeout, kill -- -PGID) must not cut the stop's own lines; they end
+# when the last writer closes.
 tee_launcher_output() {
   exec 3>&1 4>&2
   if [[ $OPT_SILENT == 1 ]]; then
     # shellcheck disable=SC2094  # both only append to the log
-    exec >>"$LOG_FILE" 2> >(tee -a "$LOG_FILE" >&4)
+    exec >>"$LOG_FILE" 2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   else
-    exec > >(tee -a "$LOG_FILE" >&3) 2> >(tee -a "$LOG_FILE" >&4)
+    exec > >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&3) \
+      2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   fi
   TEE_PID=$!
 }
@@ -496,7 +513,8 @@ flush_launcher_output() {
 print_summary() {
   local -a lines=("launch configuration:"
     "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
-    "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} mode=$([[ $SINGLE == 1 ]] && echo single || echo torchrun)"
+    "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} run_mode=$PRIMUS_WL_RUN_MODE ($PRIMUS_WL_RUN_MODE_ORIGIN)"
+    "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
   local item
   for item in "${CLI_ENV[@]}"; do
@@ -515,17 +533,23 @@ print_summary() {
 # exits with the workload's code, or 128+N when stopped by signal N.
 run_workload() {
   PRIMUS_SUPERVISE_CLEANUP=flush_launcher_output
-  primus_run_workload "$([[ $SINGLE == 1 ]] && echo single || echo torchrun)" "$LOG_FILE" "${LAUNCH_CMD[@]}"
+  local nproc=$GPUS_PER_NODE
+  [[ $PRIMUS_WL_RUN_MODE != single ]] || nproc=1
+  primus_run_workload "$PRIMUS_WL_RUN_MODE" "$LOG_FILE" "$nproc" "${LAUNCH_CMD[@]}"
 }
 
 # ---------------------------------------------------------------------- main
 
 main() {
+  primus_early_notice_traps
   parse_args "$@"
   primus_pick_python
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   run_prepare
+  primus_workload_python_pick "$OPT_PYTHON"
+  primus_workload_probe_start
   resolve_settings
+  primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
   apply_cli_env
   load_layers
   apply_cli_env
@@ -534,12 +558,16 @@ main() {
   apply_cli_env
   finish_layers
   validate_distributed_params || exit "$PRIMUS_EXIT_INVALID"
+  resolve_workload
   if [[ ${PRIMUS_SKIP_MAIN_LAUNCH:-0} == 1 ]]; then
     LOG_INFO "PRIMUS_SKIP_MAIN_LAUNCH=1 (set by a hook): stopping after hooks, nothing launched."
     exit 0
   fi
   run_env_check
   exec {CONSOLE_FD}>&-
+  local need_torch=0
+  [[ $PRIMUS_WL_RUN_MODE != torchrun ]] || need_torch=1
+  primus_workload_probe_finish "$need_torch"
   [[ -n $LOG_FILE ]] || default_log_file
   build_command
   if ((OPT_DRY_RUN == 1)); then

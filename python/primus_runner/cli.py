@@ -16,8 +16,10 @@ from primus_runner.errors import PrimusError
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("primus_runner.config_cmd", "show the merged configuration, render ${VAR} templates"),
     "launch": ("primus_runner.launch", "internal: resolve config, ranks and devices for a launch"),
+    "container": ("primus_runner.container", "internal: plan a container launch (runtime argv, env)"),
     "env": ("primus_runner.env_cmd", "list, explain, check, show and document environment variables"),
     "hostlist": ("primus_runner.hostlist", "expand or compress Slurm hostlist expressions"),
+    "detect": ("primus_runner.detect", "what a launch on this host uses: ranks, devices, NICs, GPUS_PER_NODE"),
     "ranks": ("primus_runner.ranks", "map scheduler variables to NNODES/NODE_RANK/MASTER_ADDR"),
     "nics": ("primus_runner.nics", "detect RDMA HCAs, RoCE GID index and the socket interface"),
     "devices": ("primus_runner.devices", "detect AMD GPUs, Neuron devices, NVIDIA GPUs and NUMA nodes"),

@@ -38,7 +38,9 @@ def system_config_path() -> str:
 
 
 def user_config_path() -> str:
-    return os.path.join(os.path.expanduser("~"), ".primus.yaml")
+    """PRIMUS_USER_CONFIG (the container launcher's mount of the host user's file),
+    else ~/.primus.yaml."""
+    return os.environ.get("PRIMUS_USER_CONFIG") or os.path.join(os.path.expanduser("~"), ".primus.yaml")
 
 
 @dataclass

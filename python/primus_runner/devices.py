@@ -13,7 +13,8 @@ Sources, all read under ``--sysfs-root`` (``PRIMUS_SYSFS_ROOT``) and
   asked of ``rocm-smi --showproductname --json`` when it is on PATH.
 - Neuron: ``dev/neuron<N>`` under the dev root, ``sys/class/neuron_device/
   neuron<N>/{core_count,device/numa_node}``, and the EC2 instance type from
-  ``sys/class/dmi/id/product_name`` (see ``NEURON_INSTANCES``).
+  ``sys/class/dmi/id/product_name`` (facts: the registry's ``neuron`` tables), and
+  EFA devices under ``sys/class/infiniband`` (``device/driver`` is ``efa``).
 - NVIDIA: ``nvidia-smi -L`` when on PATH (one call).
 - Otherwise ``cpu``.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from primus_runner.errors import UsageError, closest
 from primus_runner.records import asdict, dataclass, field
@@ -39,28 +41,33 @@ AMD_DEVICE_IDS = {0x74A1: "MI300X", 0x74A5: "MI325X"}
 GFX_FAMILY_MODEL = {90500: "MI355X"}          # gfx950: MI350 series, tuned by the MI355X layer
 GFX_NAMES = {90402: "gfx942", 90500: "gfx950", 90010: "gfx90a", 90008: "gfx908"}
 
-# EC2 instance type -> (Neuron devices, physical NeuronCores per device, default LNC).
-# Trn1/Trn1n/Inf2: NeuronCore-v2, 2 per device, LNC 1. Trn2: NeuronCore-v3, 8 per
-# device, default LNC 2. Inf1: NeuronCore-v1, 4 per device.
-NEURON_INSTANCES: dict[str, tuple[int, int, int]] = {
-    "trn1.2xlarge": (1, 2, 1),
-    "trn1.32xlarge": (16, 2, 1),
-    "trn1n.32xlarge": (16, 2, 1),
-    "trn2.3xlarge": (1, 8, 2),
-    "trn2.48xlarge": (16, 8, 2),
-    "trn2u.48xlarge": (16, 8, 2),
-    "inf2.xlarge": (1, 2, 1),
-    "inf2.8xlarge": (1, 2, 1),
-    "inf2.24xlarge": (6, 2, 1),
-    "inf2.48xlarge": (12, 2, 1),
-    "inf1.xlarge": (1, 4, 1),
-    "inf1.2xlarge": (1, 4, 1),
-    "inf1.6xlarge": (4, 4, 1),
-    "inf1.24xlarge": (16, 4, 1),
-}
-# Family -> (physical cores per device, default LNC) for sizes not in the table.
-NEURON_FAMILIES = {"trn1": (2, 1), "trn1n": (2, 1), "trn2": (8, 2), "trn2u": (8, 2),
-                   "trn3": (8, 2), "inf2": (2, 1), "inf1": (4, 1)}
+# Neuron hardware facts live in one place, the registry's ``neuron`` tables
+# (data/variables.yaml: families, devices_per_instance, efa_devices_per_instance,
+# each with its AWS source); the helpers below read them.
+_NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
+
+
+def _neuron_tables() -> dict[str, Any]:
+    from primus_runner.registry import load
+
+    return load().neuron
+
+
+def _neuron_family(instance_type: str) -> str | None:
+    """trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
+    match = _NEURON_FAMILY.match(instance_type.strip().lower())
+    return f"{match.group(1)}{match.group(2)}" if match else None
+
+
+def neuron_instances() -> dict[str, tuple[int, int, int]]:
+    """EC2 instance type -> (Neuron devices, physical NeuronCores per device, default LNC)."""
+    tables = _neuron_tables()
+    families = tables.get("families", {})
+    out = {}
+    for itype, devices in tables.get("devices_per_instance", {}).items():
+        fam = families.get(_neuron_family(itype) or "", {})
+        out[itype] = (devices, fam.get("cores_per_device"), fam.get("default_lnc"))
+    return out
 
 
 @dataclass
@@ -83,13 +90,15 @@ class Devices:
     detected_by: list[str] = field(default_factory=list)
     overrides: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    visible_count: int | None = None     # GPUs left after ROCR/HIP/CUDA masks
 
     def as_env(self) -> dict[str, str]:
         out = {"PRIMUS_ACCELERATOR": self.accelerator}
         if self.accelerator in ("rocm", "cuda"):
             if self.gpu_model:
                 out["PRIMUS_GPU_MODEL"] = self.gpu_model
-            out["PRIMUS_GPU_COUNT"] = str(len(self.devices))
+            count = len(self.devices) if self.visible_count is None else self.visible_count
+            out["PRIMUS_GPU_COUNT"] = str(count)
         if self.accelerator == "neuron" and self.neuron:
             n = self.neuron
             if n.get("instance"):
@@ -97,7 +106,8 @@ class Devices:
             for key, name in (("devices", "PRIMUS_NEURON_DEVICES"),
                               ("cores_per_device", "PRIMUS_NEURON_CORES_PER_DEVICE"),
                               ("default_lnc", "PRIMUS_NEURON_DEFAULT_LNC"),
-                              ("logical_cores", "PRIMUS_NEURON_LOGICAL_CORES")):
+                              ("logical_cores", "PRIMUS_NEURON_LOGICAL_CORES"),
+                              ("efa_devices", "PRIMUS_NEURON_EFA_DEVICES")):
                 if n.get(key) is not None:
                     out[name] = str(n[key])
         return out
@@ -259,29 +269,43 @@ def amd_model(props: dict[str, str], env: Mapping[str, str], notes: list[str],
 
 # -- Neuron ---------------------------------------------------------------------
 def _untabled_families() -> list[str]:
-    return [f for f in NEURON_FAMILIES if not any(n.startswith(f + ".") for n in NEURON_INSTANCES)]
+    tabled = {_neuron_family(name) for name in neuron_instances()}
+    return [f for f in _neuron_tables().get("families", {}) if f not in tabled]
 
 
 def neuron_instance_facts(instance_type: str) -> dict[str, Any]:
     """Facts for an EC2 instance type: devices, cores per device, default LNC."""
     itype = instance_type.strip().lower()
-    family = itype.split(".", 1)[0]
-    if itype in NEURON_INSTANCES:
-        devices, cores, lnc = NEURON_INSTANCES[itype]
-    elif family in NEURON_FAMILIES and "." in itype and not any(
-            name.startswith(family + ".") for name in NEURON_INSTANCES):
+    family = _neuron_family(itype)
+    families = _neuron_tables().get("families", {})
+    instances = neuron_instances()
+    if itype in instances:
+        devices, cores, lnc = instances[itype]
+    elif family in _untabled_families() and "." in itype and families[family].get("cores_per_device"):
         # A family whose sizes are not in the table (e.g. trn3): facts per device only.
-        cores, lnc = NEURON_FAMILIES[family]
+        cores, lnc = families[family]["cores_per_device"], families[family]["default_lnc"]
         devices = None
     else:
-        hint = closest(itype, list(NEURON_INSTANCES))
+        hint = closest(itype, list(instances))
         raise UsageError(f"PRIMUS_NEURON_INSTANCE='{instance_type}' is not a known Neuron instance "
-                         f"type; accepted: {', '.join(NEURON_INSTANCES)} (or any size of "
+                         f"type; accepted: {', '.join(instances)} (or any size of "
                          f"{', '.join(_untabled_families())})"
                          + (f". Did you mean '{hint}'?" if hint else ""))
     return {"instance": itype, "family": family, "devices": devices, "cores_per_device": cores,
             "default_lnc": lnc,
             "logical_cores": devices * cores // lnc if devices is not None else None}
+
+
+def efa_devices(root: str) -> list[str]:
+    """EFA devices: ``sys/class/infiniband/<dev>`` whose ``device/driver`` is the
+    kernel's ``efa`` module (drivers/infiniband/hw/efa, DRV_MODULE_NAME "efa")."""
+    base = os.path.join(root, "sys/class/infiniband")
+    out = []
+    for name in _listdir(base):
+        driver = os.path.join(base, name, "device/driver")
+        if os.path.islink(driver) and os.path.basename(os.readlink(driver)) == "efa":
+            out.append(name)
+    return sorted(out)
 
 
 def neuron_devices(root: str, dev_root: str) -> list[Device]:
@@ -317,14 +341,17 @@ def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
     cores = next((d.cores for d in devices if d.cores), None) or facts.get("cores_per_device")
     default_lnc = facts.get("default_lnc")
     if default_lnc is None and cores:
-        default_lnc = 2 if cores == 8 else 1
+        # Instance type unknown: the family default of devices with this many cores.
+        lncs = {f.get("default_lnc") for f in _neuron_tables().get("families", {}).values()
+                if f.get("cores_per_device") == cores}
+        default_lnc = lncs.pop() if len(lncs) == 1 else None
     count = len(devices) if devices else facts.get("devices")
     if devices and facts.get("devices") not in (None, len(devices)):
         notes.append(f"{facts['instance']} has {facts['devices']} Neuron devices but "
                      f"{len(devices)} are visible here; using {len(devices)}")
     summary = {"instance": facts.get("instance", instance), "devices": count,
                "cores_per_device": cores, "default_lnc": default_lnc, "lnc": None,
-               "logical_cores": None}
+               "logical_cores": None, "efa_devices": len(efa_devices(root)) if devices else None}
     if cores and default_lnc:
         lnc = _effective_lnc(env, cores, default_lnc, notes)
         summary["lnc"] = lnc
@@ -423,13 +450,13 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
         if wanted == "rocm" and not amd:
             notes.append("PRIMUS_ACCELERATOR=rocm but no AMD GPU was found under "
                          f"{sysfs_root}; PRIMUS_GPU_COUNT is 0")
-        return Devices("rocm", model, [d for d, _ in amd], None, cpus, detected_by, overrides, notes)
+        found = Devices("rocm", model, [d for d, _ in amd], None, cpus, detected_by, overrides, notes)
+        return _masked(found, env)
 
     instance = instance_override
     if instance is None:
         product = (_read(os.path.join(sysfs_root, "sys/class/dmi/id/product_name")) or "").strip().lower()
-        family = product.split(".", 1)[0]
-        if family in NEURON_FAMILIES and "." in product:
+        if _neuron_family(product) in _neuron_tables().get("families", {}) and "." in product:
             instance = product
             detected_by.append("dmi product_name")
     neuron = [] if wanted in ("rocm", "cuda", "cpu") else neuron_devices(sysfs_root, dev_root)
@@ -446,27 +473,82 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
         nvidia = nvidia_gpus(sysfs_root, env)
         if nvidia:
             detected_by.append("nvidia-smi -L")
-            return Devices("cuda", None, nvidia, None, cpus, detected_by, overrides, notes)
+            return _masked(Devices("cuda", None, nvidia, None, cpus, detected_by, overrides, notes), env)
         if wanted == "cuda":
             notes.append("PRIMUS_ACCELERATOR=cuda but nvidia-smi found no GPU")
             return Devices("cuda", None, [], None, cpus, detected_by, overrides, notes)
     return Devices("cpu", None, [], None, cpus, detected_by or ["fallback"], overrides, notes)
 
 
-def _visible(env: Mapping[str, str]) -> list[int] | None:
-    for name in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+# -- GPU masks ------------------------------------------------------------------
+# ROCm applies ROCR_VISIBLE_DEVICES first (indices or UUIDs of the host's GPUs);
+# HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES, which HIP also reads) then
+# indexes the GPUs ROCR left. Sources: ROCm docs "GPU isolation techniques"
+# (https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html) and
+# PyTorch's device count with both set (pytorch/pytorch#142292: ROCR=1,2,3 with
+# HIP=0 is one GPU). On CUDA only CUDA_VISIBLE_DEVICES applies.
+@dataclass
+class GpuMask:
+    visible: list[int] | None     # physical indices left (None: a mask uses UUIDs)
+    count: int
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (variable, why, fix)
+
+
+def _mask_items(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def gpu_mask(env: Mapping[str, str], physical: int, accelerator: str = "rocm") -> GpuMask:
+    """The GPUs a process sees after the masks, and the mask items that name nothing."""
+    problems: list[tuple[str, str, str]] = []
+    visible: list[int] | None = list(range(physical))
+    count = physical
+    layers = (("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+              if accelerator == "rocm" else ("CUDA_VISIBLE_DEVICES",))
+    applied: list[str] = []
+    for name in layers:
         value = (env.get(name) or "").strip()
-        if value:
-            parts = [p.strip() for p in value.split(",")]
-            if all(p.isdigit() for p in parts):
-                return [int(p) for p in parts]
-    return None
+        if not value or (name == "CUDA_VISIBLE_DEVICES" and "HIP_VISIBLE_DEVICES" in applied):
+            continue
+        items = _mask_items(value)
+        base = " after " + applied[0] + "=" + env[applied[0]] if applied else ""
+        if visible is not None and all(i.isdigit() for i in items):
+            beyond = [i for i in items if int(i) >= len(visible)]
+            if beyond and physical > 0:
+                if applied:
+                    why = (f"indexes the {len(visible)} GPU(s) left{base} ({name} applies on top of "
+                           f"it, counting from 0): {', '.join(beyond)} name(s) nothing")
+                    fix = (f"unset {name} ({applied[0]} already chooses the GPUs), or list "
+                           f"indices 0-{len(visible) - 1}")
+                else:
+                    why = (f"names GPU(s) {', '.join(beyond)}, but this host has {physical} "
+                           f"(0-{physical - 1})")
+                    fix = f"list indices 0-{physical - 1}"
+                problems.append((name, why, fix))
+            visible = [visible[int(i)] for i in items if int(i) < len(visible)]
+            count = len(visible)
+        else:
+            visible = None
+            count = len(items)
+        applied.append(name)
+    return GpuMask(visible, count, problems)
+
+
+def _masked(found: Devices, env: Mapping[str, str]) -> Devices:
+    mask = gpu_mask(env, len(found.devices), found.accelerator)
+    if mask.count != len(found.devices):
+        found.visible_count = mask.count
+    return found
+
+
+def _visible(env: Mapping[str, str], found: Devices) -> list[int] | None:
+    return gpu_mask(env, len(found.devices), found.accelerator).visible
 
 
 def numa_node_for_rank(found: Devices, local_rank: int, env: Mapping[str, str]) -> int:
     """NUMA node of the device a local rank uses (-1 when unknown)."""
     if found.accelerator in ("rocm", "cuda"):
-        visible = _visible(env)
+        visible = _visible(env, found)
         index = visible[local_rank] if visible and local_rank < len(visible) else local_rank
         by_index = {d.index: d for d in found.devices}
         return by_index[index].numa_node if index in by_index else -1

@@ -143,6 +143,16 @@ def main(argv: list[str]) -> int:
     return cmd_docs(args.out)
 
 
+# What the cluster check does with a variable of each scope (registry field `scope`).
+SCOPE_WORDS = {
+    "cluster-uniform": "must be identical on every node; the cluster check stops the launch otherwise",
+    "per-node": "may differ per node; the cluster check compares what it means (subnet, link "
+                "layer, GID type and family)",
+    "per-process": "set per rank; never compared",
+    "local": "this host's own business; never compared or sent to other nodes",
+}
+
+
 # --------------------------------------------------------------------------- list
 def variable_dict(var: Variable) -> dict[str, Any]:
     return {
@@ -157,7 +167,7 @@ def variable_dict(var: Variable) -> dict[str, Any]:
         "deprecated": None if var.deprecated is None else {
             "status": var.deprecated.status, "replacement": list(var.deprecated.replacement),
             "effect": var.deprecated.effect},
-        "rules": list(var.rules), "source": var.source,
+        "rules": list(var.rules), "source": var.source, "scope": var.scope,
     }
 
 
@@ -227,15 +237,14 @@ def cmd_explain(name: str) -> int:
     field("subsystem", f"{var.subsystem} ({var.section_title}; {var.reference})")
     field("set by", var.set_by or "-")
     field("used by", var.used_by or "-")
+    field("scope", f"{var.scope} ({SCOPE_WORDS[var.scope]})")
     if var.launcher_default is not None:
         field("launcher", f"base_env.sh / direct launcher export {var.launcher_default!r}")
     if var.launcher_derived is not None:
         field("launcher", f"base_env.sh derives it from {var.launcher_derived}")
     if var.source:
         field("source", var.source)
-    field("container", "forwarded (on the section 11 allowlist)" if var.forwarded else
-          ("not needed (read by the launcher on the host)" if var.host else
-           "not forwarded: pass it with --env NAME=VALUE"))
+    field("container", _container_cell(reg, var, long=True))
     if var.secret:
         field("secret", "yes: the value is passed through but printed as ****")
     if var.deprecated is not None:
@@ -295,9 +304,11 @@ def shown(value: str) -> str:
     return "'" + escaped.replace("'", "'\\''") + "'"
 
 
-def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str] | None = None) -> int:
+def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str] | None = None,
+              forwarded: tuple[str, ...] = ()) -> int:
     """``env check``; ``environ`` replaces os.environ (the launcher's serve step
-    hands over the final launch environment this way)."""
+    hands over the final launch environment this way); ``forwarded``: names a
+    container launch passes explicitly."""
     from primus_runner.rules import CheckContext, check, exit_code
 
     if args.env_file:
@@ -307,6 +318,8 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
     else:
         env = dict(os.environ) if environ is None else environ
     context = CheckContext.from_env(env, container=args.container)
+    if forwarded:
+        context = context.replace(forwarded=forwarded)
     findings = check(env, accelerator=args.accelerator, context=context)
     code = exit_code(findings, strict=args.strict)
     if args.strict:
@@ -331,6 +344,17 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
 
 
 # --------------------------------------------------------------------------- docs
+def _container_cell(reg: Any, var: Any, long: bool) -> str:
+    """How a host value of ``var`` reaches a container launch."""
+    if reg.container_forwards(var.name):
+        return "forwarded (section 11 allowlist)" if var.forwarded else "forwarded (prefix)"
+    if reg.container_forwards(var.name, neuron=True):
+        return "forwarded on Neuron hosts (prefix)"
+    if var.host:
+        return "not needed (read by the launcher on the host)" if long else "host only"
+    return "not forwarded: pass it with --env NAME" if long else "not forwarded (use --env)"
+
+
 def cmd_docs(out: str | None) -> int:
     from primus_runner.registry import load
 
@@ -403,9 +427,15 @@ def render_docs(reg: Registry) -> str:
     add("## Container allowlist")
     add("")
     add("Forwarded from the host into the container when set (Primus reference section 11), in "
-        "this order. Anything else, `TE_*` included, needs `--env NAME=VALUE`.")
+        "this order:")
     add("")
     add(", ".join(f"`{name}`" for name in reg.container_forwarded()))
+    add("")
+    add("Also forwarded when set: every name starting with "
+        + ", ".join(f"`{p}`" for p in reg.forward_prefixes) + "; on Neuron hosts also "
+        + ", ".join(f"`{p}`" for p in reg.forward_prefixes_neuron) + ". Never forwarded (the "
+        "container launcher sets them): " + ", ".join(f"`{n}`" for n in sorted(reg.container_own))
+        + ". Anything else, `TE_*` included, needs `--env NAME` or `--env NAME=VALUE`.")
     add("")
     add("## Managed XLA flags")
     add("")
@@ -433,17 +463,25 @@ def render_docs(reg: Registry) -> str:
         "LNC, hardware-barrier default and HBM mapping come from the runtime reference; cores per "
         "device and devices per instance are AWS instance facts.")
     add("")
-    add("| Family | Default LNC | HW barrier default | HBM mapping | Cores per device |")
-    add("|---|---|---|---|---|")
+    add("| Family | Default LNC | LNC sizes | HW barrier default | HBM mapping | Cores per device |")
+    add("|---|---|---|---|---|---|")
     for family, facts in reg.neuron.get("families", {}).items():
-        add(f"| {family} | {facts['default_lnc']} | {'on' if facts['hw_barrier_default'] else 'off'}"
+        lncs = ", ".join(str(n) for n in facts.get("lnc_sizes", ())) or "powers of two"
+        add(f"| {family} | {facts['default_lnc']} | {lncs} | "
+            f"{'on' if facts['hw_barrier_default'] else 'off'}"
             f" | {'yes' if facts['map_hbm'] else 'no'} | {facts['cores_per_device'] or 'unknown'} |")
     add("")
-    add("| Instance type | Neuron devices |")
-    add("|---|---|")
+    efa = reg.neuron.get("efa_devices_per_instance", {})
+    add("| Instance type | Neuron devices | EFA devices (AWS) |")
+    add("|---|---|---|")
     for instance, devices in reg.neuron.get("devices_per_instance", {}).items():
-        add(f"| {instance} | {devices} |")
+        add(f"| {instance} | {devices} | {efa.get(instance, 'as detected')} |")
     add("")
+    sizes = ", ".join(str(n) for n in reg.neuron.get("trn1_collective_cores", ()))
+    if sizes:
+        add(f"Trn1 collectives accept {sizes} or a multiple of "
+            f"{reg.neuron.get('trn1_collective_multiple')} NeuronCores per node.")
+        add("")
     add("## Rules")
     add("")
     add("| Rule | Severity | Variables | What it enforces |")
@@ -469,6 +507,7 @@ def _render_variable(reg: Registry, var: Variable, add: Callable[[str], None]) -
     add(f"| Subsystem | `{var.subsystem}` |")
     add(f"| Set by | {_cell(var.set_by or '-')} |")
     add(f"| Used by | {_cell(var.used_by or '-')} |")
+    add(f"| Across nodes | `{var.scope}`: {SCOPE_WORDS[var.scope]} |")
     if var.launcher_default is not None:
         shown_default = f"`{var.launcher_default}`" if var.launcher_default else '"" (empty)'
         add(f"| Launcher default | {shown_default} |")
@@ -476,8 +515,7 @@ def _render_variable(reg: Registry, var: Variable, add: Callable[[str], None]) -
         add(f"| Launcher derives from | {_cell(var.launcher_derived)} |")
     if var.source:
         add(f"| Source | {_cell(var.source)} |")
-    container = "forwarded" if var.forwarded else ("host only" if var.host else "not forwarded (use --env)")
-    add(f"| Container | {container} |")
+    add(f"| Container | {_container_cell(reg, var, long=False)} |")
     if var.secret:
         add("| Secret | yes (printed as `****`) |")
     if var.deprecated is not None:

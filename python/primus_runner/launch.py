@@ -9,7 +9,8 @@ Python starts before the workload: this one and ``env check``). It
    NODE_RANK and GPUS_PER_NODE (user exports > scheduler > config > reference
    defaults; a contradiction is exit 2);
 3. detects the accelerator and, where the user did not set them, the NIC/HCA
-   variables;
+   variables (steps 2 and 3 are ``detect.detected_env``, the code behind
+   ``python3 -m primus_runner detect`` and base_env.sh's detection);
 
 and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout: ``cfg``,
 ``list`` and ``item`` for configuration values (runner/lib/config.sh), ``env``
@@ -33,75 +34,11 @@ from collections.abc import Iterator, Mapping
 from primus_runner import config as cfgmod
 from primus_runner import log
 from primus_runner.config import config_records, encode_records
+from primus_runner.detect import ACCELERATORS, detected_env
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs ~8 ms, ranks would slow `launch --help`
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
-
-    from primus_runner import ranks
-
-DIST_KEYS = {
-    "MASTER_ADDR": "direct.master_addr",
-    "MASTER_PORT": "direct.master_port",
-    "NNODES": "direct.nnodes",
-    "NODE_RANK": "direct.node_rank",
-    "GPUS_PER_NODE": "direct.gpus_per_node",
-}
-ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
-
-
-def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
-    """Distributed defaults taken from the config files."""
-    out = {}
-    for name, key in DIST_KEYS.items():
-        value = cfgmod.scalar_text(cfg.get(key))
-        if value != "":
-            out[name] = value
-    return out
-
-
-def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
-                 sysfs_root: str, dev_root: str) -> dict[str, str]:
-    """Everything the launch exports before the shell layers run."""
-    from primus_runner import devices, nics, ranks
-
-    out: dict[str, str] = {}
-    mapping = ranks.resolve(env, config_defaults(cfg))
-    out.update(mapping.as_env())
-    view = {**env, **out}
-    wanted = accelerator or env.get("PRIMUS_ACCELERATOR") or cfgmod.scalar_text(cfg.get("direct.accelerator"))
-    if wanted and wanted != "auto":
-        view["PRIMUS_ACCELERATOR"] = wanted
-    found = devices.detect_devices(sysfs_root, dev_root, view).as_env()
-    for name, value in found.items():
-        if name not in env:
-            out[name] = value
-    if _gpus_per_node_is_a_default(mapping, cfg) and found.get("PRIMUS_GPU_COUNT", "0") not in ("", "0"):
-        # One process per detected GPU unless the user or their config said otherwise.
-        out["GPUS_PER_NODE"] = found["PRIMUS_GPU_COUNT"]
-    if wanted and wanted != "auto":
-        out["PRIMUS_ACCELERATOR"] = wanted
-    found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
-    for name, value in found_nics.items():
-        if name not in env:
-            out[name] = value
-    out["PRIMUS_DETECTION_DONE"] = "1"
-    # Values the launcher defaulted or detected (not the user's): the layers
-    # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.
-    bookkeeping = ("PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS")
-    out["PRIMUS_DETECTED_VARS"] = " ".join(sorted(n for n in out if n not in env and n not in bookkeeping))
-    return out
-
-
-def _gpus_per_node_is_a_default(mapping: ranks.RankMap, cfg: cfgmod.Config) -> bool:
-    """True when GPUS_PER_NODE comes only from runner/.primus.yaml or the
-    reference (not from the user, a scheduler, ~/.primus.yaml or --config)."""
-    origin = mapping.origins.get("GPUS_PER_NODE")
-    if origin not in ("config", "default"):
-        return False
-    source = cfg.sources.get(DIST_KEYS["GPUS_PER_NODE"])
-    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
-
 
 def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,
                     sysfs_root: str, dev_root: str) -> Iterator[tuple[str, str, str]]:

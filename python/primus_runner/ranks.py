@@ -63,14 +63,29 @@ class RankMap:
             "GPUS_PER_NODE": str(self.gpus_per_node),
         }
 
-    def neuron_root_comm_id(self) -> str:
-        """``host:port`` for NEURON_RT_ROOT_COMM_ID (IPv6 in brackets)."""
-        host = f"[{self.master_addr}]" if ":" in self.master_addr else self.master_addr
-        return f"{host}:{self.master_port}"
+    def neuron_root_comm_id(self, port: int | None = None) -> str:
+        """NEURON_RT_ROOT_COMM_ID for this job (see :func:`neuron_root_comm_id`)."""
+        return neuron_root_comm_id(self.master_addr, self.master_port, port)
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = asdict(self)
         return data
+
+
+def neuron_root_comm_id(master_addr: str, master_port: int, port: int | None = None) -> str:
+    """The one derivation of NEURON_RT_ROOT_COMM_ID (the Neuron layer asks for it
+    on multi-node jobs): ``host:port`` of the rank-0 node. ``port`` is
+    PRIMUS_NEURON_ROOT_COMM_PORT when given, else MASTER_PORT+1 (MASTER_PORT-1
+    for 65535), so it never collides with the torch rendezvous store on
+    MASTER_PORT; the same on every node because it derives from shared values.
+    An IPv6 host is put in brackets (``[fd00::10]:29501``), as PyTorch/XLA's own
+    Neuron set-up does (torch_xla/_internal/neuron.py, set_rt_root_comm_id)."""
+    host = master_addr.strip()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    if port is None:
+        port = master_port + 1 if master_port < 65535 else master_port - 1
+    return f"{host}:{port}"
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -428,9 +443,12 @@ def main(argv: list[str]) -> int:
         description="Map scheduler variables (Slurm, OpenMPI/PMIx, PyTorchJob PET_*, JobSet) "
                     "and exported values to MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK and "
                     "GPUS_PER_NODE. Exported values win unless they contradict the scheduler.")
-    parser.add_argument("--format", choices=("shell", "json", "nul", "table"), default="shell",
+    parser.add_argument("--format", choices=("shell", "json", "nul", "table", "neuron-root-comm"),
+                        default="shell",
                         help="shell: export lines; json: everything incl. source and origins; "
-                             "nul: NAME\\0VALUE\\0 records for the launcher; table: aligned text")
+                             "nul: NAME\\0VALUE\\0 records for the launcher; table: aligned text; "
+                             "neuron-root-comm: the NEURON_RT_ROOT_COMM_ID value alone "
+                             "(port PRIMUS_NEURON_ROOT_COMM_PORT, else MASTER_PORT+1)")
     parser.add_argument("--default", action="append", default=[], metavar="NAME=VALUE",
                         help="a config-file value used when neither the environment nor the "
                              "scheduler gives one (repeatable)")
@@ -443,6 +461,11 @@ def main(argv: list[str]) -> int:
                              f"{', '.join(BUILTIN_DEFAULTS)}")
         defaults[name] = value
     result = resolve(os.environ, defaults)
+    if args.format == "neuron-root-comm":
+        raw = _get(os.environ, "PRIMUS_NEURON_ROOT_COMM_PORT")
+        port = parse_int("PRIMUS_NEURON_ROOT_COMM_PORT", raw, 1024, 65535) if raw else None
+        print(result.neuron_root_comm_id(port))
+        return 0
     if args.format == "json":
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
     elif args.format == "nul":

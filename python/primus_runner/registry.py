@@ -69,12 +69,20 @@ class Rule(record("Rule", "id severity variables text")):  # type: ignore[misc]
 
 _VARIABLE_FIELDS = ("name type description section section_title reference subsystem default "
                     "default_note values ci min max launcher_default launcher_derived set_by "
-                    "used_by deprecated invalid_severity invalid_effect host forwarded rules source")
+                    "used_by deprecated invalid_severity invalid_effect host forwarded rules source "
+                    "scope")
 _VARIABLE_DEFAULTS: dict[str, object] = {
     "subsystem": "", "default": None, "default_note": None, "values": None, "ci": False,
     "min": None, "max": None, "launcher_default": None, "launcher_derived": None, "set_by": "",
     "used_by": "", "deprecated": None, "invalid_severity": "error", "invalid_effect": None,
-    "host": False, "forwarded": False, "rules": (), "source": None}
+    "host": False, "forwarded": False, "rules": (), "source": None, "scope": "local"}
+# What the cluster check (python/primus_runner/clustercheck.py) does with a variable:
+# cluster-uniform: identical on every node; per-node: may differ, compared by meaning
+# (interface subnet, link layer, GID type/family); per-process: set per rank, never
+# compared; local: this host's business (logging, paths, caches, secrets), never sent.
+SCOPES = ("cluster-uniform", "per-node", "per-process", "local")
+# Unregistered names with these prefixes are library knobs: cluster-uniform.
+UNIFORM_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "NEURON_RT_", "TORCH_NCCL_", "XLA_")
 
 
 class Variable(record("Variable", _VARIABLE_FIELDS, _VARIABLE_DEFAULTS)):  # type: ignore[misc]
@@ -105,6 +113,7 @@ class Variable(record("Variable", _VARIABLE_FIELDS, _VARIABLE_DEFAULTS)):  # typ
     forwarded: bool
     rules: tuple[str, ...]
     source: str | None
+    scope: str
 
     @property
     def secret(self) -> bool:
@@ -178,6 +187,11 @@ class Registry:
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
         self._forwarded: list[str] = list(data["container_forwarded"])
+        self._forward_set = frozenset(self._forwarded)
+        self.forward_prefixes: tuple[str, ...] = tuple(data.get("container_forwarded_prefixes", ()))
+        self.forward_prefixes_neuron: tuple[str, ...] = tuple(
+            data.get("container_forwarded_prefixes_neuron", ()))
+        self.container_own: frozenset[str] = frozenset(data.get("container_own", ()))
         forwarded = set(self._forwarded)
         self.rules: dict[str, Rule] = {}
         rules_of: dict[str, list[str]] = {}
@@ -223,6 +237,14 @@ class Registry:
     def names(self) -> list[str]:
         return [var.name for var in self.variables]
 
+    def scope_of(self, name: str) -> str:
+        """The variable's scope; unregistered library knobs (NCCL_*, RCCL_*, ...) are
+        cluster-uniform, any other unregistered name is local."""
+        var = self.get(name)
+        if var is not None:
+            return var.scope
+        return "cluster-uniform" if name.startswith(UNIFORM_PREFIXES) else "local"
+
     def suggest(self, name: str) -> str | None:
         """The registered name closest to ``name`` (for 'did you mean')."""
         from primus_runner.errors import closest
@@ -233,6 +255,16 @@ class Registry:
     def container_forwarded(self) -> list[str]:
         """The container allowlist, in reference section 11 order."""
         return list(self._forwarded)
+
+    def container_forwards(self, name: str, neuron: bool = False) -> bool:
+        """True when a host variable ``name`` that is set reaches a container by
+        itself: on the allowlist, or under a forwarded prefix (the Neuron ones
+        only when ``neuron``), and not one the container launcher sets itself."""
+        if name in self.container_own:
+            return False
+        if name in self._forward_set or name.startswith(self.forward_prefixes):
+            return True
+        return neuron and name.startswith(self.forward_prefixes_neuron)
 
     def launcher_defaults(self) -> dict[str, str]:
         """Variables base_env.sh / the direct launcher export with a literal default."""
@@ -274,7 +306,15 @@ def _variable(name: str, spec: dict[str, Any], section: dict[str, Any], forwarde
         bool(get("ci", False)), get("min"), get("max"), get("launcher_default"),
         get("launcher_derived"), str(get("set_by", "")), str(get("used_by", "")), deprecated,
         invalid.get("severity", "error"), invalid.get("effect"),
-        bool(get("host", section.get("host", False))), forwarded, rules, get("source"))
+        bool(get("host", section.get("host", False))), forwarded, rules, get("source"),
+        _scope(name, get("scope", section.get("scope"))))
+
+
+def _scope(name: str, value: object) -> str:
+    if value not in SCOPES:
+        raise ValueError(f"registry: variable {name} has scope {value!r} (from the variable or "
+                         f"its section); accepted: {', '.join(SCOPES)}")
+    return str(value)
 
 
 # -- loading -----------------------------------------------------------------
@@ -378,6 +418,8 @@ _EXAMPLE_BY_NAME = {
     "NCCL_PROTO": "Simple,LL128", "NCCL_DEBUG": "WARN", "TE_HIPBLASLT_TUNING": "0",
     "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "0", "PRIMUS_TURBO_DEEPEP_TIMEOUT": "600",
     "NEURON_RT_DBG_CC_DMA_PACKET_SIZE": "4096", "PRIMUS_PYTHON": "python3",
+    # One core per process: a node-wide list as long as GPUS_PER_NODE (8).
+    "NEURON_RT_VISIBLE_CORES": "0-7",
     # The detected facts of the example instance (trn2.48xlarge): 16 devices of
     # 8 physical cores, LNC 2, 64 logical cores.
     "PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "8",

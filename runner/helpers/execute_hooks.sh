@@ -2,8 +2,12 @@
 # runner/helpers/execute_hooks.sh: run the launch hooks (SPEC section 8).
 #
 # Usage:
+#   execute_hooks.sh [--dry-run] [--hooks-dir DIR] --group G --name N -- [workload args...]
 #   execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]
 #   execute_hooks.sh [--dry-run] [--label WORD] [--skip-exit CODE] --scripts FILE... [-- workload args...]
+# The first form is the launcher's: G and N (the first two workload words, maybe
+# empty) are option values and everything after `--` is data, so workload words
+# such as --help, --dry-run or --hooks-dir are never taken as this script's options.
 #
 # Runs, in name order, the global hooks DIR/NN_*.sh and DIR/NN_*.py, then every
 # DIR/<group>/<name>/*.sh and *.py (e.g. hooks/train/pretrain/). DIR defaults to
@@ -64,7 +68,7 @@ SKIP_EXIT=""
 GROUP="" NAME=""
 declare -a SCRIPTS=() WORKLOAD_ARGS=()
 declare -a ENV_NAMES=() ENV_VALUES=()
-USE_SCRIPTS=0
+USE_SCRIPTS=0 EXPLICIT_TARGET=0
 TMP_DIR=""
 
 cleanup() {
@@ -86,6 +90,10 @@ parse_args() {
       --skip-exit)
         (($# >= 2)) && [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$PRIMUS_EXIT_INVALID" "--skip-exit needs an exit code (1-255, e.g. 2)"
         SKIP_EXIT=$2; shift 2 ;;
+      --group | --name)
+        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "$1 needs a value (may be empty); usage: execute_hooks.sh --group G --name N -- [workload args...]"
+        if [[ $1 == --group ]]; then GROUP=$2; else NAME=$2; fi
+        EXPLICIT_TARGET=1; shift 2 ;;
       --scripts)
         USE_SCRIPTS=1; shift
         while (($#)) && [[ $1 != -- ]]; do SCRIPTS+=("$1"); shift; done
@@ -93,10 +101,14 @@ parse_args() {
         WORKLOAD_ARGS=("$@")
         return 0 ;;
       --) shift; break ;;
-      -*) die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; accepted: --dry-run, --hooks-dir DIR, --scripts FILE..., --help" ;;
+      -*) die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; accepted: --dry-run, --hooks-dir DIR, --group G, --name N, --scripts FILE..., --help" ;;
       *) break ;;
     esac
   done
+  if ((EXPLICIT_TARGET)); then
+    WORKLOAD_ARGS=("$@")
+    return 0
+  fi
   if (($# < 1)); then
     die "$PRIMUS_EXIT_INVALID" "missing <group>; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]"
   fi

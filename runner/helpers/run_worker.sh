@@ -10,15 +10,24 @@
 # Per worker it also applies:
 #   PRIMUS_NEURON_CORE_SLICES       one core list per local rank, space separated
 #                                   (set by the Neuron layer from the available
-#                                   cores): word LOCAL_RANK becomes this worker's
-#                                   NEURON_RT_VISIBLE_CORES
-#   PRIMUS_NEURON_CORES_PER_PROC=K  without the slices: cores LOCAL_RANK*K .. +K-1
+#                                   cores): with PRIMUS_NEURON_CORES_PER_PROC=K > 1
+#                                   (SPMD) word LOCAL_RANK becomes this worker's
+#                                   NEURON_RT_VISIBLE_CORES; with one core per
+#                                   process it is exported as PRIMUS_NEURON_CORE and
+#                                   NEURON_RT_VISIBLE_CORES is left to PyTorch/XLA
+#                                   (it maps LOCAL_RANK to that same core and
+#                                   rejects a single-core list per process)
+#   PRIMUS_NEURON_CORES_PER_PROC=K  K > 1 without the slices: cores LOCAL_RANK*K .. +K-1
 #   PRIMUS_NUMA_BIND=1              run through numa_bind.sh for this local rank
+# It registers its pid as $PRIMUS_RC_DIR/worker.<RANK>: the launcher sends
+# SIGUSR1/SIGUSR2 to this wrapper's child (the rank), once. A signal sent to
+# this wrapper's process group (torchrun's SIGTERM, Slurm's step-wide signals)
+# reaches the rank directly; the wrapper only keeps waiting for it (traps).
 # Deliberately no `set -e`: the program's status is the point.
 set -uo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"
   exit 0
 fi
 if [[ $# -eq 0 ]]; then
@@ -40,11 +49,22 @@ if [[ -n ${PRIMUS_NEURON_CORE_SLICES:-} ]]; then
     echo "run_worker.sh: LOCAL_RANK=$local_rank has no Neuron core slice in PRIMUS_NEURON_CORE_SLICES='$PRIMUS_NEURON_CORE_SLICES'" >&2
     exit 2
   fi
-  export NEURON_RT_VISIBLE_CORES=${slices[10#$local_rank]}
-elif [[ -n ${PRIMUS_NEURON_CORES_PER_PROC:-} ]]; then
+  if ((10#${PRIMUS_NEURON_CORES_PER_PROC:-1} > 1)); then
+    export NEURON_RT_VISIBLE_CORES=${slices[10#$local_rank]}
+  else
+    export PRIMUS_NEURON_CORE=${slices[10#$local_rank]}
+  fi
+elif ((10#${PRIMUS_NEURON_CORES_PER_PROC:-1} > 1)); then
   per=$((10#$PRIMUS_NEURON_CORES_PER_PROC))
   first=$((10#$local_rank * per))
   export NEURON_RT_VISIBLE_CORES="$first-$((first + per - 1))"
+fi
+
+# Foreground child: bash runs these (no-op) traps after the child ends, so
+# the wrapper outlives the signal and records the child's own status.
+trap ':' TERM INT HUP USR1 USR2
+if [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
+  printf '%s\n' "$$" >"$PRIMUS_RC_DIR/worker.${RANK:-$local_rank}"
 fi
 
 cmd=("$@")

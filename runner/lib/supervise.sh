@@ -1,15 +1,27 @@
 # shellcheck shell=bash
-# runner/lib/supervise.sh: start the workload and stop it (signals, grace,
-# exit status). Sourced by the launch modes; defines only primus_* names and
-# never changes shell options.
+# runner/lib/supervise.sh: start the workload, forward signals to it, stop it.
+# Sourced by the launch modes; defines only primus_* names, never changes shell
+# options. README "Stopping, preemption and requeue" is the user's view.
 #
-#   primus_run_workload MODE LOG_FILE CMD...
-#       MODE single|torchrun. Runs CMD in a session of its own, waits for it,
-#       and exits with the workload's code (torchrun: the failing worker's own
-#       code, recorded by run_worker.sh in PRIMUS_RC_DIR). TERM/INT/HUP stop
-#       the tree (primus_stop_run) and exit 128+N.
-#   PRIMUS_SUPERVISE_CLEANUP
-#       name of a function run before every exit (e.g. flush the log tees).
+#   primus_run_workload MODE LOG_FILE NPROC CMD...
+#       MODE single|torchrun. Runs CMD through python/primus_runner/spawn.py
+#       (a session of its own, SIGTERM when the launcher dies; torchrun runs
+#       in-process there with SIGUSR1/SIGUSR2 caught), starts the watcher
+#       (runner/helpers/watch_run.sh), waits, and exits with the workload's
+#       code (torchrun: the failing worker's own code, recorded by
+#       run_worker.sh in PRIMUS_RC_DIR), or 128+N when stopped by signal N.
+#   USR1/USR2 -> primus_forward_notice: sent once to every rank process of this
+#       node (torchrun does not forward them), the launcher keeps waiting.
+#   TERM/INT/HUP -> primus_stop_run: delivered once to every rank (torchrun
+#       mode: to torchrun, which sends it to each worker's process group;
+#       single: to the workload's process group), then PRIMUS_KILL_GRACE
+#       seconds, then SIGKILL to whatever of the run is left; one closing line.
+#   Under slurm-entry (PRIMUS_SIGNAL_DIR set by it): a signal that reached the
+#       entry and this launcher within PRIMUS_SIGNAL_WINDOW_MS of each other was
+#       Slurm's step-wide delivery (scancel --signal, --signal=SIG@T, the
+#       SIGTERM of a cancel or time limit: Slurm signals every process of the
+#       step), so it already reached every rank and is not sent again.
+#   PRIMUS_SUPERVISE_CLEANUP names a function run before every exit.
 
 if [[ -n ${__PRIMUS_SUPERVISE_SH:-} ]]; then
   return 0
@@ -17,113 +29,422 @@ fi
 __PRIMUS_SUPERVISE_SH=1
 
 PRIMUS_RUN_PID=""
+PRIMUS_RUN_MODE=""
+PRIMUS_RUN_NPROC=1
+PRIMUS_RUN_ID=""
+PRIMUS_WATCH_FD=""
+PRIMUS_TRAPPED=0
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
+PRIMUS_SUPERVISE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# primus_descendants PID: print PID's descendants (breadth first, read from /proc).
-# shellcheck disable=SC2329  # used from the signal traps
-primus_descendants() {
-  local -A parent_of=()
+# primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, digits
+# only, checked by the launcher; default 10; slurm-entry sets it from KillWait).
+primus_kill_grace() {
+  local __primus_grace=${PRIMUS_KILL_GRACE:-10}
+  [[ $__primus_grace =~ ^[0-9]{1,5}$ ]] || __primus_grace=10
+  printf -v "$1" '%s' "$((10#$__primus_grace))"
+}
+
+# primus_parent_table: fill the global __PRIMUS_PPID (pid -> parent pid) and
+# __PRIMUS_COMM (pid -> command name) from /proc, without a fork per process.
+primus_parent_table() {
+  declare -gA __PRIMUS_PPID=() __PRIMUS_COMM=()
   local stat pid rest ppid
   for stat in /proc/[0-9]*/stat; do
     { read -r rest <"$stat"; } 2>/dev/null || continue
     pid=${stat#/proc/}
     pid=${pid%/stat}
+    __PRIMUS_COMM[$pid]=${rest#*\(}
+    __PRIMUS_COMM[$pid]=${__PRIMUS_COMM[$pid]%)*}
     rest=${rest##*) }
     read -r _ ppid _ <<<"$rest"
-    parent_of[$pid]=$ppid
+    __PRIMUS_PPID[$pid]=$ppid
+  done
+}
+
+# primus_descendants PID: print PID's descendants (breadth first, from /proc).
+primus_descendants() {
+  primus_parent_table
+  local -A children=()
+  local pid
+  for pid in "${!__PRIMUS_PPID[@]}"; do
+    children[${__PRIMUS_PPID[$pid]}]+="$pid "
   done
   local -a queue=("$1") found=()
   while ((${#queue[@]} > 0)); do
     local current=${queue[0]}
     queue=("${queue[@]:1}")
-    for pid in "${!parent_of[@]}"; do
-      if [[ ${parent_of[$pid]} == "$current" ]]; then
-        found+=("$pid")
-        queue+=("$pid")
-      fi
+    for pid in ${children[$current]:-}; do
+      found+=("$pid")
+      queue+=("$pid")
     done
   done
-  printf '%s\n' "${found[@]}"
+  ((${#found[@]} == 0)) || printf '%s\n' "${found[@]}"
 }
 
-# primus_stop_run SIGNAL_NUMBER: stop the whole launched tree (TERM, then KILL
-# after PRIMUS_KILL_GRACE seconds), then exit 128+N.
-# shellcheck disable=SC2329  # installed as a trap
+# primus_run_members RUN_ID [ROOT_PID]: every live process of the run: those
+# whose environment carries PRIMUS_RUN_ID=RUN_ID (found even after they were
+# re-parented), plus ROOT_PID's descendants.
+primus_run_members() {
+  local id=$1 root=${2:-} file pid
+  local -A seen=()
+  if [[ -n $root ]]; then
+    [[ ! -e /proc/$root ]] || seen[$root]=1
+    for pid in $(primus_descendants "$root"); do seen[$pid]=1; done
+  fi
+  while IFS= read -r file; do
+    pid=${file#/proc/}
+    pid=${pid%/environ}
+    seen[$pid]=1
+  done < <(grep -lszxF -- "PRIMUS_RUN_ID=$id" /proc/[0-9]*/environ 2>/dev/null)
+  unset "seen[$$]" "seen[$BASHPID]"
+  ((${#seen[@]} == 0)) || printf '%s\n' "${!seen[@]}"
+}
+
+# primus_any_alive PID...: true while one of the PIDs runs (zombies count as gone).
+primus_any_alive() {
+  local pid stat
+  for pid in "$@"; do
+    { read -r stat <"/proc/$pid/stat"; } 2>/dev/null || continue
+    [[ ${stat##*) } == Z* ]] || return 0
+  done
+  return 1
+}
+
+# primus_alive_of VAR PID...: VAR = the PIDs still running.
+primus_alive_of() {
+  local -n __primus_out=$1
+  shift
+  __primus_out=()
+  local pid
+  for pid in "$@"; do
+    primus_any_alive "$pid" && __primus_out+=("$pid")
+  done
+  return 0
+}
+
+# primus_describe_pids VAR PID...: VAR = "pid(name) ..." for a log line.
+primus_describe_pids() {
+  local -n __primus_text=$1
+  shift
+  local pid comm
+  __primus_text=""
+  for pid in "$@"; do
+    { comm=$(<"/proc/$pid/comm"); } 2>/dev/null || comm='?'
+    __primus_text+="${__primus_text:+ }$pid($comm)"
+  done
+}
+
+# primus_signal_name NUMBER: TERM, INT, ... for the closing line.
+primus_signal_name() {
+  case $1 in
+    1) echo HUP ;;
+    2) echo INT ;;
+    10) echo USR1 ;;
+    12) echo USR2 ;;
+    15) echo TERM ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# ----------------------------------------------- Slurm step-wide deliveries
+
+# PRIMUS_SIGNAL_WINDOW_MS: how close in time (ms) the entry's and the
+# launcher's receipt of one signal must be to count as one step-wide delivery.
+primus_signal_window_us() {
+  local ms=${PRIMUS_SIGNAL_WINDOW_MS:-1000}
+  [[ $ms =~ ^[0-9]{1,6}$ ]] || ms=1000
+  echo $((10#$ms * 1000))
+}
+
+# primus_now_us: EPOCHREALTIME in microseconds (either decimal mark).
+primus_now_us() {
+  local t=$EPOCHREALTIME
+  echo "${t//[.,]/}"
+}
+
+# primus_signal_note ROLE SIG: record that ROLE received SIG now (prints the time).
+primus_signal_note() {
+  local now
+  now=$(primus_now_us)
+  [[ -z ${PRIMUS_SIGNAL_DIR:-} || ! -d $PRIMUS_SIGNAL_DIR ]] ||
+    printf '%s\n' "$now" >"$PRIMUS_SIGNAL_DIR/$1.$2" 2>/dev/null || true
+  echo "$now"
+}
+
+# primus_signal_peer_saw PEER SIG TIME_US: true when PEER noted SIG within the
+# window around TIME_US (waits up to the window for the note to appear).
+primus_signal_peer_saw() {
+  local file=${PRIMUS_SIGNAL_DIR:-}/$1.$2 at=$3 window seen now
+  [[ -n ${PRIMUS_SIGNAL_DIR:-} ]] || return 1
+  window=$(primus_signal_window_us)
+  while :; do
+    if { read -r seen <"$file"; } 2>/dev/null && [[ $seen =~ ^[0-9]+$ ]]; then
+      local diff=$((seen - at))
+      ((diff < 0)) && diff=$((-diff))
+      ((diff <= window)) && return 0
+    fi
+    now=$(primus_now_us)
+    ((now - at <= window)) || return 1
+    sleep 0.05
+  done
+}
+
+# primus_signal_origin VAR SIG TIME_US: how SIG reached this launcher:
+# forwarded (by slurm-entry), step (Slurm's step-wide delivery) or direct.
+primus_signal_origin() {
+  local -n __primus_origin=$1
+  local marker=${PRIMUS_SIGNAL_DIR:-}/forwarded.$2
+  __primus_origin=direct
+  [[ -n ${PRIMUS_SIGNAL_DIR:-} ]] || return 0
+  if [[ -e $marker ]]; then
+    rm -f -- "$marker"
+    __primus_origin=forwarded
+  elif primus_signal_peer_saw entry "$2" "$3"; then
+    __primus_origin=step
+  fi
+}
+
+# primus_sender_text ORIGIN: the "sender" part of a log line. Bash has no
+# SA_SIGINFO, so a signal sent straight to the launcher has no known sender.
+primus_sender_text() {
+  case $1 in
+    forwarded) echo "sender: slurm-entry (forwarded)" ;;
+    step) echo "sender: Slurm (delivered to every process of the step)" ;;
+    *) echo "sender: unknown (a shell cannot read a signal's sender)" ;;
+  esac
+}
+
+# ------------------------------------------------------------ rank processes
+
+# primus_rank_pids VAR: the processes that are this node's ranks: single mode,
+# the workload itself; torchrun mode, the child of each run_worker.sh (which
+# registers its pid as $PRIMUS_RC_DIR/worker.<RANK>).
+primus_rank_pids() {
+  local -n __primus_ranks=$1
+  __primus_ranks=()
+  if [[ $PRIMUS_RUN_MODE == single ]]; then
+    primus_any_alive "$PRIMUS_RUN_PID" && __primus_ranks=("$PRIMUS_RUN_PID")
+    return 0
+  fi
+  local file wrapper pid
+  local -A wrappers=()
+  for file in "${PRIMUS_RC_DIR:-/nonexistent}"/worker.*; do
+    [[ -f $file ]] || continue
+    read -r wrapper <"$file" || continue
+    [[ $wrapper =~ ^[0-9]+$ ]] && wrappers[$wrapper]=1
+  done
+  ((${#wrappers[@]})) || return 0
+  primus_parent_table
+  for pid in "${!__PRIMUS_PPID[@]}"; do
+    [[ -n ${wrappers[${__PRIMUS_PPID[$pid]}]:-} ]] && __primus_ranks+=("$pid")
+  done
+  return 0
+}
+
+# primus_forward_notice SIGNAL_NAME: the USR1/USR2 trap.
+primus_forward_notice() {
+  PRIMUS_TRAPPED=1
+  local sig=$1 at origin
+  at=$(primus_signal_note launcher "$sig")
+  printf '%s\n' "$sig" >>"${PRIMUS_RC_DIR:-/nonexistent}/notices" 2>/dev/null || true
+  if [[ -z $PRIMUS_RUN_PID ]]; then
+    LOG_WARN "SIG$sig received before the workload started: noted, nothing to forward."
+    return 0
+  fi
+  primus_signal_origin origin "$sig" "$at"
+  if [[ $origin == step ]]; then
+    LOG_INFO "SIG$sig: $(primus_sender_text step); every rank already has it, not sent again."
+    return 0
+  fi
+  local -a ranks=()
+  primus_rank_pids ranks
+  ((${#ranks[@]} == 0)) || kill "-$sig" "${ranks[@]}" 2>/dev/null || true
+  local text
+  primus_describe_pids text "${ranks[@]}"
+  LOG_INFO "SIG$sig ($(primus_sender_text "$origin")): forwarded once to ${#ranks[@]} of" \
+    "$PRIMUS_RUN_NPROC local rank process(es)${text:+: $text}; the launcher keeps waiting."
+}
+
+# ---------------------------------------------------------------- stopping
+
+# primus_stop_run SIGNAL_NUMBER: the TERM/INT/HUP trap: deliver the signal
+# once to every rank, wait PRIMUS_KILL_GRACE seconds, SIGKILL what is left,
+# print the closing line, exit 128+N.
 primus_stop_run() {
-  local num=$1
-  # The console/log tees may already be gone (scancel signals the whole
-  # step): a write must not turn the exit status into 141 (SIGPIPE).
+  local num=$1 name at origin grace
+  # The console/log tees may be gone already: a write must not turn the exit
+  # status into 141 (SIGPIPE), and a failed write must not end the stop.
   trap '' TERM INT HUP PIPE
+  set +e
+  name=$(primus_signal_name "$num")
+  at=$(primus_signal_note launcher "$name")
+  primus_kill_grace grace
   if [[ -n $PRIMUS_RUN_PID ]]; then
-    local -a tree
-    mapfile -t tree < <(primus_descendants "$PRIMUS_RUN_PID")
-    tree=("$PRIMUS_RUN_PID" "${tree[@]}")
-    LOG_WARN "signal $num received: stopping the launched processes (${#tree[@]})."
-    kill -TERM -- "-$PRIMUS_RUN_PID" 2>/dev/null || true
-    kill -TERM "${tree[@]}" 2>/dev/null || true
-    local deadline=$((SECONDS + 10#${PRIMUS_KILL_GRACE:-10}))
-    while ((SECONDS < deadline)) && primus_any_alive "${tree[@]}"; do
+    primus_signal_origin origin "$name" "$at"
+    local -a members=()
+    mapfile -t members < <(primus_run_members "$PRIMUS_RUN_ID" "$PRIMUS_RUN_PID")
+    LOG_WARN "SIG$name received ($(primus_sender_text "$origin")): stopping the run" \
+      "(${#members[@]} process(es)), SIGKILL after ${grace} s."
+    if [[ $origin != step ]]; then
+      if [[ $PRIMUS_RUN_MODE == single ]]; then
+        kill "-$name" -- "-$PRIMUS_RUN_PID" 2>/dev/null
+      else
+        # torchrun sends the signal on to each worker's process group (once).
+        kill "-$name" "$PRIMUS_RUN_PID" 2>/dev/null
+      fi
+    fi
+    local deadline=$((SECONDS + grace)) left=() total=${#members[@]}
+    while :; do
+      mapfile -t members < <(primus_run_members "$PRIMUS_RUN_ID" "$PRIMUS_RUN_PID")
+      primus_alive_of left "${members[@]}"
+      ((${#left[@]} > 0 && SECONDS < deadline)) || break
       sleep 0.1
     done
-    kill -KILL "${tree[@]}" 2>/dev/null || true
-    wait "$PRIMUS_RUN_PID" 2>/dev/null || true
+    local killed=""
+    if ((${#left[@]} > 0)); then
+      primus_describe_pids killed "${left[@]}"
+      kill -KILL "${left[@]}" 2>/dev/null
+    fi
+    wait "$PRIMUS_RUN_PID" 2>/dev/null
+    primus_closing_line "$name" "$origin" "$total" "$grace" "$killed" $((128 + num))
   fi
   primus_cleanup_run
   exit $((128 + num))
 }
 
-# primus_any_alive PID...: true while one of the PIDs runs (zombies count as gone).
-# shellcheck disable=SC2329  # used from the signal traps
-primus_any_alive() {
-  local pid
-  for pid in "$@"; do
-    kill -0 "$pid" 2>/dev/null && [[ $(<"/proc/$pid/stat") != *") Z "* ]] && return 0
-  done
-  return 1
+# primus_closing_line SIG ORIGIN STOPPED GRACE KILLED EXIT: the one closing
+# line of a stop on this node (also left in PRIMUS_SIGNAL_DIR for the entry).
+primus_closing_line() {
+  local text sender
+  sender=$(primus_sender_text "$2")
+  text="stop: SIG$1, $sender; $3 process(es) stopped"
+  if [[ -n $5 ]]; then
+    text+=", killed after the $4 s grace: $5"
+  else
+    text+=" within the $4 s grace, none killed"
+  fi
+  text+="; exit status $6."
+  LOG_WARN "$text"
+  [[ -z ${PRIMUS_SIGNAL_DIR:-} || ! -d $PRIMUS_SIGNAL_DIR ]] ||
+    printf '%s\n' "$text" >"$PRIMUS_SIGNAL_DIR/closing" 2>/dev/null || true
 }
 
-# primus_cleanup_run: remove the exit-code directory, run PRIMUS_SUPERVISE_CLEANUP.
+# ----------------------------------------------------------------- running
+
+# primus_cleanup_run: tell the watcher the launcher ends on purpose, remove the
+# exit-code directory, run PRIMUS_SUPERVISE_CLEANUP.
 primus_cleanup_run() {
+  if [[ -n $PRIMUS_WATCH_FD ]]; then
+    { printf 'done\n' >&"$PRIMUS_WATCH_FD"; } 2>/dev/null || true
+    exec {PRIMUS_WATCH_FD}>&- 2>/dev/null || true
+    PRIMUS_WATCH_FD=""
+  fi
   [[ -z ${PRIMUS_RC_DIR:-} ]] || rm -rf -- "$PRIMUS_RC_DIR"
   [[ -z $PRIMUS_SUPERVISE_CLEANUP ]] || "$PRIMUS_SUPERVISE_CLEANUP"
 }
 
-# primus_worker_exit_code TORCHRUN_RC: the failing worker's own code when one was recorded.
+# primus_worker_exit_code TORCHRUN_RC: the failing worker's own code when one
+# was recorded; PRIMUS_REQUEUE_EXIT_CODE wins over other codes of this node.
 primus_worker_exit_code() {
-  local rc=$1 file
+  local rc=$1 file code first=""
   ((rc != 0)) || { echo 0; return; }
   for file in "$PRIMUS_RC_DIR"/rank-*; do
     [[ -f $file ]] || continue
-    rc=$(<"$file")
-    break
+    code=$(<"$file")
+    [[ -n $first ]] || first=$code
+    if [[ $code == "${PRIMUS_REQUEUE_EXIT_CODE:-85}" ]]; then
+      first=$code
+      break
+    fi
   done
-  echo "$rc"
+  echo "${first:-$rc}"
 }
 
-# primus_run_workload MODE LOG_FILE CMD...: see the header.
+# primus_start_watcher: the watcher reads a pipe only this shell writes to;
+# end of file without "done" means the launcher died (SIGKILL, OOM).
+primus_start_watcher() {
+  local grace
+  primus_kill_grace grace
+  exec {PRIMUS_WATCH_FD}> >(exec setsid "$PRIMUS_SUPERVISE_DIR/helpers/watch_run.sh" \
+    "$PRIMUS_RUN_ID" "$$" "$grace")
+}
+
+# primus_spawn_command VAR CMD...: VAR = CMD started through spawn.py; a
+# torchrun that is a Python script runs in-process (SIGUSR1/SIGUSR2 caught).
+primus_spawn_command() {
+  local -n __primus_cmd=$1
+  shift
+  local spawn=$PRIMUS_ROOT/python/primus_runner/spawn.py first="" program
+  program=$(command -v -- "$1" 2>/dev/null) || program=$1
+  if [[ $PRIMUS_RUN_MODE == torchrun && -f $program ]]; then
+    { IFS= read -r first <"$program"; } 2>/dev/null || first=""
+  fi
+  if [[ $first =~ ^#![[:space:]]*(/[^[:space:]]*python[^[:space:]]*)[[:space:]]*$ && -x ${BASH_REMATCH[1]} ]]; then
+    __primus_cmd=("${BASH_REMATCH[1]}" "$spawn" --parent "$$" --in-process -- "$program" "${@:2}")
+  else
+    __primus_cmd=("$PRIMUS_PYTHON" -I -S "$spawn" --parent "$$" -- "$@")
+  fi
+}
+
+# primus_wait_run: wait for the workload; a trapped USR1/USR2 interrupts
+# `wait`, so keep waiting while it runs. Sets PRIMUS_RUN_RC.
+primus_wait_run() {
+  local rc prev=0
+  while :; do
+    PRIMUS_TRAPPED=0
+    rc=0
+    wait "$PRIMUS_RUN_PID" || rc=$?
+    if ((rc == 127 && prev != 0)); then
+      rc=$prev  # already collected before the trap ran
+      break
+    fi
+    ((PRIMUS_TRAPPED && rc > 128)) || break
+    prev=$rc
+  done
+  PRIMUS_RUN_RC=$rc
+}
+
+# primus_run_workload MODE LOG_FILE NPROC CMD...: see the header.
 primus_run_workload() {
-  local mode=$1 log_file=$2
-  shift 2
+  PRIMUS_RUN_MODE=$1
+  local log_file=$2
+  PRIMUS_RUN_NPROC=$3
+  shift 3
   PRIMUS_RC_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-rc.XXXXXX")
   export PRIMUS_RC_DIR
+  PRIMUS_RUN_ID=$$-${EPOCHREALTIME//[.,]/}-$RANDOM
+  local -a cmd
+  primus_spawn_command cmd "$@"
   trap 'primus_stop_run 15' TERM
   trap 'primus_stop_run 2' INT
   trap 'primus_stop_run 1' HUP
-  # A session of its own: the whole tree can be signalled as one group.
-  setsid "$@" </dev/null &
+  trap 'primus_forward_notice USR1' USR1
+  trap 'primus_forward_notice USR2' USR2
+  primus_start_watcher
+  PRIMUS_RUN_ID=$PRIMUS_RUN_ID "${cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
   PRIMUS_RUN_PID=$!
-  local rc=0
-  wait "$PRIMUS_RUN_PID" || rc=$?
+  primus_wait_run
+  local rc=$PRIMUS_RUN_RC
   PRIMUS_RUN_PID=""
   trap - TERM INT HUP
-  if [[ $mode != single ]]; then
+  if [[ $PRIMUS_RUN_MODE != single ]]; then
     rc=$(primus_worker_exit_code "$rc")
   fi
   if ((rc == 0)); then
     LOG_INFO "workload finished successfully; log: $log_file"
+  elif [[ $rc == "${PRIMUS_REQUEUE_EXIT_CODE:-85}" ]]; then
+    LOG_WARN "workload exited with the requeue code $rc (PRIMUS_REQUEUE_EXIT_CODE); log: $log_file"
   else
     LOG_ERROR "workload failed with exit code $rc; log: $log_file"
   fi
   primus_cleanup_run
   exit "$rc"
+}
+
+# primus_early_notice_traps: before the workload starts, USR1/USR2 must not
+# end the launcher (their default action); they are noted only.
+primus_early_notice_traps() {
+  trap 'primus_forward_notice USR1' USR1
+  trap 'primus_forward_notice USR2' USR2
 }

@@ -67,7 +67,7 @@ setup() {
   assert_success
   assert_line rc=0
   [ "$(grep -c 'WARN' <<<"$stderr")" -eq 1 ]
-  [[ $stderr == *"detection helper unavailable (devices: ModuleNotFoundError: No module named 'primus_runner'; nics: ModuleNotFoundError"* ]]
+  [[ $stderr == *"detection helper unavailable ('$wrapper' could not run the primus_runner helpers: "*"No module named primus_runner)"* ]]
   assert_env NCCL_IB_GID_INDEX 3
   assert_env NCCL_IB_HCA ""
   assert_env HIP_VISIBLE_DEVICES 0,1,2,3,4,5,6,7

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
-# primus-cli container: the docker/podman command (a stub records it: no
-# container engine can run here), the allowlist, --env values, dry-run.
+# primus-cli container: the exact docker arguments (a stub records them: no
+# docker engine runs here; the real-runtime suite is container_podman.bats),
+# passthrough, config mapping, devices, forwarding, runtime choice.
 
 setup() {
   load helpers/launcher
@@ -9,95 +10,260 @@ setup() {
   export STUB_RECORD_DIR=$TEST_DIR/stub
   mkdir -p "$STUB_RECORD_DIR"
   export PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
-  unset DOCKER_IMAGE NCCL_IB_HCA TE_HIPBLASLT_ALGO_SELECTION
+  unset DOCKER_IMAGE NCCL_IB_HCA NCCL_DEBUG TE_HIPBLASLT_ALGO_SELECTION DOCKER_HOST PRIMUS_KILL_GRACE
+  export PRIMUS_ACCELERATOR=cpu
+  STUB=$REPO_ROOT/tests/fixtures/stubs/docker
 }
 
 teardown() {
   launcher_teardown
 }
 
-@test "container runs the direct entry in the image with the exact docker arguments" {
-  NCCL_IB_HCA=mlx5_0:1 HF_TOKEN=hf_secret_x \
-    run "$PRIMUS_CLI" container --image rocm/primus:test --volume /data:/data -- --single -- preflight
+# recorded_args: the stub's argv, one per line.
+recorded_args() {
+  local -a words
+  mapfile -d '' -t words <"$STUB_RECORD_DIR/args.nul"
+  printf '%s\n' "${words[@]}"
+}
+
+# dry_args ARGS...: the runtime argv of a dry-run (from its "command:" line).
+dry_args() {
+  run "$PRIMUS_CLI" --dry-run container --runtime docker "$@"
   assert_success
-  mapfile -d '' -t args <"$STUB_RECORD_DIR/args.nul"
-  expected=(run --rm --ipc host --network host --shm-size 64G
-    --device /dev/kfd --device /dev/dri --device /dev/infiniband
-    --cap-add SYS_PTRACE --security-opt seccomp=unconfined --group-add video
-    --volume /data:/data --volume "$REPO_ROOT:$REPO_ROOT" --volume "$PWD:$PWD" --workdir "$PWD"
-    --env HF_TOKEN --env NCCL_IB_HCA --env PRIMUS_PYTHON=python3 rocm/primus:test
-    "$REPO_ROOT/runner/primus-cli" direct --single -- preflight)
-  diff <(printf '%s\n' "${args[@]}") <(printf '%s\n' "${expected[@]}")
+  line=$(grep -o 'command: .*' <<<"$output")
+  # The printed command is %q-quoted; read it back as words (data, not code).
+  read -r -a words <<<"${line#command: }"
+  printf '%s\n' "${words[@]}"
+}
+
+@test "container runs the direct entry in the image with the exact docker arguments" {
+  NCCL_IB_HCA=mlx5_0:1 HF_TOKEN=hf_secret_x NCCL_DEBUG=INFO PRIMUS_GPU_MODEL=MI300X \
+    run "$PRIMUS_CLI" container --runtime docker --image rocm/primus:test --name job \
+      --volume /data:/data -- --single -- preflight
+  assert_success
+  name=$(sed -n 4p <(recorded_args))
+  [[ $name =~ ^job-[0-9]{8}T[0-9]{6}-[0-9]+-0$ ]]
+  expected=(run --rm --name "$name" --label io.primus-runner.managed=1 --label io.primus-runner.name=job
+    --ipc host --network host --ulimit memlock=-1 --ulimit stack=67108864
+    --group-add video --cap-add SYS_PTRACE --security-opt seccomp=unconfined --init
+    --volume /data:/data --volume "$REPO_ROOT:$REPO_ROOT" --volume "$PWD:$PWD"
+    --volume "$PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE" --workdir "$PWD"
+    --env HF_TOKEN --env NCCL_IB_HCA --env NCCL_DEBUG --env PRIMUS_ACCELERATOR --env PRIMUS_DEV_ROOT
+    --env PRIMUS_GPU_MODEL --env PRIMUS_LOG_COLOR --env PRIMUS_LOG_TIMESTAMP --env PRIMUS_SYSFS_ROOT
+    --env PRIMUS_WORKSPACE --env PRIMUS_PYTHON
+    rocm/primus:test "$REPO_ROOT/runner/primus-cli" direct --single -- preflight)
+  diff <(recorded_args) <(printf '%s\n' "${expected[@]}")
   # The forwarded values reached the client's environment, not its command line.
   mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
-  diff <(printf '%s\n' "${envs[@]}") <(printf '%s\n' HF_TOKEN=hf_secret_x NCCL_IB_HCA=mlx5_0:1)
+  [[ " ${envs[*]} " == *" HF_TOKEN=hf_secret_x "* ]]
+  [[ " ${envs[*]} " == *" PRIMUS_PYTHON=python3 "* ]]
   refute_output --partial hf_secret_x
 }
 
-@test "TE_* variables are not forwarded (with a warning saying how); an --env value is, byte for byte" {
-  value='a "b" $(touch pwned) ; *'
-  TE_HIPBLASLT_ALGO_SELECTION=1 run "$PRIMUS_CLI" container --image img --env "MY_VAR=$value" -- preflight
+@test "runtime options pass through: --key=value, --key value, bare flags; CLI replaces a value, adds to a list" {
+  mapfile -t words < <(dry_args --image img --ipc=private --shm-size 16G --cap-add IPC_LOCK --privileged \
+    --ulimit nofile=1024:2048 -v /a:/b -- -- preflight)
+  printf '%s\n' "${words[@]}" >words.txt
+  grep -qx -- --ipc=private words.txt
+  refute grep -qx -- --ipc words.txt
+  # ipc is no longer host, so the shm size applies (podman refuses it with --ipc host).
+  grep -A1 -x -- --shm-size words.txt | grep -qx 16G
+  [[ $(grep -c -x -- --cap-add words.txt) -eq 2 ]]
+  grep -qx IPC_LOCK words.txt
+  grep -qx -- --privileged words.txt
+  grep -qx nofile=1024:2048 words.txt
+  grep -qx memlock=-1 words.txt
+  grep -A1 -x -- --volume words.txt | grep -qx /a:/b
+}
+
+@test "the default --shm-size is dropped with --ipc host; --ulimit host replaces every ulimit" {
+  mapfile -t words < <(dry_args --image img --ulimit host -- -- preflight)
+  printf '%s\n' "${words[@]}" >words.txt
+  refute grep -qx -- --shm-size words.txt
+  [[ $(grep -c -x -- --ulimit words.txt) -eq 1 ]]
+  grep -A1 -x -- --ulimit words.txt | grep -qx host
+  run "$PRIMUS_CLI" --dry-run container --runtime docker --image img --shm-size 8G -- preflight
   assert_success
+  assert_output --partial "--shm-size dropped: --ipc host"
+}
+
+@test "the reference launcher's .primus.yaml container section works unchanged" {
+  mkdir -p "$PRIMUS_DEV_ROOT/dev/kfd" "$PRIMUS_DEV_ROOT/dev/dri"
+  cat >ref.yaml <<'EOF'
+container:
+  options:
+    image: "rocm/primus:v26.5"
+    ipc: host
+    network: host
+    privileged: true
+    security-opt: seccomp=unconfined
+    group-add: video
+    ulimit: nofile=1048576:1048576
+    device: [/dev/kfd, /dev/dri]
+    cap-add: [SYS_PTRACE, CAP_SYS_ADMIN]
+    init: false
+    env: [NNODES, "FIXED=1"]
+EOF
+  NNODES=1 run "$PRIMUS_CLI" --config ref.yaml container --runtime docker -- -- preflight
+  assert_success
+  local args
+  args=$(recorded_args)
+  grep -qx rocm/primus:v26.5 <<<"$args"
+  grep -qx -- --privileged <<<"$args"
+  refute grep -qx -- --init <<<"$args"
+  grep -qx CAP_SYS_ADMIN <<<"$args"
+  grep -qx nofile=1048576:1048576 <<<"$args"
+  refute grep -qx memlock=-1 <<<"$args"
+  grep -qx /dev/kfd <<<"$args"
+  grep -qx FIXED <<<"$args"
+  refute grep -q '^FIXED=' <<<"$args"
+  mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
+  [[ " ${envs[*]} " == *" FIXED=1 "* ]]
+  refute_output --partial "unknown config key"
+}
+
+@test "devices by accelerator and existence: ROCm kfd/dri, Neuron neuron0..N-1, infiniband only when present" {
+  mkdir -p "$PRIMUS_DEV_ROOT/dev/dri"
+  touch "$PRIMUS_DEV_ROOT/dev/kfd"
+  PRIMUS_ACCELERATOR=rocm run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "--device /dev/kfd --device /dev/dri --volume"
+  refute_output --partial /dev/infiniband
+  mkdir -p "$PRIMUS_DEV_ROOT/dev/infiniband"
+  touch "$PRIMUS_DEV_ROOT/dev/neuron0" "$PRIMUS_DEV_ROOT/dev/neuron1"
+  PRIMUS_ACCELERATOR=neuron PRIMUS_NEURON_INSTANCE=trn1.2xlarge \
+    run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "--device /dev/neuron0 --device /dev/neuron1 --device /dev/infiniband --volume"
+  refute_output --partial /dev/kfd
+}
+
+@test "NEURON_* and FI_* are forwarded on Neuron hosts only" {
+  mkdir -p "$PRIMUS_DEV_ROOT/dev"
+  touch "$PRIMUS_DEV_ROOT/dev/neuron0"
+  NEURON_RT_LOG_LEVEL=INFO FI_PROVIDER=efa PRIMUS_ACCELERATOR=neuron PRIMUS_NEURON_INSTANCE=trn1.2xlarge \
+    run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "--env FI_PROVIDER"
+  assert_output --partial "--env NEURON_RT_LOG_LEVEL"
+  NEURON_RT_LOG_LEVEL=INFO FI_PROVIDER=efa run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  command_line=$(grep 'command: ' <<<"$output")
+  [[ $command_line != *"--env FI_PROVIDER"* && $command_line != *"--env NEURON_RT_LOG_LEVEL"* ]]
+}
+
+@test "a configured device that does not exist is exit 2 naming it (flag and config)" {
+  run "$PRIMUS_CLI" --dry-run container --runtime docker --image img --device /dev/nothere -- preflight
+  assert_failure 2
+  assert_output --partial "device '/dev/nothere'"
+  printf 'container:\n  options:\n    device: [/dev/gone0]\n' >c.yaml
+  run "$PRIMUS_CLI" --dry-run --config c.yaml container --runtime docker --image img -- preflight
+  assert_failure 2
+  assert_output --partial "device '/dev/gone0' given by config container.options.device"
+}
+
+@test "registered variables that are not forwarded get a WARNING with the --env fix; prefixes are forwarded" {
+  value='a "b" $(touch pwned) ; *'
+  TE_HIPBLASLT_ALGO_SELECTION=1 HIP_VISIBLE_DEVICES=0 NCCL_NET_PLUGIN=none PRIMUS_SKIP_VALIDATION=0 \
+    PRIMUS_ACCELERATOR=rocm run "$PRIMUS_CLI" container --runtime docker --image img --env "MY_VAR=$value" -- preflight
+  assert_success
+  assert_output --regexp "WARNING HIP_VISIBLE_DEVICES=.*--env HIP_VISIBLE_DEVICES"
   assert_output --partial "TE_HIPBLASLT_ALGO_SELECTION"
-  assert_output --partial "--env"
-  refute grep -qx TE_HIPBLASLT_ALGO_SELECTION "$STUB_RECORD_DIR/args.txt"
+  local args
+  args=$(recorded_args)
+  refute grep -qx HIP_VISIBLE_DEVICES <<<"$args"
+  grep -qx NCCL_NET_PLUGIN <<<"$args"
+  grep -qx PRIMUS_SKIP_VALIDATION <<<"$args"
   mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
   [[ " ${envs[*]} " == *" MY_VAR=$value "* ]]
   [[ ! -e pwned ]]
 }
 
-@test "config container.* fills what flags do not give; flags win" {
-  printf 'container:\n  image: from/config:1\n  name: cfgname\n  options:\n    env: [NNODES]\n    device: []\n' >"$TEST_DIR/c.yaml"
-  NNODES=3 run "$PRIMUS_CLI" --config "$TEST_DIR/c.yaml" container --name flagname -- preflight
+@test "inner --env NAME=VALUE becomes runtime environment: the secret is on no argv and masked in the dry-run" {
+  run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- --env HF_TOKEN=hf_inner_secret -- preflight
   assert_success
-  grep -qx from/config:1 "$STUB_RECORD_DIR/args.txt"
-  grep -qx flagname "$STUB_RECORD_DIR/args.txt"
-  refute grep -qx cfgname "$STUB_RECORD_DIR/args.txt"
-  refute grep -qx /dev/kfd "$STUB_RECORD_DIR/args.txt"
-  [[ $(grep -c -x -- --env "$STUB_RECORD_DIR/args.txt") -eq 2 ]]
+  refute_output --partial hf_inner_secret
+  assert_output --partial "--env HF_TOKEN --env PRIMUS_PYTHON img"
+  assert_output --partial "direct --env HF_TOKEN -- preflight"
 }
 
-@test "dry-run prints the command and does not call the runtime" {
-  run "$PRIMUS_CLI" --dry-run container --image img -- preflight
+@test "runtime auto-detection: docker without a reachable engine is skipped with a note" {
+  mkdir bin
+  ln -s "$STUB" bin/docker
+  printf '#!/bin/sh\nexit 0\n' >bin/podman
+  chmod +x bin/podman
+  DOCKER_HOST=unix://$TEST_DIR/no.sock PATH=$PWD/bin:$PATH run "$PRIMUS_CLI" --dry-run container --image img -- preflight
   assert_success
-  assert_output --partial "command: docker run --rm"
-  [[ ! -e $STUB_RECORD_DIR/args.nul ]]
+  assert_output --partial "docker ($PWD/bin/docker) skipped: its engine does not answer at $TEST_DIR/no.sock"
+  assert_output --partial "command: $PWD/bin/podman run"
+}
+
+@test "no runtime at all exits 1 with the fix, in dry-run too; an unsupported one exits 2" {
+  mkdir bin
+  for f in /usr/bin/* /bin/*; do
+    case ${f##*/} in docker | podman) ;; *) ln -sf "$f" "bin/${f##*/}" ;; esac
+  done
+  PATH=$PWD/bin run "$PRIMUS_CLI" --dry-run container --image img -- preflight
+  assert_failure 1
+  assert_output --partial "no container runtime found"
+  assert_output --partial "apt-get install podman"
+  PATH=$PWD/bin run "$PRIMUS_CLI" --dry-run container --runtime podman --image img -- preflight
+  assert_failure 1
+  assert_output --partial "'podman' (--runtime) not found on PATH"
+  run "$PRIMUS_CLI" container --image img --runtime lxc -- preflight
+  assert_failure 2
+  assert_output --partial "accepted: docker, podman"
 }
 
 @test "no image exits 2 with the fix" {
-  run "$PRIMUS_CLI" container -- preflight
+  run "$PRIMUS_CLI" container --runtime docker -- preflight
   assert_failure 2
   assert_output --partial "--image"
 }
 
-@test "an unsupported runtime exits 2; a missing one exits 1" {
-  run "$PRIMUS_CLI" container --image img --runtime lxc -- preflight
-  assert_failure 2
-  assert_output --partial "accepted: docker, podman"
-  PATH=/usr/bin:/bin run "$PRIMUS_CLI" container --image img --runtime podman -- preflight
-  assert_failure 1
-  assert_output --partial "'podman' not found"
+@test "dry-run prints the command and does not call the runtime" {
+  run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "command: $STUB run --rm"
+  [[ ! -e $STUB_RECORD_DIR/args.nul ]]
 }
 
 @test "an invalid variable stops the container launch with exit 2 before the runtime runs" {
-  MASTER_PORT=80 run "$PRIMUS_CLI" container --image img -- preflight
+  MASTER_PORT=80 run "$PRIMUS_CLI" container --runtime docker --image img -- preflight
   assert_failure 2
   assert_output --partial "MASTER_PORT"
   [[ ! -e $STUB_RECORD_DIR/args.nul ]]
 }
 
-@test "the container's exit code is the launcher's" {
-  STUB_EXIT=9 run "$PRIMUS_CLI" container --image img -- preflight
-  assert_failure 9
+@test "under a PyTorchJob the ranks are mapped on the host by the same code as direct" {
+  PET_NNODES=2 PET_NODE_RANK=1 PET_MASTER_ADDR=trainer-master-0 PET_MASTER_PORT=23456 \
+    run "$PRIMUS_CLI" container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "scheduler ranks mapped on the host (pytorchjob)"
+  mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
+  [[ " ${envs[*]} " == *" NNODES=2 "* ]]
+  [[ " ${envs[*]} " == *" NODE_RANK=1 "* ]]
+  [[ " ${envs[*]} " == *" MASTER_ADDR=trainer-master-0 "* ]]
+  recorded_args | grep -q -- '-1$'
 }
 
-@test "under Slurm the ranks are mapped on the host and forwarded (SLURM_* is not on the allowlist)" {
+@test "direct --env NAME takes the value NAME has in the environment (how the container hands values in)" {
+  HANDED_IN=handed-in-value run "$PRIMUS_CLI" direct --dry-run --env HANDED_IN -- preflight
+  assert_success
+  assert_output --partial 'env HANDED_IN=handed-in-value'
+  run "$PRIMUS_CLI" direct --dry-run --env NOT_SET_ANYWHERE -- preflight
+  assert_failure 2
+  assert_output --partial "nor a variable set in the environment"
+}
+
+@test "under Slurm the ranks are mapped on the host and passed in; the name carries job id and node rank" {
   SLURM_JOB_ID=42 SLURM_NNODES=2 SLURM_JOB_NODELIST='gpu[07-08]' SLURM_NODEID=1 SLURM_PROCID=1 \
-    run "$PRIMUS_CLI" container --image img -- preflight
+    run "$PRIMUS_CLI" container --runtime docker --image img -- preflight
   assert_success
   mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
   [[ " ${envs[*]} " == *" NNODES=2 "* ]]
   [[ " ${envs[*]} " == *" NODE_RANK=1 "* ]]
   [[ " ${envs[*]} " == *" MASTER_ADDR=gpu07 "* ]]
+  recorded_args | grep -qx primus-training-42-1
   refute grep -q '^SLURM_' "$STUB_RECORD_DIR/args.txt"
 }

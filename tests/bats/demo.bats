@@ -26,13 +26,13 @@ teardown() {
 
 @test "a second training run keeps the first checkpoint" {
   export PRIMUS_TRAIN_STEPS=3
-  run "$PRIMUS_CLI" direct -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
+  run "$PRIMUS_CLI" direct --module primus_runner -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
   assert_success
   first=$(compgen -G "$PRIMUS_WORKSPACE/cpu_pretrain/checkpoints/*.pt")
   sum=$(md5sum "$first")
   export MASTER_PORT
   MASTER_PORT=$(free_port)
-  run "$PRIMUS_CLI" direct -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
+  run "$PRIMUS_CLI" direct --module primus_runner -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
   assert_success
   [[ $(compgen -G "$PRIMUS_WORKSPACE/cpu_pretrain/checkpoints/*.pt" | wc -l) -eq 2 ]]
   [[ $(md5sum "$first") == "$sum" ]]

@@ -16,20 +16,20 @@ teardown() {
 
 @test "dry-run prints the torchrun command for the given distributed values" {
   NNODES=4 NODE_RANK=3 MASTER_ADDR=10.1.2.3 MASTER_PORT=29400 GPUS_PER_NODE=8 \
-    run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config cfg.yaml
+    run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config cfg.yaml
   assert_success
-  assert_output --partial "torchrun --nproc_per_node 8 --nnodes 4 --node_rank 3 --master_addr 10.1.2.3 --master_port 29400"
+  assert_output --partial "-m torch.distributed.run --nproc_per_node 8 --nnodes 4 --node_rank 3 --master_addr 10.1.2.3 --master_port 29400"
   assert_output --regexp "-m primus_runner train pretrain --config cfg\.yaml"
 }
 
 @test "dry-run reads numbers as decimal: NODE_RANK=08 is 8" {
-  NNODES=10 NODE_RANK=08 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  NNODES=10 NODE_RANK=08 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_success
   assert_output --partial "--nnodes 10 --node_rank 8 "
 }
 
-@test "--single runs python3 without torchrun" {
-  run "$PRIMUS_CLI" direct --dry-run --single -- preflight
+@test "--single runs the workload interpreter without torchrun" {
+  run "$PRIMUS_CLI" direct --module primus_runner --dry-run --single -- preflight
   assert_success
   refute_output --partial "torchrun"
   assert_output --regexp "command: .*python[0-9.]* -m primus_runner preflight"
@@ -61,7 +61,7 @@ teardown() {
   run "$PRIMUS_CLI" direct --single --env "PRIMUS_T_NL=$value" \
     --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_NL
   assert_success
-  cmp out/PRIMUS_T_NL.single <(printf '%s' "$value")
+  cmp out/PRIMUS_T_NL.0 <(printf '%s' "$value")
   [[ ! -e pwned ]]
 }
 
@@ -70,24 +70,24 @@ teardown() {
   printf '# comment\n\nPRIMUS_T_F1=one two\nPRIMUS_T_F2="quoted"\n' >vars.env
   run "$PRIMUS_CLI" direct --single --env vars.env --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_F1 PRIMUS_T_F2
   assert_success
-  [[ $(<out/PRIMUS_T_F1.single) == "one two" ]]
-  [[ $(<out/PRIMUS_T_F2.single) == '"quoted"' ]]
+  [[ $(<out/PRIMUS_T_F1.0) == "one two" ]]
+  [[ $(<out/PRIMUS_T_F2.0) == '"quoted"' ]]
 }
 
 @test "--env without '=' that is not a file exits 2 naming it" {
-  run "$PRIMUS_CLI" direct --env NOT_A_PAIR -- preflight
+  run "$PRIMUS_CLI" direct --module primus_runner --env NOT_A_PAIR -- preflight
   assert_failure 2
   assert_output --partial "--env 'NOT_A_PAIR'"
 }
 
 @test "--env with an invalid variable name exits 2 naming it" {
-  run "$PRIMUS_CLI" direct --env '1BAD-NAME=x' -- preflight
+  run "$PRIMUS_CLI" direct --module primus_runner --env '1BAD-NAME=x' -- preflight
   assert_failure 2
   assert_output --partial "'1BAD-NAME' is not a valid variable name"
 }
 
 @test "an unknown launcher option before -- exits 2 naming it" {
-  run "$PRIMUS_CLI" direct --nproc 4 -- preflight
+  run "$PRIMUS_CLI" direct --module primus_runner --nproc 4 -- preflight
   assert_failure 2
   assert_output --partial "unknown option '--nproc'"
 }
@@ -97,7 +97,7 @@ teardown() {
   echo keep >"$PRIMUS_WORKSPACE/logs/old.log"
   before_cwd=$(tree_listing "$PWD")
   before_ws=$(tree_listing "$PRIMUS_WORKSPACE")
-  run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
+  run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
   assert_success
   assert_output --partial "dry run: nothing was started"
   [[ $(tree_listing "$PWD") == "$before_cwd" ]]
@@ -105,7 +105,7 @@ teardown() {
 }
 
 @test "dry-run in a fresh directory creates no workspace at all" {
-  run "$PRIMUS_CLI" direct --dry-run -- preflight
+  run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_success
   [[ ! -e $PRIMUS_WORKSPACE ]]
   [[ -z $(ls -A "$PWD") ]]
@@ -167,28 +167,28 @@ teardown() {
 }
 
 @test "NODE_RANK >= NNODES exits 2 naming NODE_RANK and the accepted range" {
-  NNODES=2 NODE_RANK=2 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  NNODES=2 NODE_RANK=2 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_failure 2
   assert_output --partial "NODE_RANK=2"
   assert_output --regexp "0( to |\.\.)1"
 }
 
 @test "MASTER_PORT=80 exits 2 naming MASTER_PORT and 1024-65535" {
-  MASTER_PORT=80 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  MASTER_PORT=80 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_failure 2
   assert_output --partial "MASTER_PORT"
   assert_output --regexp "1024.{1,4}65535"
 }
 
 @test "NNODES=0 exits 2 naming NNODES" {
-  NNODES=0 run "$PRIMUS_CLI" direct --dry-run -- preflight
+  NNODES=0 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_failure 2
   assert_output --partial "NNODES"
 }
 
 @test "non-numeric NNODES, NODE_RANK, GPUS_PER_NODE and MASTER_PORT exit 2 naming each" {
   for var in NNODES NODE_RANK GPUS_PER_NODE MASTER_PORT; do
-    run env "$var=two" "$PRIMUS_CLI" direct --dry-run -- preflight
+    run env "$var=two" "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
     assert_failure 2
     assert_output --partial "$var"
   done
@@ -196,7 +196,7 @@ teardown() {
 
 @test "an HF_TOKEN value never appears in dry-run output, console or log file" {
   secret=hf_PrimusTestSecret_$RANDOM$RANDOM
-  HF_TOKEN=$secret run "$PRIMUS_CLI" direct --dry-run --env "HF_TOKEN=$secret" --env "MY_API_KEY=$secret" -- preflight
+  HF_TOKEN=$secret run "$PRIMUS_CLI" direct --module primus_runner --dry-run --env "HF_TOKEN=$secret" --env "MY_API_KEY=$secret" -- preflight
   assert_success
   refute_output --partial "$secret"
   assert_output --partial "HF_TOKEN=****"
@@ -214,7 +214,7 @@ teardown() {
 }
 
 @test "PRIMUS_KILL_GRACE reaches arithmetic only as digits: anything else exits 2 and runs nothing" {
-  PRIMUS_KILL_GRACE='a[$(touch pwned)]' run "$PRIMUS_CLI" direct --dry-run -- preflight
+  PRIMUS_KILL_GRACE='a[$(touch pwned)]' run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_failure 2
   assert_output --partial "PRIMUS_KILL_GRACE"
   [[ ! -e pwned ]]
@@ -224,11 +224,11 @@ teardown() {
   mkdir out
   ENABLE_NUMA_BINDING=1 run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_NUMA_BIND
   assert_success
-  [[ $(<out/PRIMUS_NUMA_BIND.single) == 1 ]]
+  [[ $(<out/PRIMUS_NUMA_BIND.0) == 1 ]]
   assert_output --partial "numa_bind.sh 0 --"
   ENABLE_NUMA_BINDING=1 PRIMUS_NUMA_BIND=1 run "$PRIMUS_CLI" direct --single --no-numa \
     --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_NUMA_BIND
   assert_success
-  [[ $(<out/PRIMUS_NUMA_BIND.single) == 0 ]]
+  [[ $(<out/PRIMUS_NUMA_BIND.0) == 0 ]]
   refute_output --partial "numa_bind.sh"
 }

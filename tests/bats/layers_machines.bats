@@ -137,12 +137,17 @@ refute_invented() {
   assert_env NEURON_LOGICAL_NC_CONFIG 1
   assert_env GPUS_PER_NODE 32
   assert_env NCCL_SOCKET_IFNAME ens32
-  assert_env NCCL_IB_GID_INDEX 3
+  # EFA devices are infiniband-class devices, but Neuron does not use NCCL's IB.
+  refute_env NCCL_IB_GID_INDEX
+  refute_env NCCL_IB_HCA
+  assert_env PRIMUS_NEURON_EFA_DEVICES 8
   refute_env HIP_VISIBLE_DEVICES
   refute_env TORCH_COMPILE_CACHE_KEY_TAG
   refute_env NEURON_RT_ROOT_COMM_ID
   refute_env NEURON_RT_EXEC_TIMEOUT
-  refute_env PRIMUS_NEURON_CORE_SLICES
+  refute_env FI_PROVIDER
+  # One core per process: one single-core slice per local rank.
+  assert_env PRIMUS_NEURON_CORE_SLICES "$(seq -s ' ' 0 31)"
 }
 
 @test "trn1.32xlarge, --neuron-cores-per-proc 2: 16 processes with disjoint covering slices" {

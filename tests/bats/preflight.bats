@@ -16,10 +16,10 @@ teardown() {
 # run_two_nodes [VAR_NODE0 VAR_NODE1]: start node 1 in the background and
 # node 0 in the foreground; sets STATUS0/STATUS1 and files node0.out/node1.out.
 run_two_nodes() {
-  env NODE_RANK=1 ${2:+"$2"} "$PRIMUS_CLI" direct -- preflight >node1.out 2>&1 &
+  env NODE_RANK=1 ${2:+"$2"} "$PRIMUS_CLI" direct --module primus_runner -- preflight >node1.out 2>&1 &
   local node1=$!
   STATUS0=0
-  env NODE_RANK=0 ${1:+"$1"} timeout 240 "$PRIMUS_CLI" direct -- preflight >node0.out 2>&1 || STATUS0=$?
+  env NODE_RANK=0 ${1:+"$1"} timeout 240 "$PRIMUS_CLI" direct --module primus_runner -- preflight >node0.out 2>&1 || STATUS0=$?
   STATUS1=0
   wait "$node1" || STATUS1=$?
 }

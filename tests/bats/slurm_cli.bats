@@ -28,8 +28,10 @@ setup() {
     esac
   done
   unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE RANK LOCAL_RANK WORLD_SIZE \
-    LOCAL_WORLD_SIZE JOB_COMPLETION_INDEX PRIMUS_DRY_RUN
+    LOCAL_WORLD_SIZE JOB_COMPLETION_INDEX PRIMUS_DRY_RUN RUN_MODE
   export GPUS_PER_NODE=2
+  # The workload interpreter (issue 10): the project's .venv, which has torch.
+  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
 }
 
 teardown() {
@@ -78,7 +80,7 @@ path_without_scontrol() {
   local -a spelling
   for s in "-N 4" "-N4" "--nodes 4" "--nodes=4"; do
     read -r -a spelling <<<"$s"
-    run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun "${spelling[@]}" -- direct -- preflight
+    run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun "${spelling[@]}" -- direct --module primus_runner -- preflight
     assert_success
     call=$(slurm_call)
     [[ $call == "srun $s --ntasks-per-node=1 --kill-on-bad-exit=1 $ENTRY "* ]] || {
@@ -94,25 +96,25 @@ path_without_scontrol() {
 @test "config fills only the flags the user did not give (-t5 and -p given, nodes/gpus filled)" {
   printf 'slurm:\n  nodes: 3\n  time: "00:10:00"\n  partition: batch\n  gpus_per_node: 8\n' \
     >"$TEST_DIR/c.yaml"
-  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun -t5 -p debug -- direct -- preflight
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun -t5 -p debug -- direct --module primus_runner -- preflight
   assert_success
   assert_equal "$(slurm_call)" \
-    "srun -t5 -p debug --nodes=3 --gpus-per-node=8 --ntasks-per-node=1 --kill-on-bad-exit=1 $ENTRY --config $TEST_DIR/c.yaml --no-srun-native direct -- preflight"
+    "srun -t5 -p debug --nodes=3 --gpus-per-node=8 --ntasks-per-node=1 --kill-on-bad-exit=1 $ENTRY --config $TEST_DIR/c.yaml --no-srun-native direct --module primus_runner -- preflight"
   run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun --time 5 --partition=debug \
-    --gpus-per-node 1 -- direct -- preflight
+    --gpus-per-node 1 -- direct --module primus_runner -- preflight
   assert_success
   assert_equal "$(slurm_call)" \
-    "srun --time 5 --partition=debug --gpus-per-node 1 --nodes=3 --ntasks-per-node=1 --kill-on-bad-exit=1 $ENTRY --config $TEST_DIR/c.yaml --no-srun-native direct -- preflight"
+    "srun --time 5 --partition=debug --gpus-per-node 1 --nodes=3 --ntasks-per-node=1 --kill-on-bad-exit=1 $ENTRY --config $TEST_DIR/c.yaml --no-srun-native direct --module primus_runner -- preflight"
 }
 
 @test "no config and no flags: only one task per node and kill-on-bad-exit are added" {
-  run "$SLURM_CLI" --dry-run -- direct -- preflight
+  run "$SLURM_CLI" --dry-run -- direct --module primus_runner -- preflight
   assert_success
   assert_equal "$(slurm_call)" \
-    "srun --ntasks-per-node=1 --kill-on-bad-exit=1 $ENTRY --no-srun-native direct -- preflight"
-  run "$SLURM_CLI" --dry-run srun -N2 --ntasks-per-node=1 -K0 -- direct -- preflight
+    "srun --ntasks-per-node=1 --kill-on-bad-exit=1 $ENTRY --no-srun-native direct --module primus_runner -- preflight"
+  run "$SLURM_CLI" --dry-run srun -N2 --ntasks-per-node=1 -K0 -- direct --module primus_runner -- preflight
   assert_success
-  assert_equal "$(slurm_call)" "srun -N2 --ntasks-per-node=1 -K0 $ENTRY --no-srun-native direct -- preflight"
+  assert_equal "$(slurm_call)" "srun -N2 --ntasks-per-node=1 -K0 $ENTRY --no-srun-native direct --module primus_runner -- preflight"
 }
 
 @test "slurm.mode fills the mode when none is named; a workload word after -- is refused" {
@@ -127,43 +129,43 @@ path_without_scontrol() {
 }
 
 @test "sbatch dry-run prints the sbatch call and a batch script whose srun starts the entry on every node" {
-  run "$SLURM_CLI" --dry-run sbatch -N 2 -o "out-%j.txt" -- direct -- preflight
+  run "$SLURM_CLI" --dry-run sbatch -N 2 -o "out-%j.txt" -- direct --module primus_runner -- preflight
   assert_success
   assert_equal "$(slurm_call)" "sbatch -N 2 -o out-%j.txt --ntasks-per-node=1"
   assert_output --partial "export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$REPO_ROOT/runner}"
-  assert_output --partial "srun --nodes=\"\$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 \"\$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh\" --no-srun-native direct -- preflight"
+  assert_output --partial "srun --nodes=\"\$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 \"\$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh\" --no-srun-native direct --module primus_runner -- preflight"
   # ... and under it, the torchrun command node 0 would run.
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr dryrun-node1"
   assert_output --partial "--nproc_per_node 2"
 }
 
 @test "the batch script is valid bash and quotes workload values for bash" {
-  run "$SLURM_CLI" --dry-run sbatch -N 2 -- direct --env 'K=a b' -- train 'x y' '$(touch pwned)' '*'
+  run "$SLURM_CLI" --dry-run sbatch -N 2 -- direct --module primus_runner --env 'K=a b' -- train 'x y' '$(touch pwned)' '*'
   assert_success
   script=$(sed -n '/^----- batch script -----$/,/^----- end of batch script -----$/p' <<<"$output" | sed '1d;$d')
   bash -n <<<"$script"
-  assert_line "srun --nodes=\"\$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 \"\$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh\" --no-srun-native direct --env K=a\\ b -- train x\\ y \\\$\\(touch\\ pwned\\) \\*"
+  assert_line "srun --nodes=\"\$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 \"\$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh\" --no-srun-native direct --module primus_runner --env K=a\\ b -- train x\\ y \\\$\\(touch\\ pwned\\) \\*"
   [[ ! -e pwned ]]
 }
 
 @test "--srun-native and slurm.srun_native reach the entry" {
-  run "$SLURM_CLI" --dry-run --srun-native srun -N 2 --ntasks-per-node=2 -- direct -- preflight
+  run "$SLURM_CLI" --dry-run --srun-native srun -N 2 --ntasks-per-node=2 -- direct --module primus_runner -- preflight
   assert_success
-  [[ $(slurm_call) == "srun -N 2 --ntasks-per-node=2 --kill-on-bad-exit=1 $ENTRY --srun-native direct -- preflight" ]]
+  [[ $(slurm_call) == "srun -N 2 --ntasks-per-node=2 --kill-on-bad-exit=1 $ENTRY --srun-native direct --module primus_runner -- preflight" ]]
   assert_output --partial "RANK=0 LOCAL_RANK=0 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 (no torchrun)"
   printf 'slurm:\n  srun_native: true\n' >"$TEST_DIR/c.yaml"
-  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun -N 2 -- direct -- preflight
-  [[ $(slurm_call) == *" --srun-native direct -- preflight" ]]
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun -N 2 -- direct --module primus_runner -- preflight
+  [[ $(slurm_call) == *" --srun-native direct --module primus_runner -- preflight" ]]
 }
 
 @test "dry-run with -w simulates node 0 on the named first node" {
-  run "$SLURM_CLI" --dry-run srun -w 'gpu[07-08]' -N 2 -- direct -- preflight
+  run "$SLURM_CLI" --dry-run srun -w 'gpu[07-08]' -N 2 -- direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr gpu07 "
 }
 
 @test "invalid -N value and a missing -- are usage errors (exit 2)" {
-  run "$SLURM_CLI" srun -N many -- direct -- preflight
+  run "$SLURM_CLI" srun -N many -- direct --module primus_runner -- preflight
   assert_failure 2
   assert_output --partial "-N/--nodes value 'many' is not a node count"
   run "$SLURM_CLI" srun -N 2
@@ -172,14 +174,14 @@ path_without_scontrol() {
 }
 
 @test "entry outside a Slurm job exits 2 and says how to start it" {
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_failure 2
   assert_output --partial "not inside a Slurm job: SLURM_JOB_ID is unset"
 }
 
 @test "entry in the batch script of a 4-node job (no srun) is refused: only one node would start" {
   export SLURM_JOB_ID=9 SLURM_JOB_NUM_NODES=4 SLURM_NNODES=4 SLURM_NODELIST='n[1-4]' SLURM_NODEID=0
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_failure 2
   assert_output --partial "running in the batch script of a 4-node job"
   assert_output --partial "srun --ntasks-per-node=1"
@@ -187,7 +189,7 @@ path_without_scontrol() {
 
 @test "entry dry-run on node 1 of 2: NODE_RANK 1, MASTER_ADDR the first node" {
   step_env 2 'node[1-2]' 1
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "--nnodes 2 --node_rank 1 --master_addr node1 "
   assert_output --regexp "\[NODE-1\([^)]*\)\] \[INFO\] slurm-entry: job 4242 step 0: 2 node\(s\) node\[1-2\], this is node 1"
@@ -196,24 +198,24 @@ path_without_scontrol() {
 @test "step variables beat job variables: a 2-node step in a 4-node job maps 2 nodes" {
   step_env 2 'node[3-4]' 0
   export SLURM_JOB_NUM_NODES=4 SLURM_NODELIST='node[1-4]' SLURM_JOB_NODELIST='node[1-4]'
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node3 "
 }
 
 @test "two tasks per node are refused with the fix; never several torchruns" {
   step_env 4 'node[1-4]' 0 2
-  run "$ENTRY" --no-srun-native --dry-run direct -- preflight
+  run "$ENTRY" --no-srun-native --dry-run direct --module primus_runner -- preflight
   assert_failure 2
   assert_output --partial "this step runs 8 tasks on 4 node(s) (SLURM_STEP_TASKS_PER_NODE=2(x4))"
   assert_output --partial "srun --ntasks-per-node=1"
   assert_output --partial "--srun-native"
   refute_output --partial "command: "
   # Without --no-srun-native the configuration decides (default: refuse).
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_failure 2
   export SLURM_PROCID=3
-  run "$ENTRY" --no-srun-native --dry-run direct -- preflight
+  run "$ENTRY" --no-srun-native --dry-run direct --module primus_runner -- preflight
   assert_failure 2
   assert_output --partial "refused: 8 tasks on 4 node(s); see task 0's message"
 }
@@ -221,7 +223,7 @@ path_without_scontrol() {
 @test "srun-native: each task one worker from the Slurm ids, launched with --single" {
   step_env 2 'node[1-2]' 1 2
   export SLURM_PROCID=3 SLURM_LOCALID=1
-  run "$ENTRY" --srun-native --dry-run direct -- preflight
+  run "$ENTRY" --srun-native --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "srun-native: worker RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 (no torchrun)"
   assert_output --partial "mode=single"
@@ -231,11 +233,11 @@ path_without_scontrol() {
 @test "MASTER_ADDR as the first node's FQDN is accepted; another host is refused naming both" {
   step_env 2 'node[1-2]' 0
   export MASTER_ADDR=node1.cluster.example.com
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "--master_addr node1.cluster.example.com"
   export MASTER_ADDR=node2
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_failure 2
   assert_output --partial "node2"
   assert_output --partial "node1"
@@ -249,7 +251,7 @@ path_without_scontrol() {
   local nopath
   nopath=$(path_without_scontrol)
   refute env PATH="$nopath" bash -c "command -v scontrol"
-  PATH=$nopath run "$ENTRY" --dry-run direct -- preflight
+  PATH=$nopath run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "--nnodes 16384 --node_rank 16383 --master_addr gpu00001 "
   assert_output --partial "slurm-entry: job 4242 step 0: 16384 node(s) gpu[00001,00003,"
@@ -264,7 +266,7 @@ path_without_scontrol() {
   printf 'ClusterName=t\nSlurmctldHost=nowhere\nNodeName=n1\n' >"$TEST_DIR/slurm.conf"
   export SLURM_CONF=$TEST_DIR/slurm.conf
   step_env 4 'r[1-2]n[01-02]' 0
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "first host r1n01, mode direct"
   assert_output --partial "--master_addr r1n01 "
@@ -274,7 +276,7 @@ path_without_scontrol() {
   export SLURM_CONF=$TEST_DIR/missing.conf
   step_env 2 'n[1-2]-ib' 0
   start=$SECONDS
-  run "$ENTRY" --dry-run direct -- preflight
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   ((SECONDS - start < 30))
   assert_output --partial "first host (expanded by the rank mapping)"
@@ -283,13 +285,13 @@ path_without_scontrol() {
 
 @test "secrets never show in the printed srun/sbatch call or batch script" {
   export MY_API_KEY=hunter2-value
-  run "$SLURM_CLI" --dry-run sbatch -N 2 -- direct --env HF_TOKEN=tok-abc123 --env "X=hunter2-value" -- preflight
+  run "$SLURM_CLI" --dry-run sbatch -N 2 -- direct --module primus_runner --env HF_TOKEN=tok-abc123 --env "X=hunter2-value" -- preflight
   assert_success
   refute_output --partial "tok-abc123"
   refute_output --partial "hunter2-value"
   assert_output --partial "--env HF_TOKEN=**** --env X=**** -- preflight"
-  run "$SLURM_CLI" --dry-run srun -N 2 -- direct --env WANDB_API_KEY=wb-secret-1 -- preflight
+  run "$SLURM_CLI" --dry-run srun -N 2 -- direct --module primus_runner --env WANDB_API_KEY=wb-secret-1 -- preflight
   assert_success
   refute_output --partial "wb-secret-1"
-  assert_output --partial "direct --env WANDB_API_KEY=**** -- preflight"
+  assert_output --partial "direct --module primus_runner --env WANDB_API_KEY=**** -- preflight"
 }

@@ -30,13 +30,21 @@ EXPECTED_ENV = {
                 "PRIMUS_GPU_COUNT": "8"},
     "trn1.32xlarge": {"PRIMUS_ACCELERATOR": "neuron", "PRIMUS_NEURON_INSTANCE": "trn1.32xlarge",
                       "PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "2",
-                      "PRIMUS_NEURON_DEFAULT_LNC": "1", "PRIMUS_NEURON_LOGICAL_CORES": "32"},
+                      "PRIMUS_NEURON_DEFAULT_LNC": "1", "PRIMUS_NEURON_LOGICAL_CORES": "32",
+                      "PRIMUS_NEURON_EFA_DEVICES": "8"},
+    # AWS: EFA is not available on the smaller Trn1 sizes.
+    "trn1.2xlarge": {"PRIMUS_ACCELERATOR": "neuron", "PRIMUS_NEURON_INSTANCE": "trn1.2xlarge",
+                     "PRIMUS_NEURON_DEVICES": "1", "PRIMUS_NEURON_CORES_PER_DEVICE": "2",
+                     "PRIMUS_NEURON_DEFAULT_LNC": "1", "PRIMUS_NEURON_LOGICAL_CORES": "2",
+                     "PRIMUS_NEURON_EFA_DEVICES": "0"},
     "trn2.48xlarge": {"PRIMUS_ACCELERATOR": "neuron", "PRIMUS_NEURON_INSTANCE": "trn2.48xlarge",
                       "PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "8",
-                      "PRIMUS_NEURON_DEFAULT_LNC": "2", "PRIMUS_NEURON_LOGICAL_CORES": "64"},
+                      "PRIMUS_NEURON_DEFAULT_LNC": "2", "PRIMUS_NEURON_LOGICAL_CORES": "64",
+                      "PRIMUS_NEURON_EFA_DEVICES": "16"},
     "inf2": {"PRIMUS_ACCELERATOR": "neuron", "PRIMUS_NEURON_INSTANCE": "inf2.24xlarge",
              "PRIMUS_NEURON_DEVICES": "6", "PRIMUS_NEURON_CORES_PER_DEVICE": "2",
-             "PRIMUS_NEURON_DEFAULT_LNC": "1", "PRIMUS_NEURON_LOGICAL_CORES": "12"},
+             "PRIMUS_NEURON_DEFAULT_LNC": "1", "PRIMUS_NEURON_LOGICAL_CORES": "12",
+             "PRIMUS_NEURON_EFA_DEVICES": "0"},
     "no-accel": {"PRIMUS_ACCELERATOR": "cpu"},
 }
 
@@ -69,13 +77,41 @@ def test_neuron_devices_numa_nodes() -> None:
     ("trn2.3xlarge", 1, 8, 2, 4),
     ("inf2.xlarge", 1, 2, 1, 2),
     ("inf2.48xlarge", 12, 2, 1, 24),
-    ("inf1.24xlarge", 16, 4, 1, 64),
     ("TRN2U.48XLARGE", 16, 8, 2, 64),
 ])
 def test_neuron_instance_facts(itype, devices, cores, lnc, logical) -> None:
     facts = neuron_instance_facts(itype)
     assert (facts["devices"], facts["cores_per_device"], facts["default_lnc"],
             facts["logical_cores"]) == (devices, cores, lnc, logical)
+
+
+def test_neuron_facts_come_from_the_registry_tables() -> None:
+    """One place for hardware facts: devices.py reads the registry's neuron tables."""
+    from primus_runner import devices, registry
+
+    tables = registry.load().neuron
+    assert set(devices.neuron_instances()) == set(tables["devices_per_instance"])
+    for itype, (count, cores, lnc) in devices.neuron_instances().items():
+        family = tables["families"][devices._neuron_family(itype)]
+        assert (count, cores, lnc) == (tables["devices_per_instance"][itype],
+                                       family["cores_per_device"], family["default_lnc"])
+    # Inf1 (NeuronCore-v1) is in neither: the runtime reference covers Inf2/Trn1/Trn2/Trn3.
+    assert not any(name.startswith("inf1") for name in devices.neuron_instances())
+    with pytest.raises(UsageError):
+        neuron_instance_facts("inf1.24xlarge")
+
+
+def test_efa_devices_need_the_efa_driver(tmp_path) -> None:
+    from primus_runner.devices import efa_devices
+
+    assert efa_devices(str(FIX / "trn1.32xlarge")) == sorted(
+        f"rdmap{16 + 16 * k}s27" for k in range(8))
+    assert efa_devices(str(FIX / "inf2")) == []
+    assert efa_devices(str(FIX / "mi300x-roce")) == []     # mlx5/bnxt HCAs are not EFA
+    dev = tmp_path / "sys/class/infiniband/mlx5_0/device"
+    dev.mkdir(parents=True)
+    (dev / "driver").symlink_to("../../../../bus/pci/drivers/mlx5_core")
+    assert efa_devices(str(tmp_path)) == []
 
 
 def test_unknown_instance_type_names_the_closest() -> None:
@@ -89,7 +125,9 @@ def test_overrides_win_over_detection() -> None:
     assert _detect("mi300x-roce", PRIMUS_GPU_MODEL="mi355x").as_env()["PRIMUS_GPU_MODEL"] == "MI355X"
     assert _detect("mi300x-roce", PRIMUS_ACCELERATOR="cpu").as_env() == {"PRIMUS_ACCELERATOR": "cpu"}
     as_trn2 = _detect("no-accel", PRIMUS_NEURON_INSTANCE="trn2.48xlarge").as_env()
-    assert as_trn2 == EXPECTED_ENV["trn2.48xlarge"]       # implies neuron, facts from the table
+    # Implies neuron, facts from the table; no device here, so no EFA count either.
+    assert as_trn2 == {k: v for k, v in EXPECTED_ENV["trn2.48xlarge"].items()
+                       if k != "PRIMUS_NEURON_EFA_DEVICES"}
     lnc1 = _detect("trn2.48xlarge", NEURON_LOGICAL_NC_CONFIG="1").as_env()
     assert (lnc1["PRIMUS_NEURON_DEFAULT_LNC"], lnc1["PRIMUS_NEURON_LOGICAL_CORES"]) == ("2", "128")
     bad_lnc = _detect("trn2.48xlarge", NEURON_LOGICAL_NC_CONFIG="3")
@@ -194,7 +232,8 @@ def test_cli_on_fixtures() -> None:
                             "trn2.48xlarge\nexport PRIMUS_NEURON_DEVICES=16\n"
                             "export PRIMUS_NEURON_CORES_PER_DEVICE=8\n"
                             "export PRIMUS_NEURON_DEFAULT_LNC=2\n"
-                            "export PRIMUS_NEURON_LOGICAL_CORES=64\n")
+                            "export PRIMUS_NEURON_LOGICAL_CORES=64\n"
+                            "export PRIMUS_NEURON_EFA_DEVICES=16\n")
     via_env = _cli("--numa-for-rank", "5", env={"PRIMUS_SYSFS_ROOT": str(FIX / "mi300x-roce")})
     assert via_env.stdout == "1 48-95,144-191 skipped\n"
     data = json.loads(_cli("--sysfs-root", str(FIX / "mi300x-roce"), "--format", "json").stdout)
@@ -219,3 +258,34 @@ def test_runs_for_real_on_this_machine() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+# -- GPU masks (issue 15) ---------------------------------------------------------------
+@pytest.mark.parametrize("env, count", [
+    ({"ROCR_VISIBLE_DEVICES": "4,5,6,7"}, "4"),
+    ({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1"}, "2"),
+    ({"HIP_VISIBLE_DEVICES": "0,1,2"}, "3"),
+    ({"CUDA_VISIBLE_DEVICES": "3"}, "1"),
+    ({"ROCR_VISIBLE_DEVICES": "GPU-4b2c1a9f,GPU-8d3e6f7a"}, "2"),
+    ({}, "8"),
+])
+def test_gpu_count_is_taken_after_the_masks(env: dict[str, str], count: str) -> None:
+    found = detect_devices(str(FIX / "mi300x-roce"), "/", {**EMPTY_PATH, **env})
+    assert found.as_env()["PRIMUS_GPU_COUNT"] == count
+
+
+def test_numa_node_follows_rocr_then_hip() -> None:
+    found = detect_devices(str(FIX / "mi300x-roce"), "/", EMPTY_PATH)
+    # GPUs 0-3 sit on NUMA node 0, 4-7 on node 1
+    assert numa_node_for_rank(found, 0, {"ROCR_VISIBLE_DEVICES": "4,5,6,7"}) == 1
+    assert numa_node_for_rank(found, 0, {"ROCR_VISIBLE_DEVICES": "2,5", "HIP_VISIBLE_DEVICES": "1"}) == 1
+
+
+def test_hip_beyond_the_rocr_list_is_a_problem_naming_both() -> None:
+    from primus_runner.devices import gpu_mask
+
+    mask = gpu_mask({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, 8)
+    assert mask.count == 4 and mask.visible == [4, 5, 6, 7]
+    assert [(name, fix) for name, _, fix in mask.problems] == [
+        ("HIP_VISIBLE_DEVICES", "unset HIP_VISIBLE_DEVICES (ROCR_VISIBLE_DEVICES already chooses "
+                                "the GPUs), or list indices 0-3")]

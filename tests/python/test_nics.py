@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from primus_runner.errors import UsageError
-from primus_runner.nics import detect_nics
+from primus_runner.nics import Route, detect_nics
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,9 +70,12 @@ def test_exclusion_pattern_is_configurable() -> None:
     result = detect_nics(root, {"PRIMUS_IB_HCA_EXCLUDE": r"^bnxt_re7$"})
     assert result.nccl_ib_hca == ("bnxt_re0:1,bnxt_re1:1,bnxt_re2:1,bnxt_re3:1,bnxt_re4:1,"
                                   "bnxt_re5:1,bnxt_re6:1,mlx5_bond_0:1")
-    # The bond's IPv4 RoCE v2 GID is at 3 and the others' at 5: no common index.
-    assert (result.gid_index, result.gid_origin) == (3, "default")
-    assert any("no GID index" in note for note in result.notes)
+    # The bond's IPv4 RoCE v2 GID is at 3 and the others' at 5: no common index,
+    # so NCCL (>= 2.21) picks per port by address family and RoCE version.
+    assert (result.gid_index, result.gid_origin) == (-1, "auto")
+    assert result.as_env()["NCCL_IB_ADDR_FAMILY"] == "AF_INET"
+    assert result.as_env()["NCCL_IB_ROCE_VERSION_NUM"] == "2"
+    assert any("bnxt_re0:1=5" in note and "mlx5_bond_0:1=3" in note for note in result.notes)
     with pytest.raises(UsageError, match="PRIMUS_IB_HCA_EXCLUDE='\\('"):
         detect_nics(root, {"PRIMUS_IB_HCA_EXCLUDE": "("})
 
@@ -153,8 +156,10 @@ def test_user_values_are_never_replaced() -> None:
     assert detect_nics(str(FIX / "mi300x-roce"), env).as_env() == {
         "NCCL_IB_HCA": EXPECTED["mi300x-roce"][0], "NCCL_IB_GID_INDEX": "5",
         "IP_INTERFACE": "ens1f0"}
-    missing = detect_nics(str(FIX / "no-accel"), {"IP_INTERFACE": "ens99"})
-    assert any("IP_INTERFACE=ens99" in n for n in missing.notes)
+    from primus_runner.nics.check import host_problems
+
+    problems = host_problems({"IP_INTERFACE": "ens99"}, str(FIX / "no-accel"))
+    assert [(p.severity, p.variable, p.value) for p in problems] == [("error", "IP_INTERFACE", "ens99")]
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -192,8 +197,6 @@ def test_runs_for_real_on_this_machine() -> None:
 
 
 def _route(iface: str, dest: str, bits: int) -> Route:
-    from primus_runner.nics import Route
-
     a, b, c, d = (int(x) for x in dest.split("."))
     mask = (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
     return Route(iface, (a << 24) | (b << 16) | (c << 8) | d, mask, 0, 0)
@@ -211,3 +214,118 @@ def test_proc_tables_place_addresses_and_flag_a_shared_subnet(tmp_path: Path) ->
     found = local_addresses_from_proc(str(tmp_path), routes, ambiguous)
     assert found["ens1"] == ["10.1.0.5"] and found["lo"] == ["127.0.0.1"]
     assert ambiguous == ["10.2.0.7"]  # ens2 and ens3 share 10.2.0.0/16: psutil must decide
+
+
+# -- the launch-failure trees (issue 15) ---------------------------------------------------
+def _problems(machine: str, **env: str) -> list[tuple[str, str, str]]:
+    from primus_runner.nics.check import host_problems
+
+    return [(p.severity, p.variable, p.message) for p in host_problems(env, str(FIX / machine))]
+
+
+def test_two_nic_namings_are_each_detected() -> None:
+    a = detect_nics(str(FIX / "eno1-gid3"), NO_USER, master_addr="10.0.0.11")
+    b = detect_nics(str(FIX / "eth0-gid7"), NO_USER, master_addr="10.0.0.11")
+    assert (a.as_env()["NCCL_SOCKET_IFNAME"], a.interface_reason) == ("eno1", "holds MASTER_ADDR 10.0.0.11")
+    assert (b.as_env()["NCCL_SOCKET_IFNAME"], b.interface_reason) == ("eth0", "routes to MASTER_ADDR 10.0.0.11")
+
+
+def test_container_gid_indexes_3_and_7_are_each_the_roce_v2_ipv4_gid() -> None:
+    assert detect_nics(str(FIX / "eno1-gid3"), NO_USER).as_env()["NCCL_IB_GID_INDEX"] == "3"
+    assert detect_nics(str(FIX / "eth0-gid7"), NO_USER).as_env()["NCCL_IB_GID_INDEX"] == "7"
+
+
+def test_bond_with_vlan_children_is_emitted_exact_and_gloo_gets_the_plain_name() -> None:
+    env = detect_nics(str(FIX / "bond-vlan"), NO_USER, master_addr="10.20.0.1").as_env()
+    assert (env["IP_INTERFACE"], env["NCCL_SOCKET_IFNAME"], env["GLOO_SOCKET_IFNAME"]) == (
+        "bond0", "=bond0", "bond0")
+    # the child itself has no longer sibling but bond0.2093.1: exact too
+    env = detect_nics(str(FIX / "bond-vlan"), NO_USER, master_addr="10.93.0.5").as_env()
+    assert env["NCCL_SOCKET_IFNAME"] == "=bond0.2093"
+
+
+def test_user_exclusion_list_is_never_copied_into_gloo() -> None:
+    env = detect_nics(str(FIX / "bond-vlan"), {"NCCL_SOCKET_IFNAME": "^docker0"},
+                      master_addr="10.20.0.1").as_env()
+    assert "NCCL_SOCKET_IFNAME" not in env
+    assert env["GLOO_SOCKET_IFNAME"] == "bond0"
+
+
+def test_gloo_with_nccl_syntax_is_an_error() -> None:
+    assert _problems("bond-vlan", GLOO_SOCKET_IFNAME="^docker0") == [
+        ("error", "GLOO_SOCKET_IFNAME", "uses NCCL's ^/= syntax, which Gloo does not parse (it "
+         "takes plain interface names, comma-separated); the job dies at start-up")]
+
+
+def test_exclusion_list_leaving_only_loopback_is_an_error() -> None:
+    found = _problems("no-accel", NCCL_SOCKET_IFNAME="^eth,virbr")
+    assert [(s, v) for s, v, _ in found] == [("error", "NCCL_SOCKET_IFNAME")]
+    assert found[0][2].startswith("leaves only loopback on this host (interfaces: eth0, lo, virbr0)")
+
+
+def test_socket_ifname_naming_nothing_here_is_an_error() -> None:
+    found = _problems("eno1-gid3", NCCL_SOCKET_IFNAME="eth0")
+    assert found == [("error", "NCCL_SOCKET_IFNAME", "names no interface of this host for eth0 "
+                      "(NCCL matches name prefixes; interfaces here: eno1, ens1np0, lo)")]
+    assert _problems("eno1-gid3", NCCL_SOCKET_IFNAME="=eno1") == []
+    # detected values (named in PRIMUS_DETECTED_VARS) are not re-checked
+    assert _problems("eno1-gid3", NCCL_SOCKET_IFNAME="eth0",
+                     PRIMUS_DETECTED_VARS="NCCL_SOCKET_IFNAME") == []
+
+
+def test_equal_cost_duplicate_routes_choose_by_name_and_warn_naming_both() -> None:
+    result = detect_nics(str(FIX / "dup-routes"), NO_USER, master_addr="10.0.0.1")
+    assert (result.interface, result.interface_reason) == ("eth0", "routes to MASTER_ADDR 10.0.0.1")
+    assert any(n.startswith("equal-cost routes to MASTER_ADDR 10.0.0.1 (subnet 10.0.0.0/24, "
+                            "metric 0) on eth0 and eth1") and "using eth0" in n for n in result.notes)
+
+
+def test_mixed_mlx5_bnxt_uses_per_port_selection() -> None:
+    result = detect_nics(str(FIX / "mixed-mlx5-bnxt"), NO_USER)
+    assert {p.name: p.gid_index for p in result.chosen_ports()} == {
+        "bnxt_re0:1": 5, "bnxt_re1:1": 5, "mlx5_0:1": 3, "mlx5_1:1": 3}
+    env = result.as_env()
+    assert (env["NCCL_IB_GID_INDEX"], env["NCCL_IB_ADDR_FAMILY"], env["NCCL_IB_ROCE_VERSION_NUM"]) == (
+        "-1", "AF_INET", "2")
+    assert any("bnxt_re0:1=5" in n and "mlx5_0:1=3" in n for n in result.notes)
+    # a user index 3 is the IPv6 GID on the bnxt ports: a warning naming them
+    found = _problems("mixed-mlx5-bnxt", NCCL_IB_GID_INDEX="3")
+    assert [(s, v) for s, v, _ in found] == [("warning", "NCCL_IB_GID_INDEX")]
+    assert "bnxt_re0:1: RoCE v2 IPv6" in found[0][2]
+
+
+def test_link_local_only_port_is_dropped_saying_why() -> None:
+    result = detect_nics(str(FIX / "roce-linklocal"), NO_USER)
+    assert result.nccl_ib_hca == "mlx5_0:1"
+    dropped = next(p for p in result.ports if p.name == "mlx5_1:1")
+    assert dropped.reason == ("RoCE port with only link-local fe80:: GIDs (no IPv4 address on "
+                              "its netdev)")
+    assert any(n.startswith("RDMA port mlx5_1:1 left out of NCCL_IB_HCA") for n in result.notes)
+
+
+def test_user_gid_index_on_a_link_local_or_absent_gid_is_an_error_with_the_fix() -> None:
+    found = _problems("roce-linklocal", NCCL_IB_GID_INDEX="1")
+    assert found == [("error", "NCCL_IB_GID_INDEX", "points at no routable GID on this host's RoCE "
+                      "ports (mlx5_0:1: RoCE v2 link-local): the queue pairs cannot connect across nodes")]
+    from primus_runner.nics.check import host_problems
+
+    absent = host_problems({"NCCL_IB_GID_INDEX": "6"}, str(FIX / "roce-linklocal"))
+    assert absent[0].message.startswith("points at no routable GID") and "mlx5_0:1: absent" in absent[0].message
+    assert absent[0].fix == "export NCCL_IB_GID_INDEX=3 (the RoCE v2 IPv4 GID here)"
+    assert _problems("roce-linklocal", NCCL_IB_GID_INDEX="3") == []
+
+
+@pytest.mark.parametrize("value, bad", [
+    ("mlx5_7", "mlx5_7"), ("mlx5_0:2", "mlx5_0:2"), ("=mlx5", "mlx5"), ("^mlx5_9", "mlx5_9"),
+])
+def test_user_hca_naming_nothing_here_is_an_error(value: str, bad: str) -> None:
+    found = _problems("roce-linklocal", NCCL_IB_HCA=value)
+    assert [(s, v) for s, v, _ in found] == [("error", "NCCL_IB_HCA")]
+    assert found[0][2].startswith(f"names {bad}, which matches no RDMA device/port of this host")
+
+
+def test_user_hca_values_that_exist_pass() -> None:
+    for value in ("mlx5_0:1", "mlx5", "=mlx5_0,mlx5_1", "^=mlx5_1", "mlx5_0"):
+        assert _problems("roce-linklocal", NCCL_IB_HCA=value) == [], value
+    assert [(s, v) for s, v, _ in _problems("roce-linklocal", NCCL_IB_HCA="^mlx5")] == [
+        ("error", "NCCL_IB_HCA")]     # excludes everything

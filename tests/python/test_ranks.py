@@ -214,8 +214,11 @@ def test_resolve_is_pure_and_does_not_touch_its_input() -> None:
 
 
 def test_neuron_root_comm_id() -> None:
-    assert resolve({"MASTER_ADDR": "h0", "MASTER_PORT": "62182"}).neuron_root_comm_id() == "h0:62182"
-    assert resolve({"MASTER_ADDR": "fd00::1"}).neuron_root_comm_id() == "[fd00::1]:1234"
+    # The one derivation: MASTER_PORT+1 (never the rendezvous port), IPv6 bracketed.
+    assert resolve({"MASTER_ADDR": "h0", "MASTER_PORT": "62182"}).neuron_root_comm_id() == "h0:62183"
+    assert resolve({"MASTER_ADDR": "fd00::1"}).neuron_root_comm_id() == "[fd00::1]:1235"
+    assert resolve({"MASTER_ADDR": "h0", "MASTER_PORT": "65535"}).neuron_root_comm_id() == "h0:65534"
+    assert resolve({"MASTER_ADDR": "h0"}).neuron_root_comm_id(46820) == "h0:46820"
 
 
 def test_tasks_per_node_format() -> None:

@@ -21,7 +21,7 @@ YAML_FILE = ROOT / "python" / "primus_runner" / "data" / "variables.yaml"
 
 KNOWN_FIELDS = {"type", "values", "ci", "min", "max", "default", "default_note",
                 "launcher_default", "launcher_derived", "set_by", "used_by", "description",
-                "deprecated", "invalid", "subsystem", "host", "source"}
+                "deprecated", "invalid", "subsystem", "host", "source", "scope"}
 KNOWN_TYPES = {"bool", "switch", "int", "uint", "bytes", "mib", "seconds", "float", "port",
                "host", "hostport", "range_list", "int_list", "enum", "path", "string",
                "flags", "uri", "s3uri", "ratio", "gpu_archs", "hbm_init", "patches", "device_list"}
@@ -66,7 +66,8 @@ def test_every_reference_name_is_registered(reg):
 
 # The runner's own switches (SPEC sections 4-6).
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
-                   "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN"]
+                   "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
+                   "PRIMUS_WORKLOAD_PYTHON"]
 # Names the runner's own code reads or exports (grep of runner/, python/, examples/),
 # neither in the references nor in the SPEC list above.
 RUNNER_OWN = [
@@ -76,13 +77,24 @@ RUNNER_OWN = [
     "PRIMUS_NEURON_CORES_PER_DEVICE", "PRIMUS_NEURON_DEFAULT_LNC", "PRIMUS_NEURON_LOGICAL_CORES",
     "PRIMUS_IB_HCA_EXCLUDE", "PRIMUS_SOCKET_IFNAME_EXCLUDE", "PRIMUS_NUMA_BIND",
     "PRIMUS_NEURON_CORES_PER_PROC", "PRIMUS_NEURON_CORE_SLICES", "PRIMUS_NEURON_ROOT_COMM_PORT",
-    "PRIMUS_RC_DIR", "PRIMUS_TORCHRUN", "PRIMUS_KILL_GRACE", "PRIMUS_SKIP_MAIN_LAUNCH",
+    "PRIMUS_RC_DIR", "PRIMUS_TORCHRUN", "PRIMUS_KILL_GRACE", "PRIMUS_USER_CONFIG", "PRIMUS_SKIP_MAIN_LAUNCH",
+    "PRIMUS_REQUEUE_EXIT_CODE", "PRIMUS_RUN_ID", "PRIMUS_SIGNAL_DIR", "PRIMUS_SIGNAL_WINDOW_MS",
     "PRIMUS_NO_USER_CONFIG", "PRIMUS_SLURM_FIRST_HOST", "PRIMUS_SLURM_SRUN_NATIVE",
     "PRIMUS_SLURM_SCONTROL_TIMEOUT", "PRIMUS_HOOKS_DIR", "PRIMUS_HOOK_GROUP", "PRIMUS_HOOK_NAME",
     "PRIMUS_TURBO_REPO", "PRIMUS_TURBO_REF", "PRIMUS_TURBO_SRC", "PRIMUS_TURBO_BUILD_DIR",
     "PRIMUS_TE_FLASH_ATTN_MAX_VERSION", "PRIMUS_BNXT_SYSROOT", "PRIMUS_HIPBLASLT_TUNER",
     "PRIMUS_PREFLIGHT_BACKEND", "PRIMUS_PREFLIGHT_TIMEOUT", "PRIMUS_TRAIN_STEPS",
-    "PRIMUS_DATA_PREP_FAULT"]
+    "PRIMUS_DATA_PREP_FAULT", "PRIMUS_CLUSTER_CHECK", "PRIMUS_CLUSTER_CHECK_PORT",
+    "PRIMUS_CLUSTER_CHECK_TIMEOUT", "PRIMUS_CLUSTER_CHECK_IGNORE", "PRIMUS_ELASTIC"]
+# Library variables in neither reference that the runner sets or checks (issue 15):
+# OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
+# NCCL GID selection it sets when a host's RoCE ports differ.
+LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY"]
+# AWS practice around the Neuron runtime (section neuron-aws; each entry cites its AWS source).
+NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM_SOCKET_IFNAME",
+              "MALLOC_ARENA_MAX", "XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_SPMD",
+              "NEURON_CC_FLAGS", "PRIMUS_NEURON_SPMD", "PRIMUS_NEURON_EFA_DEVICES",
+              "PRIMUS_NEURON_CORE"]
 
 
 def test_registry_adds_only_the_runner_own_variables(reg):
@@ -90,7 +102,8 @@ def test_registry_adds_only_the_runner_own_variables(reg):
     # Names only the reference launcher's behaviour sheet gives, each with its source.
     sheet = [v.name for v in reg.variables if v.section == "reference-launcher"]
     assert all("behaviour sheet §" in (reg.get(name).source or "") for name in sheet)
-    assert extra == sorted(RUNNER_SWITCHES + RUNNER_OWN + sheet)
+    assert extra == sorted(RUNNER_SWITCHES + RUNNER_OWN + sheet + LIBRARY_OWN + NEURON_AWS)
+    assert all(reg.get(name).section == "neuron-aws" for name in NEURON_AWS)
     assert all(reg.get(name).section == "runner" for name in RUNNER_SWITCHES)
     assert all(reg.get(name).section == "runner-own" for name in RUNNER_OWN)
 
@@ -169,7 +182,7 @@ LAUNCHER_DEFAULTS = {
     "RCCL_MSCCLPP_THRESHOLD": str(1024 ** 3), "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK": "0",
     "TORCH_NCCL_HIGH_PRIORITY": "1", "HSA_ENABLE_SDMA": "1", "HSA_NO_SCRATCH_RECLAIM": "1",
     "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NVTE_ROCM_ENABLE_MXFP8": "1", "NVTE_CK_USES_BWD_V3": "1",
-    "PATCH_TE_FLASH_ATTN": "0",
+    "PATCH_TE_FLASH_ATTN": "0", "OMP_NUM_THREADS": "1",
     # behaviour sheet section 7 (the reference launcher's base_env.sh)
     "NCCL_CHECKS_DISABLE": "1", "RCCL_MSCCLPP_ENABLE": "0", "RCCL_MSCCLPP_FORCE_ENABLE": "0",
     "MSCCLPP_DISABLE_CHANNEL_CACHE": "FALSE", "GPU_MAX_HW_QUEUES": "2",
@@ -356,7 +369,7 @@ def test_subsystems_and_groups(reg):
     neuron = reg.in_subsystem("neuron")
     assert {v.name for v in neuron} >= {"NEURON_RT_VISIBLE_CORES", "NEURON_FAIL_ON_NAN",
                                         "NEURON_RT_INSPECT_ENABLE", "NEURON_RT_NUM_CORES"}
-    assert all(v.name.startswith("NEURON_") for v in neuron)
+    assert all(v.name.startswith("NEURON_") or v.section == "neuron-aws" for v in neuron)
     assert [v.name for v in reg.in_subsystem("slurm")] == [
         "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NODEID", "SLURM_PROCID", "SLURM_JOB_ID"]
 
@@ -416,3 +429,28 @@ def test_runner_config_allowlist_matches_the_registry(reg):
     forwards (SPEC section 7: checked against the registry so the two cannot drift)."""
     config = yaml.safe_load((ROOT / "runner" / ".primus.yaml").read_text())
     assert config["container"]["options"]["env"] == reg.container_forwarded()
+
+
+def test_every_variable_has_a_scope(reg):
+    from primus_runner.registry import SCOPES
+
+    assert {v.scope for v in reg.variables} == set(SCOPES)
+    assert reg.get("NCCL_SOCKET_IFNAME").scope == "per-node"
+    assert reg.get("NCCL_IB_GID_INDEX").scope == "per-node"
+    assert reg.get("NCCL_PROTO").scope == "cluster-uniform"
+    assert reg.get("RANK").scope == "per-process"
+    assert reg.get("HF_TOKEN").scope == "local"
+    assert reg.scope_of("NCCL_ALGO") == "cluster-uniform"      # unregistered library knob
+    assert reg.scope_of("HOME") == "local"
+
+
+def test_a_scope_the_loader_does_not_know_is_refused():
+    from primus_runner.registry import Registry, read_data
+
+    data = read_data()
+    import copy
+
+    broken = copy.deepcopy(data)
+    broken["sections"][0]["variables"]["MASTER_ADDR"]["scope"] = "cluster-wide"
+    with pytest.raises(ValueError, match="MASTER_ADDR has scope 'cluster-wide'"):
+        Registry(broken)

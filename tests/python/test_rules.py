@@ -173,9 +173,23 @@ def test_unknown_primus_variable():
 
 
 def test_not_forwarded_into_container():
-    f = expect({"NEURON_RT_EXEC_TIMEOUT": "600"}, "info", "NEURON_RT_EXEC_TIMEOUT",
+    # A warning (issue 12): a registered variable the job reads that the
+    # container would silently lose.
+    f = expect({"NEURON_RT_EXEC_TIMEOUT": "600"}, "warning", "NEURON_RT_EXEC_TIMEOUT",
                "not_forwarded", CONTAINER)
-    assert "--env NEURON_RT_EXEC_TIMEOUT=" in f.fix
+    assert "--env NEURON_RT_EXEC_TIMEOUT" in f.fix
+    # Prefixes are forwarded: PRIMUS_, NCCL_, ... everywhere; NEURON_, FI_ on Neuron.
+    for name in ("NCCL_DEBUG", "NCCL_NET_PLUGIN", "PRIMUS_GPU_MODEL", "PRIMUS_SKIP_VALIDATION"):
+        assert about(run({name: "1"}, CONTAINER), name, "not_forwarded") == []
+    assert about(run({"NEURON_RT_EXEC_TIMEOUT": "600"}, CONTAINER, "neuron"),
+                 "NEURON_RT_EXEC_TIMEOUT", "not_forwarded") == []
+    # A name the launch passes with --env is not reported.
+    explicit = CONTAINER.replace(forwarded=("HIP_VISIBLE_DEVICES",))
+    assert about(run({"HIP_VISIBLE_DEVICES": "0", "GPUS_PER_NODE": "1"}, explicit),
+                 "HIP_VISIBLE_DEVICES", "not_forwarded") == []
+    hit = about(run({"HIP_VISIBLE_DEVICES": "0", "GPUS_PER_NODE": "1"}, CONTAINER, "rocm"),
+                "HIP_VISIBLE_DEVICES", "not_forwarded")
+    assert hit and hit[0].severity == "warning"
     assert about(run({"MASTER_ADDR": "n1", "PRIMUS_LOG_LEVEL": "INFO"}, CONTAINER),
                  "MASTER_ADDR") == []
     assert about(run({"PRIMUS_LOG_LEVEL": "INFO"}, CONTAINER), "PRIMUS_LOG_LEVEL") == []
@@ -330,19 +344,37 @@ def test_skip_validation():
     clean({"PRIMUS_SKIP_VALIDATION": "0"}, "PRIMUS_SKIP_VALIDATION")
 
 
-def test_neuron_root_comm_multinode():
-    expect({"NNODES": "2"}, "error", "NEURON_RT_ROOT_COMM_ID", "neuron_root_comm_multinode",
-           accelerator="neuron")
-    clean({"NNODES": "2", "NEURON_RT_ROOT_COMM_ID": "10.0.0.1:62182"}, "NEURON_RT_ROOT_COMM_ID",
-          accelerator="neuron")
-    clean({"NNODES": "1"}, "NEURON_RT_ROOT_COMM_ID", accelerator="neuron")
-    clean({"NNODES": "2"}, "NEURON_RT_ROOT_COMM_ID", accelerator="rocm")
+# Neuron launch rules (rules/neuron_launch.py): one case each here; the full
+# acceptance matrix is in test_rules_neuron_launch.py.
+def test_neuron_launch_rules_one_case_each():
+    expect({"NNODES": "2"}, "error", "NEURON_RT_ROOT_COMM_ID", "neuron_root_comm", accelerator="neuron")
+    expect({"NNODES": "2", "PRIMUS_NEURON_EFA_DEVICES": "0", "NEURON_RT_ROOT_COMM_ID": "n0:2000"},
+           "error", "PRIMUS_NEURON_EFA_DEVICES", "neuron_efa_multinode", accelerator="neuron")
+    expect({"PRIMUS_NEURON_CORES_PER_PROC": "2"}, "error", "PRIMUS_NEURON_CORES_PER_PROC",
+           "neuron_cores_per_proc_spmd", accelerator="neuron")
+    expect({"GPUS_PER_NODE": "64"}, "error", "GPUS_PER_NODE", "neuron_cores_fit",
+           context=TRN1_32, accelerator="neuron")
+    expect({"GPUS_PER_NODE": "4", "NEURON_RT_VISIBLE_CORES": "0-7"}, "error",
+           "NEURON_RT_VISIBLE_CORES", "neuron_visible_cores_count", context=TRN1_32, accelerator="neuron")
+    expect({"GPUS_PER_NODE": "24"}, "error", "GPUS_PER_NODE", "trn1_collective_topology",
+           context=TRN1_32, accelerator="neuron")
+    expect({"NEURON_RT_ENABLE_HW_EXECUTION_BARRIER": "1"}, "warning",
+           "NEURON_RT_ENABLE_HW_EXECUTION_BARRIER", "hw_barrier_trn1", context=TRN1_32, accelerator="neuron")
+    expect({"XLA_USE_BF16": "1"}, "warning", "XLA_USE_BF16", "xla_bf16_removed")
+    expect({"NEURON_CC_FLAGS": "--lnc=2"}, "error", "NEURON_CC_FLAGS", "neuron_compiler_lnc",
+           context=TRN1_32, accelerator="neuron")
+    # neuron_open_files and neuron_root_comm_port_reserved read the host: see
+    # test_rules_neuron_launch.py (they need a limit / a /proc/sys tree).
+    assert {"neuron_open_files", "neuron_root_comm_port_reserved"} <= set(RULES)
 
 
 # --------------------------------------------------------------------------- Neuron
 @pytest.mark.parametrize("value, context, severity", [
     ("3", UNKNOWN, "error"), ("0", UNKNOWN, "error"), ("6", TRN2, "error"),   # power of two
     ("4", TRN1, "error"),                                   # does not divide 2 cores/device
+    ("2", TRN1, "error"),                                   # Trn1 (NeuronCore-v2): LNC 1 only
+    ("2", CheckContext(cpu_count=8, neuron_instance_type="inf2.24xlarge", neuron_family="inf2"),
+     "error"),                                              # Inf2 likewise
     ("1", TRN2, "warning"), ("4", TRN2, "warning"),         # only 2 supported on Trn2+
 ])
 def test_lnc_size_violations(value, context, severity):
@@ -350,8 +382,7 @@ def test_lnc_size_violations(value, context, severity):
            context)
 
 
-@pytest.mark.parametrize("value, context", [("2", TRN2), ("1", TRN1), ("2", TRN1),
-                                            ("8", UNKNOWN)])
+@pytest.mark.parametrize("value, context", [("2", TRN2), ("1", TRN1), ("8", UNKNOWN)])
 def test_lnc_size_passes(value, context):
     clean({"NEURON_LOGICAL_NC_CONFIG": value}, "NEURON_LOGICAL_NC_CONFIG", "lnc_size", context)
 
@@ -690,3 +721,45 @@ def test_unknown_accelerator_checks_everything():
     assert {(f.variable, f.severity) for f in findings} == {
         ("PRIMUS_ACCELERATOR", "error"), ("NEURON_RT_VALIDATE_HASH", "error"),
         ("NCCL_PROTO", "error")}
+
+
+# --------------------------------------------------------------------------- this host (issue 15)
+def _fixture(name: str) -> str:
+    from pathlib import Path
+
+    return str(Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sysfs" / name)
+
+
+def test_nic_values_on_host():
+    root = _fixture("eno1-gid3")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "NCCL_SOCKET_IFNAME": "eth0"}, "error",
+               "NCCL_SOCKET_IFNAME", "nic_values_on_host")
+    assert "names no interface of this host for eth0" in f.message and "=eno1" in f.fix
+    expect({"PRIMUS_SYSFS_ROOT": root, "NCCL_IB_HCA": "mlx5_3"}, "error", "NCCL_IB_HCA",
+           "nic_values_on_host")
+    expect({"PRIMUS_SYSFS_ROOT": root, "GLOO_SOCKET_IFNAME": "^docker0"}, "error",
+           "GLOO_SOCKET_IFNAME", "nic_values_on_host")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "NCCL_IB_GID_INDEX": "1"}, "error",
+               "NCCL_IB_GID_INDEX", "nic_values_on_host")
+    assert f.fix == "export NCCL_IB_GID_INDEX=3 (the RoCE v2 IPv4 GID here)"
+    clean({"PRIMUS_SYSFS_ROOT": root, "NCCL_SOCKET_IFNAME": "eno", "NCCL_IB_HCA": "=mlx5_0:1",
+           "NCCL_IB_GID_INDEX": "3", "GLOO_SOCKET_IFNAME": "eno1"}, "NCCL_SOCKET_IFNAME",
+          "nic_values_on_host")
+    # values for a container are checked inside it, not against the host
+    assert about(run({"PRIMUS_SYSFS_ROOT": root, "NCCL_IB_HCA": "mlx5_3"}, CONTAINER),
+                 "NCCL_IB_HCA", "nic_values_on_host") == []
+
+
+def test_gpu_masks_on_host():
+    root = _fixture("mi300x-roce")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "ROCR_VISIBLE_DEVICES": "4,5,6,7",
+                "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, "error", "HIP_VISIBLE_DEVICES",
+               "gpu_masks_on_host", accelerator="rocm")
+    assert f.message == ("indexes the 4 GPU(s) left after ROCR_VISIBLE_DEVICES=4,5,6,7 "
+                         "(HIP_VISIBLE_DEVICES applies on top of it, counting from 0): 4, 5, 6, 7 "
+                         "name(s) nothing")
+    f = expect({"PRIMUS_SYSFS_ROOT": root, "ROCR_VISIBLE_DEVICES": "6,8"}, "error",
+               "ROCR_VISIBLE_DEVICES", "gpu_masks_on_host", accelerator="rocm")
+    assert f.message == "names GPU(s) 8, but this host has 8 (0-7)"
+    clean({"PRIMUS_SYSFS_ROOT": root, "ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1"},
+          "HIP_VISIBLE_DEVICES", "gpu_masks_on_host", accelerator="rocm")

@@ -46,6 +46,8 @@ setup() {
   export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
   export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
   mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+  # The workload interpreter (issue 10): the project's .venv, which has torch.
+  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
   # A port of its own per test: jobs of earlier tests may still be closing.
   export MASTER_PORT=$((21000 + (RANDOM % 2000) * 2))
 }
@@ -99,7 +101,7 @@ hosts_of_pids() {
 }
 
 @test "srun -N2 of the entry (dry-run): NODE_RANK 0 and 1, one MASTER_ADDR, first host from scontrol" {
-  run timeout 120 srun -N2 --ntasks-per-node=1 "$ENTRY" --dry-run direct -- preflight
+  run timeout 120 srun -N2 --ntasks-per-node=1 "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] slurm-entry: job [0-9]+ step 0: 2 node\(s\) node\[1-2\], this is node 0 \(node1\), 2 task\(s\), first host node1, mode direct"
   assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] slurm-entry: job [0-9]+ step 0: 2 node\(s\) node\[1-2\], this is node 1 \(node2\)"
@@ -110,7 +112,7 @@ hosts_of_pids() {
 }
 
 @test "srun -N4 --ntasks-per-node=2 is refused on every task: no torchrun at all" {
-  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --dry-run direct -- preflight
+  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_failure
   assert_output --partial "this step runs 8 tasks on 4 node(s) (SLURM_STEP_TASKS_PER_NODE=2(x4))"
   assert_output --partial "srun --ntasks-per-node=1"
@@ -119,7 +121,7 @@ hosts_of_pids() {
 }
 
 @test "srun -N4 --ntasks-per-node=2 --srun-native: 8 workers, RANK 0-7, no torchrun" {
-  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --srun-native --dry-run direct -- preflight
+  run timeout 120 srun -N4 --ntasks-per-node=2 "$ENTRY" --srun-native --dry-run direct --module primus_runner -- preflight
   assert_success
   [[ $(grep -c " command: " <<<"$output") == 8 ]]
   refute_output --partial "torchrun --nproc_per_node"
@@ -132,7 +134,7 @@ hosts_of_pids() {
 
 @test "a 2-node srun inside a 4-node sbatch allocation maps 2 nodes, not 4" {
   run timeout 120 sbatch --wait -N4 -o "$TEST_DIR/job.out" \
-    --wrap "srun -N2 --ntasks-per-node=1 $ENTRY --dry-run direct -- preflight"
+    --wrap "srun -N2 --ntasks-per-node=1 $ENTRY --dry-run direct --module primus_runner -- preflight"
   assert_success
   run cat "$TEST_DIR/job.out"
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node1 "
@@ -141,8 +143,8 @@ hosts_of_pids() {
   assert_output --partial "2 node(s) node[1-2]"
 }
 
-@test "primus-cli slurm sbatch -N 2 -- direct -- preflight: runs from the spooled script, world size 4" {
-  run timeout 300 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job-%j.out" -- direct -- preflight
+@test "primus-cli slurm sbatch -N 2 -- direct --module primus_runner -- preflight: runs from the spooled script, world size 4" {
+  run timeout 300 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job-%j.out" -- direct --module primus_runner -- preflight
   assert_success
   job=$(job_id_from_output)
   [[ -n $job ]]
@@ -157,23 +159,40 @@ hosts_of_pids() {
   [[ $(job_state "$job") == COMPLETED ]]
 }
 
-@test "primus-cli slurm srun -N 2 -- direct -- preflight: world size 4 on node1 and node2" {
-  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- direct -- preflight
+@test "primus-cli slurm srun -N 2 -- direct --module primus_runner -- preflight: world size 4 on node1 and node2" {
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "[preflight] OK: world size 4"
   assert_output --partial "NNODES=2 NODE_RANK=0 GPUS_PER_NODE=2 MASTER_ADDR=node1"
   assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
 }
 
+@test "primus-cli slurm srun -N 2 -- container -- preflight: one world of 4 across two podman containers" {
+  # A real podman + runc with the container suite's test-local set-up (tests/container/).
+  # shellcheck source=tests/container/podman_env.bash
+  source "$REPO_ROOT/tests/container/podman_env.bash"
+  podman_test_env "$REPO_ROOT"
+  podman_test_image "$REPO_ROOT"
+  podman_test_check
+  cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- container --name pslurm -- preflight
+  assert_success
+  assert_output --partial "[preflight] OK: world size 4"
+  assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-0 "
+  assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-1 "
+  assert_output --partial "NNODES=2 NODE_RANK=1 GPUS_PER_NODE=2 MASTER_ADDR=node1"
+  refute grep -q '^pslurm-' < <(podman ps -a --format '{{.Names}}')
+}
+
 @test "srun-native preflight: 2 nodes x 2 tasks, one worker per task, world size 4" {
-  run timeout 300 "$PRIMUS_CLI" slurm --srun-native srun -N 2 --ntasks-per-node=2 -- direct -- preflight
+  run timeout 300 "$PRIMUS_CLI" slurm --srun-native srun -N 2 --ntasks-per-node=2 -- direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "[preflight] OK: world size 4"
   assert_output --partial "mode=single"
 }
 
 @test "workload values reach every node byte for byte through sbatch" {
-  run timeout 120 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job.out" -- direct --dry-run \
+  run timeout 120 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job.out" -- direct --dry-run --module primus_runner \
     -- preflight 'a b' '$(touch pwned)' '`touch pwned2`' '*' 'x;y'
   assert_success
   run cat "$TEST_DIR/job.out"
@@ -214,7 +233,7 @@ hosts_of_pids() {
 }
 
 @test "primus-cli slurm --dry-run with -w on the live cluster names node3 as master" {
-  run timeout 60 "$PRIMUS_CLI" --dry-run slurm srun -w 'node[3-4]' -- direct -- preflight
+  run timeout 60 "$PRIMUS_CLI" --dry-run slurm srun -w 'node[3-4]' -- direct --module primus_runner -- preflight
   assert_success
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node3 "
   [[ -z $(squeue -h -o %i) ]]

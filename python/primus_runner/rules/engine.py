@@ -199,16 +199,20 @@ def _unknown_primus(s: _State) -> Iterator[Finding]:
 def _not_forwarded(s: _State) -> Iterator[Finding]:
     if not s.ctx.container:
         return
+    neuron = s.accel == "neuron"
+    explicit = set(s.ctx.forwarded or ())
     for name, value in s.env.items():
-        if not value or name == "TE_HIPBLASLT_ALGO_SELECTION":
+        if not value or name == "TE_HIPBLASLT_ALGO_SELECTION" or name in explicit:
             continue
         var = s.reg.get(name)
-        if var is None or var.forwarded or var.host:
+        if var is None or var.host or s.reg.container_forwards(name, neuron):
             continue
-        yield s.found("info", name,
-                      "is set on the host but is not on the container allowlist (Primus "
-                      "reference section 11), so it does not reach the job in the container",
-                      f"pass it explicitly: --env {name}=...")
+        yield s.found("warning", name,
+                      "is set on the host but is neither on the container allowlist (Primus "
+                      "reference section 11) nor under a forwarded prefix, so it does not "
+                      "reach the job in the container",
+                      f"pass it explicitly: --env {name} (takes the host value) or "
+                      f"--env {name}=...")
 
 
 # --------------------------------------------------------------------------- driver

@@ -29,6 +29,17 @@ def _lnc(s: _State) -> Iterator[Finding]:
                           "NeuronCores fuse into one logical core",
                           f"set {name}=2 (the only size publicly supported on Trn2+)")
             continue
+        sizes = (s.family_facts or {}).get("lnc_sizes")
+        if sizes and size not in sizes:
+            # LNC arrived with Trainium2: NeuronCore-v2 (Trn1, Inf2) has LNC 1 only
+            # (NCC_EARG001: "On trn1, only lnc=1 is supported").
+            yield s.found("error", name,
+                          f"is {size}, but {s.family} (NeuronCore-v2) has no logical core size "
+                          f"other than {', '.join(map(str, sizes))}: the runtime and compiler "
+                          "reject it",
+                          f"set {name}={sizes[0]} or unset it (the {s.family} default is "
+                          f"{s.family_facts.get('default_lnc') if s.family_facts else sizes[0]})")
+            continue
         per_device = facts.get("cores_per_device")
         if per_device and per_device % size:
             yield s.found("error", name,
@@ -89,7 +100,13 @@ def _ranks_per_proxy(s: _State) -> Iterator[Finding]:
     if ranks is None or ranks <= 1:
         return
     barrier = s.flag("NEURON_RT_ENABLE_HW_EXECUTION_BARRIER")
-    fix = "export NEURON_RT_ENABLE_HW_EXECUTION_BARRIER=1, or NEURON_RT_RANKS_PER_NETWORK_PROXY=1"
+    if s.family == "trn1":
+        # The runtime leaves the barrier off on Trn1 (suspected deadlock): do not
+        # recommend turning it on there.
+        fix = ("export NEURON_RT_RANKS_PER_NETWORK_PROXY=1 (the hardware barrier stays off on "
+               "Trn1 because of a suspected deadlock)")
+    else:
+        fix = "export NEURON_RT_ENABLE_HW_EXECUTION_BARRIER=1, or NEURON_RT_RANKS_PER_NETWORK_PROXY=1"
     if barrier is False:
         yield s.found("error", "NEURON_RT_RANKS_PER_NETWORK_PROXY",
                       "is above 1 with NEURON_RT_ENABLE_HW_EXECUTION_BARRIER=0: sharing a proxy "

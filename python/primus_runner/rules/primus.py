@@ -275,12 +275,44 @@ def _skip_validation(s: _State) -> Iterator[Finding]:
                       "unset PRIMUS_SKIP_VALIDATION (or set 0) and fix the findings instead")
 
 
-@rule("neuron_root_comm_multinode")
-def _root_comm(s: _State) -> Iterator[Finding]:
-    nnodes = s.uint("NNODES")
-    if s.accel == "neuron" and nnodes is not None and nnodes > 1 \
-            and s.get("NEURON_RT_ROOT_COMM_ID") is None:
-        yield s.found("error", "NEURON_RT_ROOT_COMM_ID",
-                      f"is unset with NNODES={nnodes}: the Neuron runtime needs rank 0's "
-                      "host:port to bootstrap multi-node collectives",
-                      "export NEURON_RT_ROOT_COMM_ID=$MASTER_ADDR:<free port>", "")
+# --------------------------------------------------------------------------- this host
+def _host_root(s: _State) -> str | None:
+    """The sysfs root user values are checked against; None inside a container
+    launch (the values are for the container's view, checked there)."""
+    if s.ctx.container:
+        return None
+    root = s.env.get("PRIMUS_SYSFS_ROOT") or "/"
+    return root if os.path.isdir(root) else None
+
+
+@rule("nic_values_on_host")
+def _nic_values_on_host(s: _State) -> Iterator[Finding]:
+    root = _host_root(s)
+    if root is None:
+        return
+    from primus_runner.nics.check import host_problems, user_values
+
+    if not user_values(s.env):
+        return
+    for problem in host_problems(s.env, root):
+        yield s.found(problem.severity, problem.variable, problem.message, problem.fix,
+                      problem.value)
+
+
+@rule("gpu_masks_on_host")
+def _gpu_masks_on_host(s: _State) -> Iterator[Finding]:
+    names = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+    root = _host_root(s)
+    if root is None or s.accel not in ("rocm", "cuda") or not any(s.get(n) for n in names):
+        return
+    from primus_runner import devices
+
+    if s.accel == "rocm":
+        physical = len(devices.amd_gpus_kfd(root) or devices.amd_gpus_drm(root))
+    else:
+        physical = int(s.env.get("PRIMUS_GPU_COUNT", "0") or 0) if not s.get(
+            "CUDA_VISIBLE_DEVICES") else 0
+    if physical == 0:
+        return
+    for name, why, fix in devices.gpu_mask(s.env, physical, s.accel).problems:
+        yield s.found("error", name, why, fix)

@@ -35,9 +35,10 @@ class Finding(record("Finding", "severity variable value message fix rule", {"ru
 
 
 _CONTEXT_FIELDS = ("cpu_count neuron_cores neuron_instance_type neuron_family container "
-                   "gpus_per_node neuron_devices neuron_cores_per_device neuron_default_lnc")
+                   "gpus_per_node neuron_devices neuron_cores_per_device neuron_default_lnc forwarded")
 _CONTEXT_DEFAULTS: dict[str, object] = {name: None for name in _CONTEXT_FIELDS.split()}
 _CONTEXT_DEFAULTS["container"] = False
+_CONTEXT_DEFAULTS["forwarded"] = ()
 
 
 class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)):  # type: ignore[misc]
@@ -49,7 +50,8 @@ class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)): 
     ``neuron_family`` (trn1, trn2, inf2...); ``container``: the launch goes into a
     container; ``gpus_per_node``: fallback when GPUS_PER_NODE is not in the env;
     ``neuron_devices`` / ``neuron_cores_per_device`` / ``neuron_default_lnc``:
-    detected device facts (the devices helper exports them as PRIMUS_NEURON_*).
+    detected device facts (the devices helper exports them as PRIMUS_NEURON_*);
+    ``forwarded``: names the container launch passes explicitly (--env).
     """
 
     __slots__ = ()
@@ -62,6 +64,7 @@ class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)): 
     neuron_devices: int | None
     neuron_cores_per_device: int | None
     neuron_default_lnc: int | None
+    forwarded: tuple[str, ...]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, container: bool = False,
@@ -180,7 +183,7 @@ def type_problem(var: Variable, value: str) -> str | None:
         return f"is not {var.accepted()}"
     if number is not None:
         if var.min is not None and number < var.min:
-            return f"is below the minimum {var.accepted()}"
+            return f"is below the minimum {var.min:g}; accepted: {var.accepted()}"
         if var.max is not None and number > var.max:
             return f"is above the maximum: accepted is {var.accepted()}"
     return None

@@ -5,17 +5,21 @@
 #   source runner/helpers/envs/base_env.sh
 #
 # What it sets (each only when the user has not set it; see "Precedence"):
-#   - distributed: MASTER_ADDR=localhost MASTER_PORT=1234 NNODES=1 NODE_RANK=0
-#     GPUS_PER_NODE=8
-#   - NIC/HCA and accelerator facts through the detection helpers (one python3
-#     start for `devices` and `nics`, skipped when PRIMUS_DETECTION_DONE=1):
-#     NCCL_IB_HCA, NCCL_IB_GID_INDEX (3 when nothing is detected), IP_INTERFACE,
-#     NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, PRIMUS_ACCELERATOR, PRIMUS_GPU_MODEL,
-#     PRIMUS_NEURON_*. When a helper cannot run (no python3, no psutil) it warns
-#     once and the reference defaults stay.
+#   - what `python3 -m primus_runner detect` gives (the launcher's own detection
+#     code, one python3 start, skipped when PRIMUS_DETECTION_DONE=1): MASTER_ADDR,
+#     MASTER_PORT, NNODES, NODE_RANK from the scheduler or config, GPUS_PER_NODE =
+#     the detected GPU count, NCCL_IB_HCA, NCCL_IB_GID_INDEX (3 when nothing is
+#     detected), IP_INTERFACE, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME,
+#     PRIMUS_ACCELERATOR, PRIMUS_GPU_MODEL, PRIMUS_NEURON_*. When it cannot run (no
+#     python3, no psutil) it warns once and the reference defaults below stay.
+#   - distributed fallbacks: MASTER_ADDR=localhost MASTER_PORT=1234 NNODES=1
+#     NODE_RANK=0 GPUS_PER_NODE=8
 #   - NCCL_DEBUG exported empty (reference: "base_env.sh empty default")
 #   - RCCL/NCCL, ROCm/HSA, PyTorch, Transformer Engine defaults (reference 4-7)
-#   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts)
+#   - HIP_VISIBLE_DEVICES=0,...,GPUS_PER_NODE-1 (not on neuron/cpu/cuda hosts,
+#     and never on top of a ROCR_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES mask)
+#   - OMP_NUM_THREADS=1 in every launch mode (torchrun's own default; --single
+#     and srun-native workers would otherwise start one thread per CPU)
 #   - defaults of the reference launcher's base_env.sh (behaviour sheet 7):
 #     NCCL_CHECKS_DISABLE=1 RCCL_MSCCLPP_ENABLE=0 RCCL_MSCCLPP_FORCE_ENABLE=0
 #     MSCCLPP_DISABLE_CHANNEL_CACHE=FALSE GPU_MAX_HW_QUEUES=2
@@ -157,41 +161,15 @@ __primus_env_export_origins() {
 __primus_is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
 
 # ---------------------------------------------------------------------------
-# Detection (devices + nics in one python3 start).
+# Detection: `python3 -m primus_runner detect`, the launcher's own code
+# (python/primus_runner/detect.py), in one python3 start.
 # ---------------------------------------------------------------------------
-
-# Runs each helper through cli.main, output captured per helper, so a helper
-# that fails (missing psutil, bad sysfs) is reported instead of half-applied.
-__PRIMUS_DETECT_PY='
-import io, sys
-out = sys.stdout.buffer
-for cmd in ("devices", "nics"):
-    real_out, real_err = sys.stdout, sys.stderr
-    cap_out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape", newline="")
-    cap_err = io.StringIO()
-    reason = ""
-    try:
-        sys.stdout, sys.stderr = cap_out, cap_err
-        from primus_runner import cli
-        rc = cli.main([cmd, "--format", "nul"])
-    except BaseException as exc:
-        rc, reason = 1, f"{type(exc).__name__}: {exc}"
-    finally:
-        sys.stdout, sys.stderr = real_out, real_err
-    cap_out.flush()
-    if rc == 0:
-        out.write(cap_out.buffer.getvalue())
-    else:
-        lines = [l for l in cap_err.getvalue().splitlines() if l.strip()]
-        reason = reason or (lines[-1] if lines else f"exit status {rc}")
-        out.write(f"__PRIMUS_DETECT_FAILED\0{cmd}: {reason}\0".encode("utf-8", "surrogateescape"))
-out.write(b"__PRIMUS_DETECT_END\0\0")
-'
 
 # __primus_detection_needed: true unless the launcher did it or every value
 # detection would give is already set.
 __primus_detection_needed() {
   [[ ${PRIMUS_DETECTION_DONE:-0} == 1 ]] && return 1
+  [[ -v MASTER_ADDR && -v MASTER_PORT && -v NNODES && -v NODE_RANK && -v GPUS_PER_NODE ]] || return 0
   [[ -n ${NCCL_IB_HCA:-} && -v NCCL_IB_GID_INDEX && -v NCCL_SOCKET_IFNAME && -v GLOO_SOCKET_IFNAME ]] || return 0
   case ${PRIMUS_ACCELERATOR:-auto} in
     rocm) [[ -n ${PRIMUS_GPU_MODEL:-} ]] || return 0 ;;
@@ -202,8 +180,8 @@ __primus_detection_needed() {
   return 1
 }
 
-# __primus_apply_detected NAME VALUE: a detected value, below the user's. An
-# empty NCCL_IB_HCA or PRIMUS_ACCELERATOR=auto asks for detection.
+# __primus_apply_detected NAME VALUE ORIGIN: a detected value, below the
+# user's. An empty NCCL_IB_HCA or PRIMUS_ACCELERATOR=auto asks for detection.
 __primus_apply_detected() {
   local name=$1 value=$2
   if [[ -z ${__PRIMUS_ORIGIN[$name]-} ]]; then
@@ -212,27 +190,49 @@ __primus_apply_detected() {
       PRIMUS_ACCELERATOR) [[ ${PRIMUS_ACCELERATOR-} != auto ]] || unset PRIMUS_ACCELERATOR ;;
     esac
   fi
-  primus_env_default "$name" "$value" detected
+  primus_env_default "$name" "$value" "$3"
 }
 
-# __primus_run_detection: run the helpers once, apply their records, warn once.
+# __primus_run_detection: run `detect --format nul` once, apply its records
+# (kind NAME VALUE: env, origin, fail, end), warn once about what failed.
 __primus_run_detection() {
-  local name value failures="" ended=0
+  local kind name value failures="" mapping="" ended=0 i reason
+  local -a names=() values=()
+  local -A detected_origin=()
   primus_pick_python
-  while IFS= read -r -d '' name && IFS= read -r -d '' value; do
-    case $name in
-      __PRIMUS_DETECT_END) ended=1 ;;
-      __PRIMUS_DETECT_FAILED) failures+="${failures:+; }$value" ;;
-      *)
-        if [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-          __primus_apply_detected "$name" "$value"
-        fi
+  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
+    case $kind in
+      env) names+=("$name") values+=("$value") ;;
+      origin) detected_origin[$name]=$value ;;
+      fail)
+        case $name in
+          ranks | config) mapping+="${mapping:+; }$value" ;;
+          *) failures+="${failures:+; }$name: $value" ;;
+        esac
         ;;
+      end) ended=1 ;;
     esac
   done < <(PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-    "$PRIMUS_PYTHON" -c "$__PRIMUS_DETECT_PY" 2>/dev/null)
+    "$PRIMUS_PYTHON" -m primus_runner detect --format nul 2>/dev/null)
+  for i in "${!names[@]}"; do
+    name=${names[i]}
+    case $name in
+      PRIMUS_DETECTION_DONE | PRIMUS_DETECTED_VARS) ;; # the launcher's bookkeeping
+      *) [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && __primus_apply_detected "$name" "${values[i]}" "${detected_origin[$name]:-detected}" ;;
+    esac
+  done
   if ((!ended)); then
-    failures="'$PRIMUS_PYTHON' could not run the primus_runner helpers"
+    # Failure path only: a second start to say why (last line of its stderr).
+    if command -v "$PRIMUS_PYTHON" >/dev/null 2>&1; then
+      reason=$({ PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+        "$PRIMUS_PYTHON" -m primus_runner detect --format nul 2>&1 >/dev/null || true; } | tail -n 1)
+    else
+      reason="no such program"
+    fi
+    failures="'$PRIMUS_PYTHON' could not run the primus_runner helpers${reason:+: $reason}"
+  fi
+  if [[ -n $mapping ]]; then
+    LOG_WARN_RANK0 "base_env: $mapping"
   fi
   if [[ -n $failures ]]; then
     LOG_WARN_RANK0 "base_env: detection helper unavailable ($failures); keeping the reference defaults for what it would detect. Fix: run 'make setup' (or set PRIMUS_PYTHON to a python3 with psutil and PyYAML), or export the values yourself."
@@ -260,8 +260,10 @@ __primus_base_network() {
   if [[ -n ${IP_INTERFACE:-} ]]; then
     primus_env_fallback NCCL_SOCKET_IFNAME "$IP_INTERFACE" default
   fi
-  if [[ -v NCCL_SOCKET_IFNAME ]]; then
-    primus_env_fallback GLOO_SOCKET_IFNAME "$NCCL_SOCKET_IFNAME" default
+  # Gloo takes a plain interface name: from IP_INTERFACE, never a copy of
+  # NCCL's ^/=/prefix-list syntax (python/primus_runner/nics/interfaces.py).
+  if [[ -n ${IP_INTERFACE:-} ]]; then
+    primus_env_fallback GLOO_SOCKET_IFNAME "$IP_INTERFACE" default
   fi
 }
 
@@ -277,6 +279,7 @@ __primus_base_libraries() {
   primus_env_fallback HSA_ENABLE_SDMA 1 default
   primus_env_fallback HSA_NO_SCRATCH_RECLAIM 1 default
   primus_env_fallback CUDA_DEVICE_MAX_CONNECTIONS 1 default
+  primus_env_fallback OMP_NUM_THREADS 1 default
   primus_env_fallback NVTE_ROCM_ENABLE_MXFP8 1 default
   primus_env_fallback NVTE_CK_USES_BWD_V3 1 default
   primus_env_fallback PATCH_TE_FLASH_ATTN 0 default
@@ -328,6 +331,9 @@ __primus_base_rocm_libs() {
 # number is left for validation to report.
 __primus_base_visible_devices() {
   case ${PRIMUS_ACCELERATOR:-auto} in neuron | cpu | cuda) return 0 ;; esac
+  # A ROCR/CUDA mask already chose the GPUs; HIP indices on top would index
+  # into the masked list (double mask). GPUS_PER_NODE counts after the mask.
+  [[ -z ${ROCR_VISIBLE_DEVICES:-} && -z ${CUDA_VISIBLE_DEVICES:-} ]] || return 0
   __primus_is_uint "${GPUS_PER_NODE-}" || return 0
   local n=$((10#$GPUS_PER_NODE)) i list=""
   ((n >= 1 && n <= 1024)) || return 0
@@ -393,10 +399,12 @@ __primus_base_summary() {
 
 # __primus_base_env_main: everything above, in order.
 __primus_base_env_main() {
-  __primus_base_distributed
+  # Detection first: it reads the exported environment, where a default set
+  # here would look like the user's (GPUS_PER_NODE=8 on a 2-GPU host).
   if __primus_detection_needed; then
     __primus_run_detection
   fi
+  __primus_base_distributed
   __primus_base_network
   __primus_base_libraries
   __primus_base_visible_devices

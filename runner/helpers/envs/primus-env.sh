@@ -15,10 +15,10 @@
 #                                 them (`maxtext`, `--backend=maxtext`,
 #                                 `examples/maxtext/x.yaml`); the match is exported
 #                                 as PRIMUS_FRAMEWORK
-#   4. validation                 neuron core layout (primus_neuron_validate_cores),
-#                                 then `python3 -m primus_runner env check`
+#   4. validation                 `python3 -m primus_runner env check` (every
+#                                 rule, the Neuron ones included)
 #                                 (errors: return 2). PRIMUS_SKIP_VALIDATION=1 skips
-#                                 both with a warning; PRIMUS_ENV_DEFER_VALIDATION=1
+#                                 it with a warning; PRIMUS_ENV_DEFER_VALIDATION=1
 #                                 (alias PRIMUS_DEFER_VALIDATION=1: the launcher,
 #                                 which runs env check itself after hooks and
 #                                 --env) skips only env check, silently.
@@ -109,14 +109,11 @@ __primus_layer_framework() {
   return 0
 }
 
-# __primus_layer_validation: neuron core layout, then the registry's env check.
+# __primus_layer_validation: the registry's env check (every rule, Neuron included).
 __primus_layer_validation() {
   if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
     LOG_WARN_RANK0 "primus-env: PRIMUS_SKIP_VALIDATION=1: environment validation skipped (not recommended)."
     return 0
-  fi
-  if [[ ${PRIMUS_ACCELERATOR:-} == neuron ]]; then
-    primus_neuron_validate_cores || return 2
   fi
   [[ ${PRIMUS_ENV_DEFER_VALIDATION:-${PRIMUS_DEFER_VALIDATION:-0}} == 1 ]] && return 0
   local rc=0

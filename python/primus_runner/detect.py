@@ -1,0 +1,198 @@
+"""``detect``: the one detection path of every entry point (SPEC sections 5 and 6).
+
+The launcher's ``launch prepare``/``serve`` step, sourcing base_env.sh by hand
+(through ``detect --format nul``) and a user running ``python3 -m primus_runner
+detect`` all call :func:`detected_env`, so the same host gives the same values
+everywhere: the distributed mapping (ranks.py: user > scheduler > config >
+reference defaults), the devices (accelerator, GPU model and count, Neuron
+instance facts; devices.py), GPUS_PER_NODE = the detected GPU count unless the
+user, a scheduler or their own config set it, and the NIC/HCA variables
+(nics.py). A value the user exported is never replaced.
+
+Output formats: ``shell`` (``export NAME=VALUE`` lines quoted for bash),
+``json`` ({"env": ..., "origins": ..., "failures": [...]}), ``nul`` (records
+``kind\\0name\\0value\\0`` for base_env.sh: ``env`` values, ``origin`` labels,
+``fail`` reasons, then ``end``). A step that fails (a contradictory scheduler
+environment, a missing psutil) is reported and the others still run; the exit
+status is then that failure's (2 usage, 1 missing dependency).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from primus_runner import config as cfgmod
+from primus_runner.errors import PrimusError, UsageError
+
+DIST_KEYS = {
+    "MASTER_ADDR": "direct.master_addr",
+    "MASTER_PORT": "direct.master_port",
+    "NNODES": "direct.nnodes",
+    "NODE_RANK": "direct.node_rank",
+    "GPUS_PER_NODE": "direct.gpus_per_node",
+}
+ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
+# Bookkeeping the launcher exports next to the detected values.
+BOOKKEEPING = ("PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS")
+
+
+def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
+    """Distributed defaults taken from the config files."""
+    out = {}
+    for name, key in DIST_KEYS.items():
+        value = cfgmod.scalar_text(cfg.get(key))
+        if value != "":
+            out[name] = value
+    return out
+
+
+def _gpus_per_node_is_a_default(origin: str | None, cfg: cfgmod.Config) -> bool:
+    """True when GPUS_PER_NODE comes only from runner/.primus.yaml or the
+    reference (not from the user, a scheduler, ~/.primus.yaml or --config)."""
+    if origin not in ("config", "default"):
+        return False
+    source = cfg.sources.get(DIST_KEYS["GPUS_PER_NODE"])
+    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
+
+
+def _step_failed(step: str, exc: BaseException, failures: list[tuple[str, str, int]] | None) -> None:
+    """Record a failed step (soft mode) or raise it again (the launcher)."""
+    if failures is None:
+        raise exc
+    code = exc.exit_code if isinstance(exc, PrimusError) else 1
+    reason = str(exc) if isinstance(exc, PrimusError) else f"{type(exc).__name__}: {exc}"
+    failures.append((step, reason, code))
+
+
+def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
+                 sysfs_root: str, dev_root: str, origins: dict[str, str] | None = None,
+                 failures: list[tuple[str, str, int]] | None = None) -> dict[str, str]:
+    """Everything a launch exports before the shell layers run.
+
+    ``origins`` (when given) receives where each value came from; with
+    ``failures`` given a failing step is appended there as (step, reason,
+    exit code) instead of raised, and the other steps still run."""
+    from primus_runner import devices, nics, ranks
+
+    out: dict[str, str] = {}
+    where: dict[str, str] = {} if origins is None else origins
+    gpus_origin: str | None = "exported" if "GPUS_PER_NODE" in env else "default"
+    try:
+        mapping = ranks.resolve(env, config_defaults(cfg))
+    except (PrimusError, ImportError, OSError) as exc:
+        _step_failed("ranks", exc, failures)
+    else:
+        for name, value in mapping.as_env().items():
+            out[name] = value
+            where[name] = mapping.origins.get(name, "default")
+        gpus_origin = mapping.origins.get("GPUS_PER_NODE")
+    view = {**env, **out}
+    wanted = accelerator or env.get("PRIMUS_ACCELERATOR") or cfgmod.scalar_text(cfg.get("direct.accelerator"))
+    if wanted and wanted != "auto":
+        view["PRIMUS_ACCELERATOR"] = wanted
+    found: dict[str, str] = {}
+    try:
+        found = devices.detect_devices(sysfs_root, dev_root, view).as_env()
+    except (PrimusError, ImportError, OSError) as exc:
+        _step_failed("devices", exc, failures)
+    for name, value in found.items():
+        if name not in env:
+            out[name] = value
+            where[name] = "detected"
+    if _gpus_per_node_is_a_default(gpus_origin, cfg) and found.get("PRIMUS_GPU_COUNT", "0") not in ("", "0"):
+        # One process per detected GPU unless the user or their config said otherwise.
+        out["GPUS_PER_NODE"] = found["PRIMUS_GPU_COUNT"]
+        where["GPUS_PER_NODE"] = "detected"
+    if wanted and wanted != "auto":
+        out["PRIMUS_ACCELERATOR"] = wanted
+        where["PRIMUS_ACCELERATOR"] = ("cli" if accelerator else
+                                       "exported" if env.get("PRIMUS_ACCELERATOR") == wanted else "config")
+    try:
+        found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
+    except (PrimusError, ImportError, OSError) as exc:
+        _step_failed("nics", exc, failures)
+        found_nics = {}
+    for name, value in found_nics.items():
+        if name not in env:
+            out[name] = value
+            where[name] = "detected"
+    out["PRIMUS_DETECTION_DONE"] = "1"
+    # Values the launcher defaulted or detected (not the user's): the layers
+    # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.
+    out["PRIMUS_DETECTED_VARS"] = " ".join(sorted(n for n in out if n not in env and n not in BOOKKEEPING))
+    return out
+
+
+def _parse(argv: list[str]) -> dict[str, str]:
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="python3 -m primus_runner detect",
+        description="Detect what a launch on this host would use: MASTER_ADDR, MASTER_PORT, "
+                    "NNODES, NODE_RANK, GPUS_PER_NODE, the accelerator, GPU model and count, "
+                    "Neuron instance facts and the NIC/HCA variables. The same code as the "
+                    "launcher and base_env.sh; exported values are kept.")
+    p.add_argument("--format", choices=("shell", "json", "nul"), default="shell",
+                   help="shell: export lines for bash (default); json; nul: records for base_env.sh")
+    p.add_argument("--config", help="config file (above ~/.primus.yaml and runner/.primus.yaml)")
+    p.add_argument("--accelerator", choices=ACCELERATORS, help="override detection (PRIMUS_ACCELERATOR)")
+    p.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
+                   help="root holding sys/, proc/ and etc/ (default: $PRIMUS_SYSFS_ROOT or /)")
+    p.add_argument("--dev-root", default=os.environ.get("PRIMUS_DEV_ROOT") or "/",
+                   help="root holding dev/ (default: $PRIMUS_DEV_ROOT or /)")
+    args = p.parse_args(argv)
+    return {"format": args.format, "config": args.config or "", "accelerator": args.accelerator or "",
+            "sysfs_root": args.sysfs_root, "dev_root": args.dev_root}
+
+
+def _fast_parse(argv: list[str]) -> dict[str, str] | None:
+    """base_env.sh's exact call without argparse (~10 ms); None for anything else."""
+    if argv != ["--format", "nul"]:
+        return None
+    return {"format": "nul", "config": "", "accelerator": "",
+            "sysfs_root": os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
+            "dev_root": os.environ.get("PRIMUS_DEV_ROOT") or "/"}
+
+
+def main(argv: list[str]) -> int:
+    opts = _fast_parse(argv) or _parse(argv)
+    for flag, path in (("--sysfs-root", opts["sysfs_root"]), ("--dev-root", opts["dev_root"])):
+        if not os.path.isdir(path):
+            raise UsageError(f"{flag} '{path}' is not a directory; accepted: a directory (default /)")
+    failures: list[tuple[str, str, int]] = []
+    origins: dict[str, str] = {}
+    try:
+        cfg = cfgmod.load(opts["config"] or None)
+    except PrimusError as exc:
+        if opts["format"] != "nul":
+            raise
+        failures.append(("config", str(exc), exc.exit_code))
+        cfg = cfgmod.Config({}, {}, [])
+    accelerator = None if opts["accelerator"] in ("", "auto") else opts["accelerator"]
+    values = detected_env(os.environ, cfg, accelerator, opts["sysfs_root"], opts["dev_root"],
+                          origins, failures)
+    if opts["format"] == "nul":
+        records = [("env", name, value) for name, value in values.items()]
+        records += [("origin", name, origin) for name, origin in origins.items()]
+        records += [("fail", step, reason) for step, reason, _ in failures]
+        records.append(("end", "", ""))
+        sys.stdout.flush()
+        sys.stdout.buffer.write(cfgmod.encode_records(iter(records)))
+        sys.stdout.buffer.flush()
+        return 0
+    from primus_runner import log
+
+    for step, reason, _ in failures:
+        for line in reason.splitlines() or [""]:
+            log.error(f"detect: {step}: {line}")
+    if opts["format"] == "json":
+        import json
+
+        print(json.dumps({"env": values, "origins": origins,
+                          "failures": [{"step": s, "reason": r} for s, r, _ in failures]}, indent=2))
+    else:
+        from primus_runner.shellfmt import export_lines
+
+        sys.stdout.write(export_lines(values))
+    return max((code for _, _, code in failures), default=0)

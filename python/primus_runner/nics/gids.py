@@ -1,0 +1,81 @@
+"""RoCE GIDs: what each GID table entry is, and which index NCCL should use.
+
+Sysfs: ``<dev>/ports/<n>/gids/<i>`` (the GID, all zeros or EINVAL when the
+slot is empty) and ``gid_attrs/types/<i>`` ("IB/RoCE v1" or "RoCE v2").
+
+Choice, per chosen RoCE port: the lowest index whose type is RoCE v2 and whose
+GID is an IPv4-mapped address (``::ffff:a.b.c.d``): routable over IP and what
+NCCL itself looks for by default. When every chosen port has it at the same
+index, that index is NCCL_IB_GID_INDEX. When the indexes differ between the
+ports of one host (mixed mlx5/bnxt), no single index is right: the launcher
+sets ``NCCL_IB_GID_INDEX=-1``, which since NCCL 2.21 makes NCCL select the GID
+per device from ``NCCL_IB_ADDR_FAMILY`` (default AF_INET) and
+``NCCL_IB_ROCE_VERSION_NUM`` (default 2), and sets both to those defaults
+explicitly. Sources: NCCL src/transport/net_ib
+(``NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)``,
+``NCCL_PARAM(IbRoceVersionNum, "IB_ROCE_VERSION_NUM", 2)``) and the NCCL
+environment-variable docs (NCCL_IB_GID_INDEX, NCCL_IB_ADDR_FAMILY,
+NCCL_IB_ROCE_VERSION_NUM). With an RCCL/NCCL older than 2.21 the fix is to
+restrict NCCL_IB_HCA to ports that share one index (the note says which).
+Across nodes the index may differ (containers: 3 on one node, 7 on another);
+the cluster check compares what the index *means* (type and family), not its
+number.
+"""
+from __future__ import annotations
+
+from primus_runner.records import dataclass
+
+DEFAULT_GID_INDEX = 3          # reference default (Primus base_env.sh)
+AUTO_GID_INDEX = -1            # NCCL >= 2.21: select per device
+
+
+@dataclass
+class Gid:
+    index: int
+    gid: str
+    type: str          # "RoCE v2", "IB/RoCE v1"
+    family: str        # "IPv4", "IPv6", "link-local", "absent"
+
+    @property
+    def routable_v2_ipv4(self) -> bool:
+        return self.type.lower() == "roce v2" and self.family == "IPv4"
+
+    def meaning(self) -> str:
+        return f"{self.type} {self.family}"
+
+
+def ipv4_from_gid(gid: str) -> str | None:
+    """'0000:0000:0000:0000:0000:ffff:0a00:000b' -> '10.0.0.11'."""
+    parts = gid.lower().split(":")
+    if len(parts) != 8 or parts[:6] != ["0000"] * 5 + ["ffff"]:
+        return None
+    try:
+        hi, lo = int(parts[6], 16), int(parts[7], 16)
+    except ValueError:
+        return None
+    return f"{hi >> 8}.{hi & 255}.{lo >> 8}.{lo & 255}"
+
+
+def gid_family(gid: str | None) -> str:
+    """'IPv4' (IPv4-mapped), 'link-local' (fe80::/10), 'IPv6', or 'absent' (empty slot)."""
+    digits = (gid or "").replace(":", "").lower()
+    if len(digits) != 32 or any(c not in "0123456789abcdef" for c in digits) or int(digits, 16) == 0:
+        return "absent"
+    if ipv4_from_gid(gid or "") is not None:
+        return "IPv4"
+    if int(digits[:4], 16) & 0xFFC0 == 0xFE80:
+        return "link-local"
+    return "IPv6"
+
+
+def describe(gids: list[Gid], index: int) -> str:
+    """What index ``index`` means on a port: 'RoCE v2 IPv4', 'absent', ..."""
+    for gid in gids:
+        if gid.index == index:
+            return gid.meaning()
+    return "absent"
+
+
+def v2_ipv4_index(gids: list[Gid]) -> int | None:
+    found = [g.index for g in gids if g.routable_v2_ipv4]
+    return min(found) if found else None

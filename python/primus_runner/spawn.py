@@ -1,0 +1,83 @@
+"""Start the launcher's workload process: own session, parent-death signal.
+
+Run as a script by runner/lib/supervise.sh (never imported on the launch path):
+
+    python3 spawn.py --parent PID [--in-process] -- PROGRAM [ARGS...]
+
+- ``setsid()``: the workload is a session (and process group) of its own, so a
+  signal sent to the launcher's process group (``timeout``, ``kill -- -PGID``,
+  Ctrl-C) reaches only the launcher, which then delivers it once.
+- ``prctl(PR_SET_PDEATHSIG, SIGTERM)``: when the launcher dies (SIGKILL, OOM
+  killer) this process receives SIGTERM; the launcher's watcher
+  (runner/helpers/watch_run.sh) sends SIGKILL after the grace. The setting
+  survives ``execve`` (prctl(2)); when the launcher is already gone (it died
+  before the prctl), the process ends at once.
+- ``--in-process`` (for torchrun, a Python console script): run PROGRAM in this
+  interpreter with SIGUSR1/SIGUSR2 caught (a no-op), so a signal sent to every
+  process of a Slurm step does not kill torchrun: torchrun handles only
+  SIGINT/SIGTERM/SIGHUP/SIGQUIT (https://github.com/pytorch/pytorch/issues/154849)
+  and the default action of SIGUSR1 ends a process (signal(7)). Its workers get
+  the default dispositions back at their own ``execve``.
+Otherwise PROGRAM replaces this process (``execvp``), keeping its pid.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import runpy
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _set_parent_death_signal(sig: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        sys.stderr.write(f"spawn.py: prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}\n")
+
+
+def _usage() -> int:
+    sys.stderr.write("usage: spawn.py --parent PID [--in-process] -- PROGRAM [ARGS...]\n")
+    return 2
+
+
+def main(argv: list[str]) -> int:
+    parent = 0
+    in_process = False
+    while argv and argv[0] != "--":
+        opt = argv.pop(0)
+        if opt == "--parent" and argv and argv[0].isdigit():
+            parent = int(argv.pop(0))
+        elif opt == "--in-process":
+            in_process = True
+        else:
+            return _usage()
+    if len(argv) < 2:
+        return _usage()
+    program, args = argv[1], argv[2:]
+    if os.getsid(0) != os.getpid():
+        os.setsid()
+    _set_parent_death_signal(signal.SIGTERM)
+    if parent and os.getppid() != parent:
+        # The launcher died before the prctl: nobody would ever stop us.
+        return 128 + signal.SIGTERM
+    if in_process:
+        for sig in (signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, lambda _num, _frame: None)
+        sys.argv = [program, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(program))
+        runpy.run_path(program, run_name="__main__")
+        return 0
+    try:
+        os.execvp(program, [program, *args])
+    except OSError as exc:
+        sys.stderr.write(f"spawn.py: cannot run '{program}': {exc.strerror}\n")
+        return 127
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# runner/helpers/watch_run.sh: stop a run whose launcher died.
+#
+# Usage (started by runner/lib/supervise.sh, in a session of its own):
+#   watch_run.sh RUN_ID LAUNCHER_PID GRACE   (stdin: a pipe only the launcher writes)
+#
+# The launcher writes "done" before it exits on purpose. End of file without
+# it means the launcher was killed (SIGKILL, the OOM killer): its workload got
+# SIGTERM from the parent-death signal (python/primus_runner/spawn.py; torchrun
+# sends it on to every worker), so this waits GRACE seconds for every process
+# of the run (environment PRIMUS_RUN_ID=RUN_ID), sends SIGKILL to the rest and
+# prints the closing line. Signals that end a process group are ignored here.
+set -uo pipefail
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+if (($# != 3)) || [[ ! $3 =~ ^[0-9]{1,5}$ ]]; then
+  echo "watch_run.sh: usage: watch_run.sh RUN_ID LAUNCHER_PID GRACE_SECONDS" >&2
+  exit 2
+fi
+trap '' TERM INT HUP USR1 USR2 PIPE
+run_id=$1 launcher=$2 grace=$((10#$3))
+
+line=""
+while IFS= read -r line; do
+  [[ $line == "done" ]] && exit 0
+done
+[[ $line == "done" ]] && exit 0
+
+WATCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=runner/lib/common.sh
+source "$WATCH_DIR/lib/common.sh"
+# shellcheck source=runner/lib/supervise.sh
+source "$WATCH_DIR/lib/supervise.sh"
+
+members=()
+mapfile -t members < <(primus_run_members "$run_id")
+((${#members[@]} > 0)) || exit 0
+count=${#members[@]}
+LOG_WARN "the launcher (pid $launcher) is gone (killed: SIGKILL or the OOM killer; sender unknown):" \
+  "its workload got SIGTERM; SIGKILL after ${grace} s to what is left of ${#members[@]} process(es)."
+deadline=$((SECONDS + grace))
+left=()
+while :; do
+  mapfile -t members < <(primus_run_members "$run_id")
+  primus_alive_of left "${members[@]}"
+  ((${#left[@]} > 0 && SECONDS < deadline)) || break
+  sleep 0.1
+done
+killed=""
+if ((${#left[@]} > 0)); then
+  primus_describe_pids killed "${left[@]}"
+  kill -KILL "${left[@]}" 2>/dev/null
+fi
+text="stop: launcher pid $launcher died; $count process(es) of the run stopped (SIGTERM from the parent-death signal)"
+if [[ -n $killed ]]; then
+  text+=", killed after the $grace s grace: $killed"
+else
+  text+=" and all ended within the $grace s grace"
+fi
+LOG_WARN "$text."
+exit 0

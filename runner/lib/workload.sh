@@ -1,0 +1,207 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # PRIMUS_WL_* are this library's results, read by the launcher
+# runner/lib/workload.sh: what the direct launcher runs (SPEC section 4, issue 10):
+# the workload's own interpreter, its script or module, and the run mode.
+# Sourced; defines only primus_* names and never changes shell options.
+#
+# Two interpreters, never confused: the runner's helpers run with PRIMUS_PYTHON
+# (runner/lib/common.sh); the workload runs with, in this order,
+#   --python PATH  >  PRIMUS_WORKLOAD_PYTHON  >  config direct.python  >  python3 on PATH
+# (PATH at launch time, so an activated venv or conda env wins), and torchrun is
+# that interpreter's own (`<python> -m torch.distributed.run`, or PRIMUS_TORCHRUN).
+#
+#   primus_workload_python_pick CLI_PYTHON    PRIMUS_WL_PYTHON, PRIMUS_WL_PYTHON_ORIGIN
+#   primus_workload_probe_start               one `<python> -c` in the background
+#   primus_workload_probe_finish NEED_TORCH   PRIMUS_WL_EXE, PRIMUS_WL_TORCH_VERSION/PATH
+#   primus_workload_entry CLI_SCRIPT CLI_MODULE   PRIMUS_WL_ENTRY (script path or -m NAME)
+#   primus_workload_run_mode CLI_SINGLE FIRST_WORD   PRIMUS_WL_RUN_MODE, _ORIGIN
+#   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* and JAX coordinator
+# Every failure exits (1 missing, 2 invalid) with the culprit, how it was
+# chosen and the fix (SPEC section 3).
+
+if [[ -n ${__PRIMUS_WORKLOAD_SH:-} ]]; then
+  return 0
+fi
+__PRIMUS_WORKLOAD_SH=1
+
+PRIMUS_WL_PYTHON="" PRIMUS_WL_PYTHON_ORIGIN="" PRIMUS_WL_EXE=""
+PRIMUS_WL_TORCH_VERSION="" PRIMUS_WL_TORCH_PATH="" PRIMUS_WL_PROBE_FD=""
+PRIMUS_WL_RUN_MODE="" PRIMUS_WL_RUN_MODE_ORIGIN=""
+PRIMUS_WL_ENTRY=()
+
+readonly PRIMUS_WL_FIX_PYTHON="activate the environment that holds your training stack (source <venv>/bin/activate, conda activate <env>), or pass --python /path/to/python, or export PRIMUS_WORKLOAD_PYTHON=/path/to/python, or set direct.python in the config"
+
+# primus_workload_python_pick CLI_PYTHON: choose the workload interpreter.
+primus_workload_python_pick() {
+  local cli=$1 cfg=${PRIMUS_CONFIG[direct.python]-}
+  if [[ -n $cli ]]; then
+    PRIMUS_WL_PYTHON=$cli PRIMUS_WL_PYTHON_ORIGIN="--python"
+  elif [[ -n ${PRIMUS_WORKLOAD_PYTHON:-} ]]; then
+    PRIMUS_WL_PYTHON=$PRIMUS_WORKLOAD_PYTHON PRIMUS_WL_PYTHON_ORIGIN="PRIMUS_WORKLOAD_PYTHON"
+  elif [[ -n $cfg ]]; then
+    PRIMUS_WL_PYTHON=$cfg PRIMUS_WL_PYTHON_ORIGIN="config direct.python"
+  else
+    PRIMUS_WL_PYTHON=python3 PRIMUS_WL_PYTHON_ORIGIN="python3 on PATH"
+  fi
+  local found=""
+  if [[ $PRIMUS_WL_PYTHON == */* ]]; then
+    [[ -f $PRIMUS_WL_PYTHON && -x $PRIMUS_WL_PYTHON ]] && found=$PRIMUS_WL_PYTHON
+  else
+    found=$(command -v -- "$PRIMUS_WL_PYTHON" 2>/dev/null) || found=""
+  fi
+  if [[ -z $found ]]; then
+    die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) not found or not executable; nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
+  fi
+  PRIMUS_WL_PYTHON=$found
+}
+
+# The probe: the interpreter's sys.executable, and torch's version and package
+# directory, found with importlib's finder and torch/version.py; importing torch
+# itself would cost about a second of every launch (SPEC section 10).
+readonly __PRIMUS_WL_PROBE='import sys, importlib.util as u
+v = p = ""
+s = u.find_spec("torch")
+if s is not None and s.submodule_search_locations:
+    p = list(s.submodule_search_locations)[0]
+    v = "unknown"
+    try:
+        for line in open(p + "/version.py", encoding="utf-8"):
+            if line.startswith("__version__"):
+                v = line.split("=", 1)[1].strip().strip("\"'\''")
+                break
+    except OSError:
+        pass
+sys.stdout.write(sys.executable + "\0" + v + "\0" + p + "\0")'
+
+# primus_workload_probe_start: run the probe concurrently with the launch steps
+# that follow (layers, hooks, env check); its answer is read by _finish.
+primus_workload_probe_start() {
+  exec {PRIMUS_WL_PROBE_FD}< <(exec "$PRIMUS_WL_PYTHON" -c "$__PRIMUS_WL_PROBE" 2>/dev/null </dev/null)
+}
+
+# primus_workload_probe_finish NEED_TORCH: read the probe; NEED_TORCH=1 (torchrun
+# mode) and no torch → exit 1 before anything starts.
+primus_workload_probe_finish() {
+  local need=$1 exe="" version="" path=""
+  if [[ -n $PRIMUS_WL_PROBE_FD ]]; then
+    { IFS= read -r -d '' exe && IFS= read -r -d '' version && IFS= read -r -d '' path; } <&"$PRIMUS_WL_PROBE_FD" || true
+    exec {PRIMUS_WL_PROBE_FD}<&-
+    PRIMUS_WL_PROBE_FD=""
+  fi
+  if [[ -z $exe ]]; then
+    die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) does not run as Python ('$PRIMUS_WL_PYTHON -c ...' failed); nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
+  fi
+  PRIMUS_WL_EXE=$exe PRIMUS_WL_TORCH_VERSION=$version PRIMUS_WL_TORCH_PATH=$path
+  if [[ $need == 1 && -z $path ]]; then
+    die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with '$exe -m torch.distributed.run'; nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
+  fi
+}
+
+# __primus_wl_find_script PATH: sets __PRIMUS_WL_SCRIPT to PATH when it exists
+# (relative: in the working directory, else under PRIMUS_ROOT); false otherwise.
+__primus_wl_find_script() {
+  __PRIMUS_WL_SCRIPT=""
+  if [[ -f $1 ]]; then
+    __PRIMUS_WL_SCRIPT=$1
+  elif [[ $1 != /* && -f $PRIMUS_ROOT/$1 ]]; then
+    __PRIMUS_WL_SCRIPT=$PRIMUS_ROOT/$1
+  else
+    return 1
+  fi
+}
+
+# primus_workload_entry CLI_SCRIPT CLI_MODULE: --script > --module > config
+# direct.module > config direct.script (default primus/cli/main.py). Nothing
+# runs in place of a missing script (SPEC section 9).
+primus_workload_entry() {
+  local script=$1 module=$2
+  local how_fix="name what to run: --script path/to/train.py, or --module package.module (python -m; the built-in CPU workload is --module primus_runner)"
+  if [[ -n $script && -n $module ]]; then
+    primus_bad_usage "primus-cli direct" "--script '$script' and --module '$module' both name the workload; give one of them."
+  fi
+  if [[ -n $script ]]; then
+    [[ -f $script ]] || die "$PRIMUS_EXIT_MISSING" "training script '$script' (--script) not found; nothing was started. Fix: pass an existing file, or $how_fix."
+    PRIMUS_WL_ENTRY=("$script")
+    return 0
+  fi
+  [[ -n $module ]] || module=${PRIMUS_CONFIG[direct.module]-}
+  if [[ -n $module ]]; then
+    if [[ ! $module =~ ^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$ ]]; then
+      primus_bad_usage "primus-cli direct" "--module / direct.module '$module' is not a Python module name; accepted: dotted identifiers such as mypkg.train."
+    fi
+    PRIMUS_WL_ENTRY=(-m "$module")
+    if [[ $module == primus_runner || $module == primus_runner.* ]]; then
+      # The embedded workload ships in the runner's own tree, not in the user's env.
+      export PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+    fi
+    return 0
+  fi
+  script=${PRIMUS_CONFIG[direct.script]-}
+  local origin="config direct.script"
+  if [[ -z $script ]]; then
+    script=primus/cli/main.py origin="the default"
+  elif [[ $script == primus/cli/main.py ]]; then
+    origin="the default (direct.script)"
+  fi
+  if ! __primus_wl_find_script "$script"; then
+    die "$PRIMUS_EXIT_MISSING" "training script '$script' ($origin) not found in $PWD or $PRIMUS_ROOT; nothing was started. Fix: $how_fix."
+  fi
+  PRIMUS_WL_ENTRY=("$__PRIMUS_WL_SCRIPT")
+}
+
+# primus_workload_run_mode CLI_SINGLE FIRST_WORD: env RUN_MODE (a hook's
+# env.RUN_MODE line, or an export) > --single > config direct.run_mode >
+# auto (node_smoke → single, else torchrun); the order of the reference launcher
+# (shared/reference/primus-runner-behaviour.md section 1, item 10).
+primus_workload_run_mode() {
+  local cli=$1 first=$2 cfg=${PRIMUS_CONFIG[direct.run_mode]-}
+  if [[ -n ${RUN_MODE:-} ]]; then
+    PRIMUS_WL_RUN_MODE=$RUN_MODE PRIMUS_WL_RUN_MODE_ORIGIN="RUN_MODE"
+  elif [[ $cli == 1 ]]; then
+    PRIMUS_WL_RUN_MODE=single PRIMUS_WL_RUN_MODE_ORIGIN="--single"
+  elif [[ -n $cfg ]]; then
+    PRIMUS_WL_RUN_MODE=$cfg PRIMUS_WL_RUN_MODE_ORIGIN="config direct.run_mode"
+  elif [[ $first == node_smoke ]]; then
+    PRIMUS_WL_RUN_MODE=single PRIMUS_WL_RUN_MODE_ORIGIN="node_smoke default"
+  else
+    PRIMUS_WL_RUN_MODE=torchrun PRIMUS_WL_RUN_MODE_ORIGIN="default"
+  fi
+  case $PRIMUS_WL_RUN_MODE in
+    torchrun | single) ;;
+    *) primus_bad_usage "primus-cli direct" "run mode '$PRIMUS_WL_RUN_MODE' (from $PRIMUS_WL_RUN_MODE_ORIGIN) is not known; accepted: torchrun, single. Fix: direct.run_mode: torchrun|single, --single, or a hook line env.RUN_MODE=single." ;;
+  esac
+  export RUN_MODE=$PRIMUS_WL_RUN_MODE
+}
+
+# primus_workload_jax_coordinator: the JAX coordinator belongs to single mode
+# with NNODES > 1 (torchrun's store holds MASTER_PORT in torchrun mode). A value
+# only the JAX layer defaulted is dropped in torchrun mode; a user's is kept and
+# `env check` (rule jax_coordinator_port_clash) judges it.
+primus_workload_jax_coordinator() {
+  local name
+  if [[ $PRIMUS_WL_RUN_MODE != single ]]; then
+    for name in JAX_COORDINATOR_IP JAX_COORDINATOR_PORT; do
+      if [[ ${__PRIMUS_ORIGIN[$name]-} == jax_xla ]]; then
+        unset "$name"
+        unset "__PRIMUS_ORIGIN[$name]"
+      fi
+    done
+    return 0
+  fi
+  ((10#${NNODES:-1} > 1)) || return 0
+  [[ -n ${JAX_COORDINATOR_IP:-} ]] || export JAX_COORDINATOR_IP=$MASTER_ADDR
+  [[ -n ${JAX_COORDINATOR_PORT:-} ]] || export JAX_COORDINATOR_PORT=$MASTER_PORT
+  # jax 0.10.2, jax/_src/distributed.py State.initialize(): with no arguments it
+  # reads JAX_COORDINATOR_ADDRESS (host:port) from the environment; the process
+  # count and id come only from a detected cluster (jax/_src/clusters: Slurm,
+  # Open MPI, Kubernetes, TPU), and JAX_COORDINATOR_PORT only overrides the port
+  # such a cluster would pick. So a launch outside those passes
+  # num_processes=int(os.environ["WORLD_SIZE"]), process_id=int(os.environ["RANK"]).
+  [[ -n ${JAX_COORDINATOR_ADDRESS:-} ]] || export JAX_COORDINATOR_ADDRESS=$JAX_COORDINATOR_IP:$JAX_COORDINATOR_PORT
+}
+
+# primus_workload_single_env: one process per node: the torchrun variables a
+# workload reads, as torchrun would set them for one local process.
+primus_workload_single_env() {
+  export RANK=$((10#${NODE_RANK:-0})) WORLD_SIZE=$((10#${NNODES:-1})) LOCAL_RANK=0 LOCAL_WORLD_SIZE=1
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() is literal test data
+# primus-cli container against a real runtime: podman + runc, a test-local
+# podman configuration and a test image (tests/container/podman_env.bash).
+# These tests fail, never skip, when podman cannot run a container.
+
+setup_file() {
+  REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+  # shellcheck source=tests/container/podman_env.bash
+  source "$REPO_ROOT/tests/container/podman_env.bash"
+  podman_test_env "$REPO_ROOT"
+  podman_test_image "$REPO_ROOT"
+  podman_test_check
+}
+
+setup() {
+  load helpers/launcher
+  launcher_setup
+  # shellcheck source=tests/container/podman_env.bash
+  source "$REPO_ROOT/tests/container/podman_env.bash"
+  podman_test_env "$REPO_ROOT"
+  podman_test_image "$REPO_ROOT"
+  # The machine's container settings are the user's ~/.primus.yaml: it also
+  # proves the user config reaches the launcher (and, mounted, the inner direct).
+  cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
+  unset DOCKER_IMAGE NCCL_DEBUG PRIMUS_KILL_GRACE
+  export PRIMUS_ACCELERATOR=cpu
+}
+
+teardown() {
+  launcher_teardown
+}
+
+# ours NAME_PREFIX: containers (any state) whose name starts with the prefix.
+ours() {
+  podman ps -a --format '{{.Names}}' | grep "^$1" || true
+}
+
+@test "the embedded workload trains in a container: 2 processes, loss falls, checkpoint written" {
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) PRIMUS_TRAIN_STEPS=12 \
+    run "$PRIMUS_CLI" container --name ptrain -- -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
+  assert_success
+  assert_output --partial "podman run --rm --name ptrain-"
+  assert_output --partial "--ulimit host"
+  assert_output --partial "nproc_per_node 2"
+  first=$(grep -m1 -o 'step 1/[0-9]* loss [0-9.]*' <<<"$output" | awk '{print $NF}')
+  last=$(grep -o 'step [0-9]*/[0-9]* loss [0-9.]*' <<<"$output" | tail -n1 | awk '{print $NF}')
+  [[ -n $first && -n $last ]]
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'
+  assert_output --partial "checkpoint saved"
+  [[ -z $(ours ptrain-) ]]
+}
+
+@test "values and secrets reach the job byte for byte, every way; printed lines show ****" {
+  mkdir out
+  tricky=$'it\'s "quoted" $(touch pwned) `id` ; * \n second line'
+  printf 'FILE_VAL=from file $(x)\nFILE_TOKEN=file-secret-4\n' >vals.env
+  printf 'INNER_FILE_VAL=inner file\n' >inner.env
+  printf 'direct:\n  single: true\n  env: ["CFG_VAL=from config", "CFG_TOKEN=cfg-secret-3"]\n' >cfg.yaml
+  HF_TOKEN=hf-secret-0 PRIMUS_TRICKY=$tricky NCCL_DEBUG=WARN \
+    run "$PRIMUS_CLI" container --config cfg.yaml --env "CLI_VAL=$tricky" --env CLI_TOKEN=cli-secret-1 \
+      --env vals.env -- --env INNER_TOKEN=inner-secret-2 --env "INNER_VAL=$tricky" --env inner.env \
+      --script "$WORKLOADS/print_env.py" -- "$PWD/out" HF_TOKEN CLI_TOKEN INNER_TOKEN CFG_TOKEN \
+      FILE_TOKEN PRIMUS_TRICKY CLI_VAL INNER_VAL FILE_VAL INNER_FILE_VAL CFG_VAL NCCL_DEBUG PRIMUS_PYTHON
+  assert_success
+  for n in 0 1 2 3 4; do refute_output --partial "secret-$n"; done
+  assert_output --partial "****"
+  [[ $(<out/HF_TOKEN.single) == hf-secret-0 ]]
+  [[ $(<out/CLI_TOKEN.single) == cli-secret-1 ]]
+  [[ $(<out/INNER_TOKEN.single) == inner-secret-2 ]]
+  [[ $(<out/CFG_TOKEN.single) == cfg-secret-3 ]]
+  [[ $(<out/FILE_TOKEN.single) == file-secret-4 ]]
+  [[ $(<out/PRIMUS_TRICKY.single) == "$tricky" ]]
+  [[ $(<out/CLI_VAL.single) == "$tricky" ]]
+  [[ $(<out/INNER_VAL.single) == "$tricky" ]]
+  [[ $(<out/FILE_VAL.single) == 'from file $(x)' ]]
+  [[ $(<out/INNER_FILE_VAL.single) == 'inner file' ]]
+  # --config settings arrive: direct.single ran the script without torchrun, direct.env set.
+  [[ $(<out/CFG_VAL.single) == 'from config' ]]
+  [[ $(<out/NCCL_DEBUG.single) == WARN ]]
+  [[ $(<out/PRIMUS_PYTHON.single) == python3 ]]
+  [[ ! -e pwned ]]
+  # Secrets are never on the runtime's argv: the command names them only.
+  grep -q -- '--env CLI_TOKEN --env' <<<"$output"
+}
+
+@test "SIGTERM stops the container within the grace time: exit 143, no container of ours left" {
+  mkdir out
+  PRIMUS_KILL_GRACE=5 "$PRIMUS_CLI" container --name psig -- --single --script "$WORKLOADS/sleeper.py" \
+    -- "$PWD/out" marker >launch.log 2>&1 &
+  pid=$!
+  for _ in $(seq 1 150); do [[ -s out/pid.single ]] && break; sleep 0.2; done
+  [[ -s out/pid.single ]] || { cat launch.log; false; }
+  [[ -n $(ours psig-) ]]
+  kill -TERM "$pid"
+  rc=0
+  wait "$pid" || rc=$?
+  cat launch.log
+  [[ $rc -eq 143 ]]
+  [[ -z $(ours psig-) ]]
+}
+
+@test "--clean removes only the containers this launcher created, never a foreign one" {
+  podman create --name "foreign-$BATS_TEST_NUMBER-$$" "$PODMAN_TEST_IMAGE" true >/dev/null
+  podman create --name "pclean-stale-$$" --label io.primus-runner.managed=1 \
+    --label io.primus-runner.name=pclean "$PODMAN_TEST_IMAGE" true >/dev/null
+  run "$PRIMUS_CLI" container --name pclean --clean
+  status_clean=$status
+  remaining=$(podman ps -a --format '{{.Names}}')
+  podman rm -f "foreign-$BATS_TEST_NUMBER-$$" >/dev/null
+  [[ $status_clean -eq 0 ]]
+  assert_output --partial "removing 1 container(s) of ours"
+  grep -qx "foreign-$BATS_TEST_NUMBER-$$" <<<"$remaining"
+  refute grep -q "pclean-stale-$$" <<<"$remaining"
+}
+
+@test "an image that is not local and cannot be pulled is one clear error (exit 1)" {
+  run "$PRIMUS_CLI" container --image localhost/primus-no-such-image:0 -- -- preflight
+  assert_failure 1
+  assert_output --partial "container image 'localhost/primus-no-such-image:0' is not on this host and could not be pulled"
+}
+
+@test "the host user's ~/.primus.yaml reaches the inner direct (mounted read-only)" {
+  mkdir out
+  printf 'direct:\n  single: true\n  env: ["USER_CFG_VAL=from ~/.primus.yaml"]\n' >>"$HOME/.primus.yaml"
+  run "$PRIMUS_CLI" container -- --script "$WORKLOADS/print_env.py" -- "$PWD/out" USER_CFG_VAL
+  assert_success
+  assert_output --partial "user config $HOME/.primus.yaml mounted read-only"
+  [[ $(<out/USER_CFG_VAL.single) == 'from ~/.primus.yaml' ]]
+}
+
+@test "the container's exit code is the launcher's" {
+  run "$PRIMUS_CLI" container -- --single --script "$WORKLOADS/exit_with.py" -- 7
+  assert_failure 7
+  # The workspace (outside the working directory) is mounted: the log is on the host.
+  assert_output --partial "--volume $PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE"
+  compgen -G "$PRIMUS_WORKSPACE/logs/primus-*.log" >/dev/null
+}

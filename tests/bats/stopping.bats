@@ -1,0 +1,183 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
+# Stopping, preemption notices and launcher death (runner/lib/supervise.sh),
+# with real torchrun (CPU, gloo) and the signal_marker.py workload, which
+# writes one line per signal it receives to out/<SIGNAL>.<RANK>.
+
+setup() {
+  load helpers/launcher
+  launcher_setup
+  export GPUS_PER_NODE=2 MASTER_PORT PRIMUS_KILL_GRACE=8
+  MASTER_PORT=$(free_port)
+  OUT=$TEST_DIR/out
+  mkdir -p "$OUT"
+  MARKER=$WORKLOADS/signal_marker.py
+}
+
+teardown() {
+  # Never leave a workload of this test behind, whatever failed.
+  local pid rest
+  while read -r pid rest; do
+    kill -KILL "$pid" 2>/dev/null || true
+  done < <(leftovers)
+  launcher_teardown
+}
+
+# wait_ranks RANK...: until every rank wrote its pid file (30 s at most).
+wait_ranks() {
+  local i r ok
+  for ((i = 0; i < 300; i++)); do
+    ok=1
+    for r in "$@"; do [[ -f $OUT/pid.$r ]] || ok=0; done
+    ((ok)) && return 0
+    sleep 0.1
+  done
+  echo "ranks $* did not start; launcher output:" >&2
+  cat "$TEST_DIR/launch.out" >&2
+  return 1
+}
+
+# count SIGNAL RANK: how many times RANK received SIGNAL.
+count() {
+  [[ -f $OUT/$1.$2 ]] || { echo 0; return; }
+  wc -l <"$OUT/$1.$2" | tr -d ' '
+}
+
+# leftovers: processes of this test's run still alive (workers, torchrun and
+# run_worker.sh all carry $OUT on their command line).
+leftovers() {
+  local pid stat
+  for pid in $(pgrep -f -- "$OUT"); do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    [[ ${stat##*) } == Z* ]] || echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+  done
+}
+
+# wait_gone SECONDS: until no process of the run is left.
+wait_gone() {
+  local i
+  for ((i = 0; i < $1 * 10; i++)); do
+    [[ -z $(leftovers) ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+@test "USR1 and USR2 to the torchrun launcher reach every rank once; it keeps running and exits 0" {
+  "$PRIMUS_CLI" direct --script "$MARKER" -- "$OUT" --duration 12 >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks 0 1
+  kill -USR1 "$launcher"
+  sleep 1
+  kill -USR2 "$launcher"
+  sleep 1
+  process_running "$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 0 ]]
+  [[ $(count SIGUSR1 0) == 1 && $(count SIGUSR1 1) == 1 ]]
+  [[ $(count SIGUSR2 0) == 1 && $(count SIGUSR2 1) == 1 ]]
+  [[ $(count SIGTERM 0) == 0 && $(count SIGTERM 1) == 0 ]]
+  grep -q "SIGUSR1 (sender: unknown.*forwarded once to 2 of 2 local rank process(es)" "$TEST_DIR/launch.out"
+  grep -q "workload finished successfully" "$TEST_DIR/launch.out"
+}
+
+@test "USR1 and USR2 to the --single launcher reach the workload once; it keeps running and exits 0" {
+  "$PRIMUS_CLI" direct --single --script "$MARKER" -- "$OUT" --duration 6 >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks single
+  kill -USR1 "$launcher"
+  sleep 0.5
+  kill -USR2 "$launcher"
+  sleep 0.5
+  process_running "$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  [[ $status -eq 0 ]]
+  [[ $(count SIGUSR1 single) == 1 && $(count SIGUSR2 single) == 1 ]]
+}
+
+@test "a rank that exits after the notice ends the launch with that rank's code" {
+  "$PRIMUS_CLI" direct --script "$MARKER" -- "$OUT" --exit-on-notice 85 >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks 0 1
+  kill -USR1 "$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  [[ $status -eq 85 ]]
+  grep -q "requeue code 85" "$TEST_DIR/launch.out"
+}
+
+@test "timeout -s TERM 5: every rank gets SIGTERM once, exit 124 (timeout's own code), nothing left" {
+  run timeout -s TERM 5 "$PRIMUS_CLI" direct --script "$MARKER" -- "$OUT" --term-delay 1
+  assert_failure 124
+  [[ $(count SIGTERM 0) == 1 && $(count SIGTERM 1) == 1 ]]
+  assert_output --regexp "stop: SIGTERM, sender: unknown .*; 5 process\(es\) stopped"
+  assert_output --partial "exit status 143."
+  wait_gone 3
+  run leftovers
+  assert_output ""
+}
+
+@test "kill -TERM -- -PGID: every rank gets SIGTERM once, exit 143, nothing left; a 3 s checkpoint is not cut" {
+  setsid "$PRIMUS_CLI" direct --script "$MARKER" -- "$OUT" --term-delay 3 >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks 0 1
+  kill -TERM -- "-$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 143 ]]
+  [[ $(count SIGTERM 0) == 1 && $(count SIGTERM 1) == 1 ]]
+  run leftovers
+  assert_output ""
+  grep -q "stop: SIGTERM.*5 process(es) stopped" "$TEST_DIR/launch.out"
+  # The ranks' own status after the checkpoint (143), not a SIGKILL.
+  refute grep -q "killed after the" "$TEST_DIR/launch.out"
+}
+
+@test "kill -HUP -- -PGID of the --single launcher: the workload gets SIGHUP once, exit 129" {
+  setsid "$PRIMUS_CLI" direct --single --script "$MARKER" -- "$OUT" >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks single
+  kill -HUP -- "-$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  [[ $status -eq 129 ]]
+  [[ $(count SIGHUP single) == 1 ]]
+  run leftovers
+  assert_output ""
+}
+
+@test "a rank that ignores SIGTERM is killed after PRIMUS_KILL_GRACE and named in the closing line" {
+  export PRIMUS_KILL_GRACE=2
+  "$PRIMUS_CLI" direct --single --script "$MARKER" -- "$OUT" --ignore-term >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks single
+  kill -TERM "$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  [[ $status -eq 143 ]]
+  [[ $(count SIGTERM single) == 1 ]]
+  grep -qE "stop: SIGTERM.*killed after the 2 s grace: $(<"$OUT/pid.single")\(python" "$TEST_DIR/launch.out"
+  run leftovers
+  assert_output ""
+}
+
+@test "kill -9 of the launcher: within grace+2 s no worker, torchrun or run_worker.sh remains" {
+  export PRIMUS_KILL_GRACE=2
+  "$PRIMUS_CLI" direct --script "$MARKER" -- "$OUT" --ignore-term >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks 0 1
+  [[ -n $(leftovers) ]]
+  kill -KILL "$launcher"
+  wait "$launcher" || true
+  wait_gone 4
+  run leftovers
+  assert_output ""
+  # Every rank got the SIGTERM (torchrun passes on its parent-death signal).
+  [[ $(count SIGTERM 0) == 1 && $(count SIGTERM 1) == 1 ]]
+  sleep 0.5
+  grep -q "stop: launcher pid $launcher died; 5 process(es) of the run stopped" "$TEST_DIR"/workspace/logs/*.log
+}
