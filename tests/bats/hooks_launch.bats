@@ -26,7 +26,7 @@ teardown() {
 }
 
 @test "direct: a patch exiting 2 is skipped and the launch goes on; PRIMUS_PATCHES=none does not stop --patch scripts" {
-  PRIMUS_PATCHES=none run "$PRIMUS_CLI" direct --dry-run --patch "$TEST_DIR/p/skip.sh" --patch "$TEST_DIR/p/ok.sh" -- preflight
+  PRIMUS_PATCHES=none run "$PRIMUS_CLI" direct --module primus_runner --dry-run --patch "$TEST_DIR/p/skip.sh" --patch "$TEST_DIR/p/ok.sh" -- preflight
   assert_success
   assert_output --partial "skip.sh skipped itself (exit 2)"
   assert_output --partial "patch $TEST_DIR/p/ok.sh done"
@@ -35,7 +35,7 @@ teardown() {
 
 @test "direct: a patch failing with another code stops the launch (exit 3)" {
   echo 'exit 5' >"$TEST_DIR/p/bad.sh"
-  run "$PRIMUS_CLI" direct --dry-run --patch "$TEST_DIR/p/bad.sh" --patch "$TEST_DIR/p/ok.sh" -- preflight
+  run "$PRIMUS_CLI" direct --module primus_runner --dry-run --patch "$TEST_DIR/p/bad.sh" --patch "$TEST_DIR/p/ok.sh" -- preflight
   assert_failure 3
   refute_output --partial "command: "
 }
@@ -46,7 +46,7 @@ teardown() {
   printf 'no-such-package-xyz\n' >"$TEST_DIR/repo/requirements.txt"
   mkdir -p "$TEST_DIR/Megatron-LM/megatron/core/datasets"
   echo 'all:' >"$TEST_DIR/Megatron-LM/megatron/core/datasets/Makefile"
-  MEGATRON_PATH=$TEST_DIR/Megatron-LM run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config "$EXP/megatron.yaml"
+  MEGATRON_PATH=$TEST_DIR/Megatron-LM run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/megatron.yaml"
   assert_success
   assert_output --partial "command: "
   run cat "$STUB_LOG"
@@ -56,10 +56,10 @@ teardown() {
 }
 
 @test "direct: train pretrain with a MaxText experiment -> env.RUN_MODE=single from the hook (one process per node)" {
-  PRIMUS_SKIP_PIP=1 run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
+  PRIMUS_SKIP_PIP=1 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
   assert_success
   assert_output --partial "--backend_path $TEST_DIR/third/maxtext"
-  PRIMUS_SKIP_PIP=1 PRIMUS_LOG_LEVEL=DEBUG run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
+  PRIMUS_SKIP_PIP=1 PRIMUS_LOG_LEVEL=DEBUG run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
   assert_output --partial "hook prepare_experiment.sh: env RUN_MODE=single"
 }
 
@@ -68,16 +68,16 @@ teardown() {
   echo 'all:' >"$TEST_DIR/Megatron-LM/megatron/core/datasets/Makefile"
   local prefix=$TEST_DIR/data/bookcorpus/HuggingFaceTokenizer/bookcorpus_text_sentence
   PRIMUS_SKIP_PIP=1 MEGATRON_PATH=$TEST_DIR/Megatron-LM PRIMUS_SKIP_MAIN_LAUNCH=0 \
-    run "$PRIMUS_CLI" direct --env PRIMUS_SKIP_MAIN_LAUNCH=1 -- train pretrain --config "$EXP/megatron.yaml"
+    run "$PRIMUS_CLI" direct --module primus_runner --env PRIMUS_SKIP_MAIN_LAUNCH=1 -- train pretrain --config "$EXP/megatron.yaml"
   assert_success
   [[ -s $prefix.bin && -s $prefix.idx && -s $prefix.done ]]
-  PRIMUS_SKIP_PIP=1 MEGATRON_PATH=$TEST_DIR/Megatron-LM run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config "$EXP/megatron.yaml"
+  PRIMUS_SKIP_PIP=1 MEGATRON_PATH=$TEST_DIR/Megatron-LM run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/megatron.yaml"
   assert_success
   assert_output --partial "--train_data_path $prefix --backend_path $TEST_DIR/Megatron-LM"
 }
 
 @test "direct: an experiment naming no framework -> no preparation step runs" {
-  run "$PRIMUS_CLI" direct --dry-run -- train pretrain --config "$EXP/no_framework.yaml"
+  run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/no_framework.yaml"
   assert_success
   assert_output --partial "names no pre_trainer framework: no framework preparation"
   refute_output --partial "--backend_path"
