@@ -57,7 +57,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 readonly HOOK_EXIT_MISSING=66 HOOK_EXIT_CONFIG=78
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 # Results and state shared by the functions below.
@@ -82,16 +82,16 @@ parse_args() {
       -h | --help) usage; exit 0 ;;
       --dry-run) DRY_RUN=1; shift ;;
       --hooks-dir)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--hooks-dir needs a directory; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [args...]"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--hooks-dir needs a directory; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [args...]"
         HOOKS_DIR=$2; shift 2 ;;
       --label)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--label needs a word (e.g. patch)"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--label needs a word (e.g. patch)"
         LABEL=$2; shift 2 ;;
       --skip-exit)
         (($# >= 2)) && [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$PRIMUS_EXIT_INVALID" "--skip-exit needs an exit code (1-255, e.g. 2)"
         SKIP_EXIT=$2; shift 2 ;;
       --group | --name)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "$1 needs a value (may be empty); usage: execute_hooks.sh --group G --name N -- [workload args...]"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "$1 needs a value (may be empty); usage: execute_hooks.sh --group G --name N -- [workload args...]"
         if [[ $1 == --group ]]; then GROUP=$2; else NAME=$2; fi
         EXPLICIT_TARGET=1; shift 2 ;;
       --scripts)
@@ -101,7 +101,7 @@ parse_args() {
         WORKLOAD_ARGS=("$@")
         return 0 ;;
       --) shift; break ;;
-      -*) die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; accepted: --dry-run, --hooks-dir DIR, --group G, --name N, --scripts FILE..., --help" ;;
+      -*) primus_die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; accepted: --dry-run, --hooks-dir DIR, --group G, --name N, --scripts FILE..., --help" ;;
       *) break ;;
     esac
   done
@@ -110,7 +110,7 @@ parse_args() {
     return 0
   fi
   if (($# < 1)); then
-    die "$PRIMUS_EXIT_INVALID" "missing <group>; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]"
+    primus_die "$PRIMUS_EXIT_INVALID" "missing <group>; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]"
   fi
   GROUP=$1
   NAME=${2-}
@@ -127,7 +127,7 @@ is_path_word() {
 discover_hooks() {
   if [[ ! -d $HOOKS_DIR ]]; then
     if [[ -n ${PRIMUS_HOOKS_DIR:-} || $HOOKS_DIR != "$PRIMUS_RUNNER_DIR/helpers/hooks" ]]; then
-      die "$PRIMUS_EXIT_MISSING" "hooks directory '$HOOKS_DIR' (--hooks-dir / PRIMUS_HOOKS_DIR) does not exist; point it at a directory of NN_*.sh hooks."
+      primus_die "$PRIMUS_EXIT_MISSING" "hooks directory '$HOOKS_DIR' (--hooks-dir / PRIMUS_HOOKS_DIR) does not exist; point it at a directory of NN_*.sh hooks."
     fi
     return 0
   fi
@@ -193,10 +193,10 @@ hook_gate_open() {
 check_scripts() {
   local f
   for f in "${SCRIPTS[@]}"; do
-    [[ -f $f ]] || die "$PRIMUS_EXIT_MISSING" "$LABEL script '$f' not found; give an existing .sh or .py file."
+    [[ -f $f ]] || primus_die "$PRIMUS_EXIT_MISSING" "$LABEL script '$f' not found; give an existing .sh or .py file."
     case $f in
       *.sh | *.py) ;;
-      *) die "$PRIMUS_EXIT_INVALID" "$LABEL script '$f' is neither .sh nor .py; accepted: .sh (run with bash), .py (run with python)." ;;
+      *) primus_die "$PRIMUS_EXIT_INVALID" "$LABEL script '$f' is neither .sh nor .py; accepted: .sh (run with bash), .py (run with python)." ;;
     esac
   done
 }
@@ -212,7 +212,9 @@ run_one() {
     cmd=("$BASH" "$script")
   fi
   local rc=0 errfd teepid
-  exec {errfd}> >(tee -- "$err" >&2)
+  # The hook's stderr, live and in ERR, secrets masked (an earlier hook's
+  # secret env. values too: queued in PRIMUS_MASK_VALUES).
+  exec {errfd}> >(primus_mask_stream | tee -- "$err" >&2)
   teepid=$!
   (
     # In a subshell: the hooks' env. values must never alter this script's own
@@ -232,13 +234,14 @@ run_one() {
   return "$rc"
 }
 
-# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr.
+# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr,
+# secrets masked as on success (its env.SECRET=... lines too).
 report_failure() {
   local script=$1 rc=$2 out=$3 err=$4
   LOG_ERROR "$LABEL '$script' failed with exit code $rc; its complete output follows." >&2
   {
     printf -- '----- %s %s: stdout -----\n' "$LABEL" "${script##*/}"
-    cat -- "$out"
+    primus_mask_stream <"$out"
     printf -- '----- %s %s: stderr -----\n' "$LABEL" "${script##*/}"
     cat -- "$err"
     printf -- '----- end of %s %s (exit code %s) -----\n' "$LABEL" "${script##*/}" "$rc"
@@ -277,31 +280,32 @@ parse_output() {
     case $line in
       env.*)
         if [[ $line != *=* ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write env.NAME=VALUE."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write env.NAME=VALUE."
         fi
         key=${line%%=*}
         key=${key#env.}
         value=${line#*=}
         if [[ ! $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid variable name '$key' in env. line; accepted: letters, digits and _ not starting with a digit (e.g. env.NCCL_NET_PLUGIN=...)."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid variable name '$key' in env. line; accepted: letters, digits and _ not starting with a digit (e.g. env.NCCL_NET_PLUGIN=...)."
         fi
         if is_reserved_name "$key"; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: env.$key names a variable internal to bash, which cannot be exported to the job; choose another name."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: env.$key names a variable internal to bash, which cannot be exported to the job; choose another name."
         fi
         ENV_NAMES+=("$key")
         ENV_VALUES+=("$value")
+        primus_mask_add "$key" "$value"
         printf 'env\0%s\0%s\0' "$key" "$value"
         log_record env "$name" "$key" "$value"
         ;;
       extra.*)
         if [[ $line != *=* ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write extra.name=value."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write extra.name=value."
         fi
         key=${line%%=*}
         key=${key#extra.}
         value=${line#*=}
         if [[ ! $key =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid option name '$key' in extra. line; accepted: letters, digits, _ . - not starting with - (e.g. extra.train_data_path=...)."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid option name '$key' in extra. line; accepted: letters, digits, _ . - not starting with - (e.g. extra.train_data_path=...)."
         fi
         WORKLOAD_ARGS+=("--$key" "$value")
         printf 'extra\0%s\0%s\0' "$key" "$value"

@@ -25,7 +25,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 main() {
@@ -35,7 +35,7 @@ main() {
       -h | --help) usage; return 0 ;;
       --dry-run) pass+=(--dry-run); shift ;;
       --) shift; break ;;
-      -*) die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; usage: execute_patches.sh [--dry-run] PATCH..." ;;
+      -*) primus_die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; usage: execute_patches.sh [--dry-run] PATCH..." ;;
       *) break ;;
     esac
   done

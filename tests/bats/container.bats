@@ -248,7 +248,7 @@ EOF
 }
 
 @test "direct --env NAME takes the value NAME has in the environment (how the container hands values in)" {
-  HANDED_IN=handed-in-value run "$PRIMUS_CLI" direct --dry-run --env HANDED_IN -- preflight
+  HANDED_IN=handed-in-value run "$PRIMUS_CLI" direct --dry-run --env HANDED_IN --module primus_runner -- preflight
   assert_success
   assert_output --partial 'env HANDED_IN=handed-in-value'
   run "$PRIMUS_CLI" direct --dry-run --env NOT_SET_ANYWHERE -- preflight

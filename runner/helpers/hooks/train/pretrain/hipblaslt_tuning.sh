@@ -30,9 +30,10 @@
 # Stages 1-3 also emit TE_HIPBLASLT_TUNING_RUN_COUNT=0 / ALGO_COUNT=0 (TE's own
 # online tuning would pick other kernels than the offline flow measures); a
 # TE_HIPBLASLT_TUNING=1 is then warned about.
-# Deterministic mode (PRIMUS_DETERMINISTIC=1): PRIMUS_HIPBLASLT_TUNING=1 or
-# TE_HIPBLASLT_TUNING=1 is refused (exit 78: timing-based kernel choice is not
-# reproducible); otherwise emits TE_HIPBLASLT_TUNING_RUN_COUNT=0 / ALGO_COUNT=0.
+# Deterministic mode (PRIMUS_DETERMINISTIC=1): with PRIMUS_HIPBLASLT_TUNING=1 the
+# hook applies nothing and the launcher's env check refuses the launch (the rule
+# lives once, in python/primus_runner/rules/primus.py); otherwise it emits
+# TE_HIPBLASLT_TUNING_RUN_COUNT=0 / ALGO_COUNT=0 (TE_HIPBLASLT_TUNING=1 included).
 # Tuning off and not deterministic: TE_HIPBLASLT_TUNING=1 emits the stage-0 counts;
 # with none of these variables set the hook emits nothing.
 # Exit 78 (-> launch exit 2) for configuration errors, 66 (-> 1) for a missing tuner.
@@ -178,10 +179,15 @@ main() {
   [[ $stage =~ ^[0-3]$ ]] ||
     hook_config_error "PRIMUS_HIPBLASLT_TUNING_STAGE='$stage' is not a stage; accepted: 0 (off), 1 (dump shapes), 2 (offline tune), 3 (apply tuned kernels)."
   if ((deterministic)); then
-    ((tuning == 0)) ||
-      hook_config_error "PRIMUS_HIPBLASLT_TUNING=1 cannot be combined with PRIMUS_DETERMINISTIC=1: tuned kernel choices are not reproducible. Unset one of them."
-    ((te == 0)) ||
-      hook_config_error "TE_HIPBLASLT_TUNING=1 cannot be combined with PRIMUS_DETERMINISTIC=1: TE picks hipBLASLt kernels by timing. Unset one of them."
+    if ((tuning)); then
+      # The rule lives once, in the rules engine (hipblaslt_vs_deterministic); the
+      # launcher's env check, which runs after the hooks and before anything
+      # starts, refuses the launch with it.
+      hook_info "deterministic mode with hipBLASLt tuning requested: nothing applied (env check refuses this combination)."
+      return 0
+    fi
+    # TE_HIPBLASLT_TUNING=1: the counts below switch TE's online tuning off
+    # (env check warns: rule te_tuning_vs_deterministic).
     ((stage == 0)) || hook_warn "PRIMUS_HIPBLASLT_TUNING_STAGE=$stage is ignored: PRIMUS_HIPBLASLT_TUNING is not 1."
     emit_te_counts 0 0
     return 0
