@@ -28,13 +28,19 @@ setup: setup-python setup-node
 	@$(PY) -m compileall -q python >/dev/null  # cached bytecode: the launch path starts faster
 
 setup-python: $(VENV)/.installed
+# One progress line per step (the torch step takes the longest).
 $(VENV)/.installed: pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
-	$(PIP) install --quiet --disable-pip-version-check numpy \
+	@echo "setup [1/4] $(VENV): Python virtual environment"
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@echo "setup [2/4] primus-runner and its dev tools (pip install -e '.[dev]')"
+	@$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
+	@echo "setup [3/4] PyTorch $(TORCH_VERSION) (CPU) and numpy: the longest step"
+	@$(PIP) install --quiet --disable-pip-version-check numpy \
 	  'torch==$(TORCH_VERSION)' $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(PY) -m compileall -q python >/dev/null
-	touch $@
+	@echo "setup [4/4] byte-compiling python/ (a faster first launch)"
+	@$(PY) -m compileall -q python >/dev/null
+	@touch $@
+	@echo "setup done: $(VENV)"
 
 setup-node: node_modules/.installed
 node_modules/.installed: package.json package-lock.json
@@ -55,7 +61,8 @@ setup-system:
 setup-userenv:
 	TORCH_VERSION=$(TORCH_VERSION) TORCH_INDEX_URL=$(TORCH_INDEX_URL) tests/userenv/setup.sh
 
-demo: setup
+# The demo needs only the Python set-up: Node/npm (bats) is for the tests.
+demo: setup-python
 	examples/demo.sh
 
 test: setup setup-system lint pytest bats slurm-test

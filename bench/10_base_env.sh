@@ -12,7 +12,6 @@ RUNS=${BENCH_RUNS:-15}
 ENVS=$ROOT/runner/helpers/envs
 FIXTURE=$ROOT/tests/fixtures/sysfs/mi300x-roce
 
-case ${1:-} in -h | --help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 
 launcher=(env -i PATH=/usr/bin:/bin PRIMUS_DETECTION_DONE=1 PRIMUS_ACCELERATOR=rocm
   PRIMUS_GPU_MODEL=MI300X PRIMUS_ENV_DEFER_VALIDATION=1)

@@ -7,10 +7,6 @@
 #
 # Usage: bench/30_env_check.sh [--help]   (BENCH_RUNS runs each, default 15)
 set -euo pipefail
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-  exit 0
-fi
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$PRIMUS_ROOT

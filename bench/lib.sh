@@ -5,6 +5,14 @@
 # so every bench/NN_*.sh also runs on its own.
 
 BENCH_DIR=${BENCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
+
+# --help of every bench script (this file sees the script's arguments): its header.
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  # shellcheck source=runner/lib/usage.sh
+  source "$BENCH_DIR/../runner/lib/usage.sh"
+  primus_usage "$0"
+  exit 0
+fi
 PRIMUS_ROOT=${PRIMUS_ROOT:-$(dirname "$BENCH_DIR")}
 BENCH_RUNS=${BENCH_RUNS:-15}
 

@@ -8,7 +8,9 @@
 #   fills with torch; your own stack would be your activated env's python3).
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../runner/lib/usage.sh"
+  primus_usage "$0"
   exit 0
 fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,6 +20,9 @@ export PRIMUS_WORKLOAD_PYTHON=${PRIMUS_WORKLOAD_PYTHON:-$PWD/.venv/bin/python}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
+# GPUS_PER_NODE is set on purpose: a host without accelerators defaults to 1
+# process, and the demo shows DDP across 2.
+echo "demo [1/2] training the embedded CPU workload on $GPUS_PER_NODE processes (GPUS_PER_NODE=$GPUS_PER_NODE)"
 status=0
 runner/primus-cli direct --module primus_runner -- train pretrain --config examples/cpu_pretrain.yaml 2>&1 | tee "$out" || status=$?
 if ((status != 0)); then
@@ -25,6 +30,7 @@ if ((status != 0)); then
   exit "$status"
 fi
 
+echo "demo [2/2] checking what a user would: the loss fell and a checkpoint was written"
 losses=()
 while read -r loss; do losses+=("$loss"); done < <(sed -n 's/.*\[train\] step [0-9]*\/[0-9]* loss \([0-9.]*\).*/\1/p' "$out")
 checkpoint=$(sed -n 's/.*\[train\] checkpoint saved: \(.*\)$/\1/p' "$out" | tail -n 1)

@@ -18,6 +18,8 @@
 #                         (label io.primus-runner.managed=1 and the same name
 #                         prefix); without '--' only that
 #   --config FILE         config file; mounted read-only and passed to the inner direct
+#                         (the repository, $PWD and an absolute PRIMUS_WORKSPACE are
+#                         mounted at the same paths)
 #   --debug, --dry-run    as for direct (--dry-run prints the runtime command, runs nothing)
 #   -h, --help            this help
 # Every other option before `--` is a docker/podman run option and passes
@@ -71,7 +73,7 @@ on_record() {
     fwd) FORWARDED+=("$3") ;;
     arg) RUN_CMD+=("$3") ;;
     env)
-      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
+      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || primus_die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
       printf -v "$2" '%s' "$3"
       export "${2?}"
       ENV_NAMES+=("$2")
@@ -118,7 +120,27 @@ ensure_image() {
   LOG_INFO "image $image is not on this host; pulling it with ${PLAN[runtime]}"
   if ! out=$("${PLAN[runtime_path]}" pull "$image" 2>&1 >/dev/null); then
     out=${out##*$'\n'}
-    die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
+    primus_die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
+  fi
+}
+
+# hide_secret_args ARGS...: this process runs as long as the container, so a
+# secret given as --env NAME=VALUE (the container's options or the inner
+# direct's, before the workload's `--`) must leave its argv: restart with
+# --env NAME and the value in the environment (issue 18; common.sh).
+hide_secret_args() {
+  local -a words=("$@") clean
+  local i limit=$# seen=0
+  for ((i = 0; i < ${#words[@]}; i++)); do
+    [[ ${words[i]} == -- ]] || continue
+    seen=$((seen + 1))
+    if ((seen == 2)); then
+      limit=$i
+      break
+    fi
+  done
+  if primus_secret_env_args clean "$limit" "$@"; then
+    exec "$BASH" "${BASH_SOURCE[0]}" "${clean[@]}"
   fi
 }
 
@@ -133,7 +155,14 @@ stop_container() {
     kill -TERM "$CHILD" 2>/dev/null || true
   fi
   wait "$CHILD" 2>/dev/null || true
-  "${PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
+  # --rm removes it as the client ends; make sure, and wait until it is gone
+  # (a removal in progress still lists it).
+  local tries
+  for ((tries = 0; tries < 100; tries++)); do
+    "${PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
+    "${PLAN[runtime_path]}" container inspect "$name" >/dev/null 2>&1 || break
+    sleep 0.2
+  done
   exit $((128 + $2))
 }
 
@@ -143,6 +172,7 @@ main() {
     [[ $word != -- ]] || break
     if [[ $word == -h || $word == --help ]]; then usage; exit 0; fi
   done
+  hide_secret_args "$@"
   read_plan "$@"
   local quoted
   printf -v quoted '%q ' "${RUN_CMD[@]}"

@@ -23,7 +23,10 @@
 #   --env KEY=VALUE|FILE|NAME
 #                           export KEY=VALUE for the job (repeatable; beats every
 #                           other source). FILE: KEY=VALUE lines, '#' comments;
-#                           NAME: the value NAME has in the environment
+#                           NAME: the value NAME has in the environment. A
+#                           secret NAME=VALUE (*_TOKEN, *_API_KEY, ...) is moved
+#                           off the command line: the launcher restarts itself
+#                           with --env NAME and the value in its environment
 #   --patch FILE            run a patch script after the hooks (repeatable)
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
@@ -52,8 +55,6 @@ RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$RUNNER_DIR/lib/common.sh"
 # shellcheck source=runner/lib/config.sh
 source "$RUNNER_DIR/lib/config.sh"
-# shellcheck source=runner/lib/validation.sh
-source "$RUNNER_DIR/lib/validation.sh"
 # shellcheck source=runner/lib/supervise.sh
 source "$RUNNER_DIR/lib/supervise.sh"
 # shellcheck source=runner/lib/workload.sh
@@ -109,7 +110,7 @@ parse_args() {
   done
 }
 
-# add_cli_env ITEM: ITEM is KEY=VALUE, or a file of KEY=VALUE lines.
+# add_cli_env ITEM: ITEM is KEY=VALUE, or a file of KEY=VALUE lines, or NAME.
 add_cli_env() {
   local item=$1
   if [[ $item != *=* ]]; then
@@ -149,6 +150,8 @@ read_env_file() {
 
 # ------------------------------------------------------------ prepare (Python)
 
+declare -A PREPARE_NOTE=()  # note records: where a value came from, for the summary
+
 # on_prepare_record KIND KEY VALUE: handler for non-config records.
 # shellcheck disable=SC2329  # called by primus_config_read_records
 on_prepare_record() {
@@ -157,6 +160,7 @@ on_prepare_record() {
       printf -v "$2" '%s' "$3"
       export "${2?}"
       ;;
+    note) PREPARE_NOTE[$2]=$3 PREPARE_NOTE[$2=]=${!2-} ;;
     *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
   esac
 }
@@ -172,10 +176,13 @@ start_launch_helper() {
   local -a args=(launch serve --console-fd "$CONSOLE_FD")
   [[ -n $OPT_CONFIG ]] && args+=(--config "$OPT_CONFIG")
   [[ -n $OPT_ACCELERATOR ]] && args+=(--accelerator "$OPT_ACCELERATOR")
-  coproc LAUNCH_HELPER { primus_python "${args[@]}"; }
+  # exec: the coprocess IS the helper, so stopping it (an early exit) stops
+  # Python too, which would otherwise hold the spooled console open.
+  coproc LAUNCH_HELPER {
+    PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner "${args[@]}"
+  }
   HELPER_PID=$LAUNCH_HELPER_PID
   HELPER_IN=${LAUNCH_HELPER[1]} HELPER_OUT=${LAUNCH_HELPER[0]}
-  trap stop_launch_helper EXIT
 }
 
 # stop_launch_helper: never leave the helper waiting (exit paths, errors).
@@ -242,6 +249,9 @@ resolve_settings() {
   fi
   check_kill_grace
   setting LOG_FILE "$OPT_LOG_FILE" direct.log_file ""
+  if [[ -n $LOG_FILE && (-d $LOG_FILE || $LOG_FILE == */) ]]; then
+    bad_usage "log file '$LOG_FILE' (--log_file / config direct.log_file) is a directory; accepted: a file path. Fix: --log_file ${LOG_FILE%/}/train.log, or leave it out for <workspace>/logs/primus-<UTC>-node<R>.log."
+  fi
   WORKSPACE=${PRIMUS_WORKSPACE:-}
   [[ -n $WORKSPACE ]] || primus_config_get_into WORKSPACE direct.workspace ./output
   export PRIMUS_WORKSPACE=$WORKSPACE
@@ -297,9 +307,9 @@ note_cli_origins() {
 
 load_layers() {
   local loader=$RUNNER_DIR/helpers/envs/primus-env.sh
-  require_file "$loader" "environment layer loader"
+  primus_require_file "$loader" "environment layer loader"
   # The launcher validates the final environment itself (after hooks and --env).
-  export PRIMUS_DEFER_VALIDATION=1
+  export PRIMUS_ENV_DEFER_VALIDATION=1
   local rc=0
   # shellcheck source=runner/helpers/envs/primus-env.sh
   source "$loader" -- "${WORKLOAD[@]}" || rc=$?
@@ -354,7 +364,7 @@ run_protocol_script() {
 
 run_hooks() {
   local runner=$RUNNER_DIR/helpers/execute_hooks.sh
-  require_file "$runner" "hook runner"
+  primus_require_file "$runner" "hook runner"
   # group and name are the first two workload words (with fewer, empty ones:
   # only the global hooks run), handed over as option values; the workload
   # words follow `--` as data, whatever they start with.
@@ -364,9 +374,9 @@ run_hooks() {
 run_patches() {
   ((${#CLI_PATCHES[@]} > 0)) || return 0
   local runner=$RUNNER_DIR/helpers/execute_patches.sh patch
-  require_file "$runner" "patch runner"
+  primus_require_file "$runner" "patch runner"
   for patch in "${CLI_PATCHES[@]}"; do
-    require_file "$patch" "patch (--patch / direct.patch)"
+    primus_require_file "$patch" "patch (--patch / direct.patch)"
   done
   run_protocol_script "$runner" "${CLI_PATCHES[@]}"
 }
@@ -418,7 +428,9 @@ torchrun_command() {
   if [[ -n ${PRIMUS_TORCHRUN:-} ]]; then
     TORCHRUN_CMD=("$PRIMUS_TORCHRUN")
   else
-    TORCHRUN_CMD=("$PRIMUS_WL_EXE" -m torch.distributed.run)
+    # torchrun_quiet.py runs torch.distributed.run unchanged, minus the
+    # SignalException traceback torchrun prints on every stop.
+    TORCHRUN_CMD=("$PRIMUS_WL_EXE" "$RUNNER_DIR/helpers/torchrun_quiet.py")
   fi
 }
 
@@ -471,9 +483,9 @@ default_log_file() {
 claim_log_file() {
   local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
   mkdir -p -- "$(dirname -- "$LOG_FILE")" ||
-    die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
+    primus_die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
   until (set -o noclobber && : >"$candidate") 2>/dev/null; do
-    [[ -e $candidate ]] || die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
+    [[ -e $candidate ]] || primus_die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
     n=$((n + 1))
     candidate=$base-$n.log
   done
@@ -506,19 +518,84 @@ flush_launcher_output() {
   TEE_PID=""
 }
 
+# claim_early_log_file: claim_log_file for the exit path: false instead of dying.
+# shellcheck disable=SC2329  # used by on_launcher_exit (the EXIT trap)
+claim_early_log_file() {
+  local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
+  mkdir -p -- "$(dirname -- "$LOG_FILE")" 2>/dev/null || return 1
+  until (set -o noclobber && : >"$candidate") 2>/dev/null; do
+    [[ -e $candidate ]] || return 1
+    n=$((n + 1))
+    candidate=$base-$n.log
+  done
+  LOG_FILE=$candidate
+}
+
+# on_launcher_exit: the EXIT trap. Stops the helper; a launch that ends before
+# its log file was claimed (an early error, a failing hook, a signal) still
+# leaves a log with everything the console showed, and one closing line.
+# shellcheck disable=SC2329  # installed as the EXIT trap
+on_launcher_exit() {
+  local rc=$?
+  stop_launch_helper
+  # The helper's console descriptor is a copy of the spooled stdout.
+  if [[ -n ${CONSOLE_FD:-} ]]; then
+    exec {CONSOLE_FD}>&-
+    CONSOLE_FD=""
+  fi
+  primus_log_spool_active || return 0
+  if ((OPT_DRY_RUN == 1)); then
+    primus_log_spool_drop
+    return 0
+  fi
+  if [[ -z ${LOG_FILE:-} || -d ${LOG_FILE:-} || ${LOG_FILE:-} == */ ]]; then
+    WORKSPACE=${WORKSPACE:-${PRIMUS_WORKSPACE:-./output}}
+    NODE_RANK=${NODE_RANK:-0}
+    default_log_file
+  fi
+  local why="stopped before the workload started"
+  ((rc <= 128)) || why="interrupted by signal $((rc - 128)) before the workload started"
+  if ! claim_early_log_file; then
+    primus_log_spool_drop
+    LOG_ERROR "launch $why (exit code $rc); no log: '$LOG_FILE' cannot be created."
+    return 0
+  fi
+  primus_log_spool_into "$LOG_FILE"
+  local line
+  if ((rc == 0)); then
+    line="launch ended before the workload (exit code 0); log: $LOG_FILE"
+    LOG_INFO "$line"
+    LOG_INFO "$line" >>"$LOG_FILE"
+  else
+    line="launch $why (exit code $rc); log: $LOG_FILE"
+    LOG_ERROR "$line"
+    LOG_ERROR "$line" 2>>"$LOG_FILE"
+  fi
+}
+
 # ------------------------------------------------------------------- summary
 
 # print_summary [LINE...]: the launch configuration and the command, plus any
 # extra lines, in one log call (one masking pass).
 print_summary() {
+  # Where the process count came from, while nothing changed it since prepare.
+  local count_from=""
+  if [[ -n ${PREPARE_NOTE[GPUS_PER_NODE]-} && ${PREPARE_NOTE[GPUS_PER_NODE=]-} == "$GPUS_PER_NODE" ]]; then
+    count_from=" (${PREPARE_NOTE[GPUS_PER_NODE]})"
+  fi
   local -a lines=("launch configuration:"
     "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
+    "  processes per node: $GPUS_PER_NODE$count_from"
     "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} run_mode=$PRIMUS_WL_RUN_MODE ($PRIMUS_WL_RUN_MODE_ORIGIN)"
     "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
-  local item
+  local item shown
   for item in "${CLI_ENV[@]}"; do
-    lines+=("  env ${item%%=*}=$(primus_mask_value "${item%%=*}" "${item#*=}")")
+    shown=$(primus_mask_value "${item%%=*}" "${item#*=}")
+    # A newline or other control character is shown quoted ($'a\nb'): a raw
+    # second line would look like a log line of its own.
+    [[ $shown != *[[:cntrl:]]* ]] || printf -v shown '%q' "$shown"
+    lines+=("  env ${item%%=*}=$shown")
   done
   local quoted
   printf -v quoted '%q ' "${LAUNCH_CMD[@]}"
@@ -543,7 +620,20 @@ run_workload() {
 main() {
   primus_early_notice_traps
   parse_args "$@"
-  primus_pick_python
+  # A secret given as --env NAME=VALUE leaves this process's argv: start again
+  # with --env NAME and the value in the environment (SPEC section 3).
+  local -a secret_free
+  if primus_secret_env_args secret_free $(($# - ${#WORKLOAD[@]})) "$@"; then
+    exec "$BASH" "${BASH_SOURCE[0]}" "${secret_free[@]}"
+  fi
+  primus_require_python
+  # Until the log file is known, the console is copied to a spool (not in a
+  # dry run, which writes nothing); every exit path leaves the log.
+  ((OPT_DRY_RUN == 1)) || primus_log_spool_start
+  trap on_launcher_exit EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   run_prepare
   primus_workload_python_pick "$OPT_PYTHON"
@@ -557,7 +647,6 @@ main() {
   run_patches
   apply_cli_env
   finish_layers
-  validate_distributed_params || exit "$PRIMUS_EXIT_INVALID"
   resolve_workload
   if [[ ${PRIMUS_SKIP_MAIN_LAUNCH:-0} == 1 ]]; then
     LOG_INFO "PRIMUS_SKIP_MAIN_LAUNCH=1 (set by a hook): stopping after hooks, nothing launched."
@@ -565,6 +654,7 @@ main() {
   fi
   run_env_check
   exec {CONSOLE_FD}>&-
+  CONSOLE_FD=""
   local need_torch=0
   [[ $PRIMUS_WL_RUN_MODE != torchrun ]] || need_torch=1
   primus_workload_probe_finish "$need_torch"
@@ -576,6 +666,7 @@ main() {
   fi
   claim_log_file
   [[ -z ${RANK_LOG_DIR:-} ]] || build_command
+  primus_log_spool_into "$LOG_FILE"
   tee_launcher_output
   print_summary
   run_workload

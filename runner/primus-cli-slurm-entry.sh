@@ -70,7 +70,7 @@ CHILD_PID=""
 CHILD_SIGNAL=""
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 # entry_log LEVEL MESSAGE: log with this node's index in the prefix.
@@ -236,10 +236,11 @@ refuse_batch_step() {
 
 srun_native_wanted() {
   [[ -n $ENTRY_SRUN_NATIVE ]] && return $((1 - ENTRY_SRUN_NATIVE))
-  case ${PRIMUS_SLURM_SRUN_NATIVE:-} in
-    1 | true | yes) return 0 ;;
-    0 | false | no) return 1 ;;
-  esac
+  # The words are registry data (shared_facts, runner/lib/facts.sh); env check warns
+  # about any other value, which leaves the decision to the config.
+  local word
+  for word in "${PRIMUS_SRUN_NATIVE_ON[@]}"; do [[ ${PRIMUS_SLURM_SRUN_NATIVE:-} == "$word" ]] && return 0; done
+  for word in "${PRIMUS_SRUN_NATIVE_OFF[@]}"; do [[ ${PRIMUS_SLURM_SRUN_NATIVE:-} == "$word" ]] && return 1; done
   load_config_once
   local value
   primus_config_get_into value slurm.srun_native 0
@@ -289,6 +290,9 @@ setup_srun_native() {
     entry_die "$PRIMUS_EXIT_INVALID" "srun-native cannot tell how many tasks run on this node" \
       "(SLURM_STEP_TASKS_PER_NODE='${SLURM_STEP_TASKS_PER_NODE:-}'); give --ntasks-per-node=N."
   export RANK=$proc_id LOCAL_RANK=$local_id WORLD_SIZE=$STEP_TASKS LOCAL_WORLD_SIZE=$local_size
+  # The launch helper maps LOCAL_RANK into a per-task GPU mask and the
+  # cluster check counts workers, not nodes (PRIMUS_SRUN_NATIVE=1).
+  export PRIMUS_SRUN_NATIVE=1
   mode_args_have --single || ENTRY_MODE_ARGS=(--single "${ENTRY_MODE_ARGS[@]}")
   entry_log INFO "srun-native: worker RANK=$RANK LOCAL_RANK=$LOCAL_RANK" \
     "WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE (no torchrun)"

@@ -66,7 +66,7 @@ HAS_NODES=0 HAS_TIME=0 HAS_PARTITION=0 HAS_GPUS=0 HAS_TPN=0 HAS_NTASKS=0
 HAS_NODELIST=0 HAS_KILL=0
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 bad_usage() {
@@ -196,12 +196,12 @@ split_after() {
 
 load_config() {
   if [[ -n $OPT_CONFIG ]]; then
-    [[ -f $OPT_CONFIG ]] || die "$PRIMUS_EXIT_MISSING" "config file '$OPT_CONFIG' (--config) not found."
+    [[ -f $OPT_CONFIG ]] || primus_die "$PRIMUS_EXIT_MISSING" "config file '$OPT_CONFIG' (--config) not found."
     OPT_CONFIG=$(cd "$(dirname -- "$OPT_CONFIG")" && printf '%s/%s' "$(pwd)" "$(basename -- "$OPT_CONFIG")")
   fi
   local rc=0
   primus_config_load "$OPT_CONFIG" || rc=$?
-  ((rc == 0)) || die "$rc" "could not load the configuration (see the error above)."
+  ((rc == 0)) || primus_die "$rc" "could not load the configuration (see the error above)."
 }
 
 # fill_from_config: config slurm.* values for the flags the user did not give.
@@ -234,6 +234,53 @@ fill_from_config() {
       *) OPT_SRUN_NATIVE=0 ;;
     esac
   fi
+}
+
+# hide_secrets: a secret given to the mode as --env NAME=VALUE must not be on
+# srun's argv nor in the spooled batch script: its value travels in srun's /
+# sbatch's environment (their --export, default ALL; sbatch(1)) and the entry
+# gets --env NAME. A --export list gets the names added; --export=NONE cannot
+# carry them.
+SECRET_NAMES=()
+hide_secrets() {
+  # direct: its options end at the first `--`; container: its options, `--`,
+  # the inner direct's options, then `--` and the workload.
+  local count=${#MODE_ARGS[@]} i seen=0 wanted=1
+  [[ $MODE != container ]] || wanted=2
+  for ((i = 0; i < ${#MODE_ARGS[@]}; i++)); do
+    [[ ${MODE_ARGS[i]} == -- ]] || continue
+    seen=$((seen + 1))
+    if ((seen == wanted)); then
+      count=$i
+      break
+    fi
+  done
+  local -a clean
+  primus_secret_env_args clean "$count" "${MODE_ARGS[@]}" || return 0
+  MODE_ARGS=("${clean[@]}")
+  SECRET_NAMES=("${PRIMUS_SECRET_MOVED[@]}")
+  local flag value names
+  names=$(IFS=,; printf '%s' "${SECRET_NAMES[*]}")
+  for ((i = 0; i < ${#SLURM_FLAGS[@]}; i++)); do
+    flag=${SLURM_FLAGS[i]}
+    case $flag in
+      --export=*) value=${flag#--export=} ;;
+      --export) value=${SLURM_FLAGS[i + 1]-} ;;
+      *) continue ;;
+    esac
+    case ${value^^} in
+      ALL | ALL,*) ;;
+      NONE | NIL)
+        bad_usage "--export=$value cannot carry ${names//,/, } (given with --env): Slurm takes no variables with NONE." \
+          "Fix: --export=ALL, or list them: --export=$names,..., or export them and drop --env." ;;
+      *)
+        if [[ $flag == --export ]]; then
+          SLURM_FLAGS[i + 1]=$value,$names
+        else
+          SLURM_FLAGS[i]=--export=$value,$names
+        fi ;;
+    esac
+  done
 }
 
 add_default_flags() {
@@ -388,8 +435,16 @@ simulate_node0() {
     bash "${ENTRY_WORDS[@]}"
 }
 
+# secrets_note: where the secrets given with --env went (dry run and log).
+secrets_note() {
+  ((${#SECRET_NAMES[@]})) || return 0
+  LOG_INFO "secrets ${SECRET_NAMES[*]} (given with --env) travel in $LAUNCHER's environment" \
+    "(--export), by name only: their values are on no command line and not in the batch script."
+}
+
 print_dry_run() {
   local quoted
+  secrets_note
   shown_words quoted "${SLURM_CMD[@]}"
   if [[ $LAUNCHER == sbatch ]]; then
     LOG_INFO "dry run: would submit (the batch script below on sbatch's stdin):"
@@ -418,6 +473,7 @@ main() {
   split_after
   load_config
   fill_from_config
+  hide_secrets
   add_default_flags
   if [[ $LAUNCHER == sbatch ]]; then
     build_sbatch
@@ -428,8 +484,9 @@ main() {
     print_dry_run
     exit 0
   fi
-  require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
+  primus_require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
   local quoted
+  secrets_note
   shown_words quoted "${SLURM_CMD[@]}"
   LOG_INFO "running: $quoted"
   if [[ $LAUNCHER == sbatch ]]; then

@@ -7,7 +7,9 @@
 # Tools: SHELLCHECK, RUFF, MYPY (default: the project's .venv/bin/...).
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../runner/lib/usage.sh"
+  primus_usage "$0"
   exit 0
 fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -63,4 +63,22 @@ def main(argv: list[str]) -> int:
             log.error(line)
         return exc.exit_code
     except BrokenPipeError:
+        # The reader went away (the launcher stopped): no "Exception ignored"
+        # at exit when Python flushes stdout again (Python docs, signal module:
+        # "Note on SIGPIPE").
+        _quiet_stdout()
         return 0
+    except KeyboardInterrupt:
+        # Ctrl-C: the launcher prints the closing line; no traceback here.
+        _quiet_stdout()
+        return 130
+
+
+def _quiet_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

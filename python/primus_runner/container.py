@@ -304,6 +304,16 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
         plan.pass_env("PRIMUS_USER_CONFIG", user_cfg)
         plan.log("INFO", f"user config {user_cfg} mounted read-only for the inner direct")
     mounts.extend(inner_mounts)
+    dry = opts.dry_run or cfg.get("main.dry_run") in (True, "1", "true")
+    # An absolute workspace outside those mounts (logs, checkpoints) is mounted
+    # too, or the job's output would stay in the container (created unless dry-run).
+    workspace = env.get("PRIMUS_WORKSPACE", "")
+    if workspace.startswith("/") and not any(
+            workspace == m.split(":")[0] or workspace.startswith(m.split(":")[0] + os.sep)
+            for m in mounts):
+        if not dry:
+            os.makedirs(workspace, exist_ok=True)
+        mounts.append(f"{workspace}:{workspace}")
     if "PRIMUS_PYTHON" not in plan.env:
         plan.pass_env("PRIMUS_PYTHON", "python3")   # the image's interpreter, not the host's
 
@@ -332,7 +342,6 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     else:
         code = _check({**env, **plan.env}, accel, tuple(plan.explicit))
 
-    dry = opts.dry_run or cfg.get("main.dry_run") in (True, "1", "true")
     for key, value in (("runtime", runtime), ("runtime_path", runtime_path), ("image", image),
                        ("name", name), ("label", f"{LABEL}=1"), ("label_name", f"{LABEL_NAME}={base}"),
                        ("clean", "1" if opts.clean else "0"), ("run", "0" if opts.clean_only else "1"),

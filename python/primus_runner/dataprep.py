@@ -259,8 +259,11 @@ def _fsync_dir(path: str) -> None:
 def write_marker(path: str, content: Mapping[str, Any]) -> None:
     """Write JSON to ``path`` atomically (temporary name, fsync, rename)."""
     tmp = f"{path}.tmp-{socket.gethostname()}-{os.getpid()}"
+    from primus_runner.masking import mask_text
+
     with open(tmp, "w", encoding="utf-8") as stream:
-        json.dump(content, stream, indent=1, sort_keys=True)
+        # A secret value (e.g. a token inside a data URL) is never written (SPEC section 3).
+        stream.write(mask_text(json.dumps(content, indent=1, sort_keys=True)))
         stream.write("\n")
         stream.flush()
         os.fsync(stream.fileno())

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from primus_runner import config as cfgmod
 from primus_runner.errors import PrimusError, UsageError
+from primus_runner.facts import ACCELERATORS
 
 DIST_KEYS = {
     "MASTER_ADDR": "direct.master_addr",
@@ -32,7 +33,6 @@ DIST_KEYS = {
     "NODE_RANK": "direct.node_rank",
     "GPUS_PER_NODE": "direct.gpus_per_node",
 }
-ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
 # Bookkeeping the launcher exports next to the detected values.
 BOOKKEEPING = ("PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS")
 
@@ -42,9 +42,16 @@ def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
     out = {}
     for name, key in DIST_KEYS.items():
         value = cfgmod.scalar_text(cfg.get(key))
+        if name == "MASTER_PORT" and _from_system_config(cfg, key):
+            continue  # the reference default: a Slurm step derives its own (ranks.slurm_step_port)
         if value != "":
             out[name] = value
     return out
+
+
+def _from_system_config(cfg: cfgmod.Config, key: str) -> bool:
+    source = cfg.sources.get(key)
+    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
 
 
 def _gpus_per_node_is_a_default(origin: str | None, cfg: cfgmod.Config) -> bool:
@@ -54,6 +61,22 @@ def _gpus_per_node_is_a_default(origin: str | None, cfg: cfgmod.Config) -> bool:
         return False
     source = cfg.sources.get(DIST_KEYS["GPUS_PER_NODE"])
     return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
+
+
+def count_source(origin: str | None, env: Mapping[str, str], out: Mapping[str, str],
+                 cfg: cfgmod.Config) -> str:
+    """Where GPUS_PER_NODE (the process count per node) came from, for the launch summary."""
+    if origin == "detected":
+        return f"one process per detected GPU ({out.get('PRIMUS_GPU_COUNT', '?')})"
+    if origin == "no-accelerator":
+        return "no accelerator detected: 1; set GPUS_PER_NODE, --env GPUS_PER_NODE=N or direct.gpus_per_node for more"
+    if origin == "config":
+        return f"config direct.gpus_per_node in {cfg.sources.get(DIST_KEYS['GPUS_PER_NODE'], '?')}"
+    if origin == "exported":
+        return "GPUS_PER_NODE exported"
+    if origin in (None, "default"):
+        return "reference default"
+    return f"from {origin}"
 
 
 def _step_failed(step: str, exc: BaseException, failures: list[tuple[str, str, int]] | None) -> None:
@@ -78,8 +101,11 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     out: dict[str, str] = {}
     where: dict[str, str] = {} if origins is None else origins
     gpus_origin: str | None = "exported" if "GPUS_PER_NODE" in env else "default"
+    notes: list[str] = []
     try:
         mapping = ranks.resolve(env, config_defaults(cfg))
+        notes += mapping.notes
+        ranks.check_master_resolves(mapping, sysfs_root)
     except (PrimusError, ImportError, OSError) as exc:
         _step_failed("ranks", exc, failures)
     else:
@@ -93,7 +119,14 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         view["PRIMUS_ACCELERATOR"] = wanted
     found: dict[str, str] = {}
     try:
-        found = devices.detect_devices(sysfs_root, dev_root, view).as_env()
+        found_devices = devices.detect_devices(sysfs_root, dev_root, view)
+        found = found_devices.as_env()
+        notes += found_devices.notes
+        local_rank = devices.srun_native_local_rank(env, found_devices)
+        if local_rank is not None:
+            out["LOCAL_RANK"], note = local_rank
+            where["LOCAL_RANK"] = "detected"
+            notes.append(note)
     except (PrimusError, ImportError, OSError) as exc:
         _step_failed("devices", exc, failures)
     for name, value in found.items():
@@ -104,12 +137,20 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         # One process per detected GPU unless the user or their config said otherwise.
         out["GPUS_PER_NODE"] = found["PRIMUS_GPU_COUNT"]
         where["GPUS_PER_NODE"] = "detected"
+    elif (_gpus_per_node_is_a_default(gpus_origin, cfg)
+          and (wanted if wanted not in ("", "auto") else found.get("PRIMUS_ACCELERATOR")) == "cpu"):
+        # No accelerator: one process, not the reference's 8 per node (README
+        # "First ten minutes"); the user, a scheduler or their config can say more.
+        out["GPUS_PER_NODE"] = "1"
+        where["GPUS_PER_NODE"] = "no-accelerator"
     if wanted and wanted != "auto":
         out["PRIMUS_ACCELERATOR"] = wanted
         where["PRIMUS_ACCELERATOR"] = ("cli" if accelerator else
                                        "exported" if env.get("PRIMUS_ACCELERATOR") == wanted else "config")
     try:
-        found_nics = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR")).as_env()
+        nic_result = nics.detect_nics(sysfs_root, {**env, **out}, out.get("MASTER_ADDR"))
+        notes += nic_result.notes
+        found_nics = nic_result.as_env()
     except (PrimusError, ImportError, OSError) as exc:
         _step_failed("nics", exc, failures)
         found_nics = {}
@@ -117,6 +158,11 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         if name not in env:
             out[name] = value
             where[name] = "detected"
+    if notes:   # detection notes always reach the launch output (stderr, WARN)
+        from primus_runner import log
+
+        for note in notes:
+            log.warn(f"detection: {note}")
     out["PRIMUS_DETECTION_DONE"] = "1"
     # Values the launcher defaulted or detected (not the user's): the layers
     # may refine these, e.g. GPUS_PER_NODE = logical NeuronCores.

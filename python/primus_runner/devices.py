@@ -29,13 +29,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from primus_runner.errors import UsageError, closest
+from primus_runner.facts import ACCELERATORS
 from primus_runner.records import asdict, dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
 
-ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
 GPU_MODELS = ("MI300X", "MI325X", "MI355X")
 AMD_DEVICE_IDS = {0x74A1: "MI300X", 0x74A5: "MI325X"}
 GFX_FAMILY_MODEL = {90500: "MI355X"}          # gfx950: MI350 series, tuned by the MI355X layer
@@ -661,3 +661,23 @@ def main(argv: list[str]) -> int:
     else:
         sys.stdout.write(_table(found))
     return 0
+
+
+def srun_native_local_rank(env: Mapping[str, str], found: Devices) -> tuple[str, str] | None:
+    """srun-native (one Slurm task per worker): with a per-task GPU mask (srun
+    --gpu-bind gives task N ROCR_VISIBLE_DEVICES=N), the worker sees fewer GPUs
+    than there are tasks on the node, so its device is index 0 of its own mask,
+    not SLURM_LOCALID. Returns (LOCAL_RANK, note) when it must change."""
+    if env.get("PRIMUS_SRUN_NATIVE") != "1" or found.accelerator not in ("rocm", "cuda"):
+        return None
+    local, size = env.get("LOCAL_RANK", ""), env.get("LOCAL_WORLD_SIZE", "")
+    if not (local.isdigit() and size.isdigit()) or int(local) == 0:
+        return None
+    names = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+    masks = [f"{n}={env[n]}" for n in names if env.get(n)]
+    mask = gpu_mask(env, len(found.devices), found.accelerator)
+    if not masks or mask.count == 0 or mask.count >= int(size) or int(local) < mask.count:
+        return None
+    return "0", (f"srun-native task with LOCAL_RANK {local} of {size} has a per-task GPU mask "
+                 f"({', '.join(masks)}: {mask.count} GPU(s) visible); LOCAL_RANK=0 selects the "
+                 "first GPU of its own mask")

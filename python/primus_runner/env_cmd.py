@@ -18,6 +18,7 @@ import sys
 from types import SimpleNamespace
 
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.facts import ACCELERATORS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=_formatter, description="List, explain, check and document environment variables "
         "(one registry for both references).")
-    sub = parser.add_subparsers(dest="command", metavar="{list,explain,check,docs}",
+    sub = parser.add_subparsers(dest="command", metavar="{list,explain,check,show,docs}",
                                 parser_class=_SubParser)
     sub.required = True
 
@@ -72,7 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Check the current environment (or --env-file) against the registry. "
         "Exit 2 on an error (or on a warning with --strict), else 0.")
     p_check.add_argument("--strict", action="store_true", help="treat warnings as errors")
-    p_check.add_argument("--accelerator", choices=("auto", "rocm", "cuda", "neuron", "cpu"),
+    # primus-cli env check: one line on success (the layers' own check stays silent).
+    p_check.add_argument("--say-ok", action="store_true", help=argparse.SUPPRESS)
+    p_check.add_argument("--accelerator", choices=ACCELERATORS,
                          help="accelerator of the launch (default: PRIMUS_ACCELERATOR, else "
                               "auto); findings about variables without effect on it become info")
     p_check.add_argument("--env-file", metavar="F", action="append",
@@ -83,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="the launch goes into a container: report what the allowlist "
                               "does not forward")
 
+    # env show needs the shell layers: primus-cli runs runner/helpers/envs/env-show.sh.
+    sub.add_parser("show", help="effective values and where each came from (primus-cli env show "
+                   "[--all] [--env K=V] [--format table|tsv])",
+                   description="Run as 'primus-cli env show': it sources the environment layers.")
     p_docs = sub.add_parser("docs", help="write the Markdown reference",
                             description="Print the Markdown reference of every variable, or "
                             "write it to --out FILE.")
@@ -90,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_CHECK_VALUES = {"--accelerator": ("auto", "rocm", "cuda", "neuron", "cpu"),
+_CHECK_VALUES = {"--accelerator": ACCELERATORS,
                  "--format": ("text", "json"), "--env-file": None}
 
 
@@ -102,13 +109,13 @@ def fast_check_args(argv: list[str]) -> SimpleNamespace | None:
     if not argv or argv[0] != "check":
         return None
     args = SimpleNamespace(command="check", strict=False, accelerator=None, env_file=None,
-                              format="text", container=False)
+                              format="text", container=False, say_ok=False)
     rest = argv[1:]
     i = 0
     while i < len(rest):
         word = rest[i]
-        if word in ("--strict", "--container"):
-            setattr(args, word[2:], True)
+        if word in ("--strict", "--container", "--say-ok"):
+            setattr(args, word[2:].replace("-", "_"), True)
             i += 1
             continue
         option, eq, value = word.partition("=")
@@ -139,7 +146,13 @@ def main(argv: list[str]) -> int:
     if args.command == "explain":
         return cmd_explain(args.name)
     if args.command == "check":
-        return cmd_check(args)
+        code = cmd_check(args)
+        if code == 0 and args.say_ok and args.format == "text" and not getattr(args, "_findings", 0):
+            print("[env check] no problems found")
+        return code
+    if args.command == "show":
+        raise UsageError("env show sources the shell environment layers; run it as "
+                         "'primus-cli env show [--all] [--env K=V] [--format table|tsv]'.")
     return cmd_docs(args.out)
 
 
@@ -326,6 +339,7 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
         findings = [f.replace(severity="error", message=f"{f.message} [--strict]")
                     if f.severity == "warning" else f for f in findings]
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
+    args._findings = len(findings)
     if args.format == "json":
         json.dump({"exit_code": code, "strict": args.strict, "counts": counts,
                    "findings": [f.as_dict() for f in findings]}, sys.stdout, indent=2)
@@ -361,6 +375,11 @@ def cmd_docs(out: str | None) -> int:
     text = render_docs(load())
     if out is None:
         sys.stdout.write(text)
+        return 0
+    if os.environ.get("PRIMUS_DRY_RUN") == "1":
+        from primus_runner import log
+
+        log.info(f"dry run: would write {out} ({text.count(chr(10))} lines); nothing was written.")
         return 0
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):

@@ -20,7 +20,7 @@ expand; ``expand`` is linear in the number of hosts.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from itertools import product
 
 from primus_runner.errors import UsageError
@@ -220,11 +220,6 @@ def expand(expr: str, limit: int = DEFAULT_LIMIT) -> list[str]:
         else:
             hosts.extend(_expand_item(parts))
     return hosts
-
-
-def iter_hosts(expr: str, limit: int = DEFAULT_LIMIT) -> Iterator[str]:
-    for parts in parse(expr, limit):
-        yield from _expand_item(parts)
 
 
 def _first_value(group: list[Range]) -> str:

@@ -32,9 +32,10 @@ import sys
 from collections.abc import Iterator, Mapping
 
 from primus_runner import config as cfgmod
-from primus_runner import log
+from primus_runner import log, rendezvous
 from primus_runner.config import config_records, encode_records
-from primus_runner.detect import ACCELERATORS, detected_env
+from primus_runner.detect import detected_env
+from primus_runner.facts import ACCELERATORS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -50,8 +51,20 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     direct_view = cfgmod.Config({k: v for k, v in cfg.values.items() if k in ("main", "direct")},
                                 cfg.sources, cfg.warnings)
     yield from config_records(direct_view)
-    for name, value in detected_env(env, cfg, accelerator, sysfs_root, dev_root).items():
+    # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
+    picked = rendezvous.auto_port(env)
+    origins: dict[str, str] = {}
+    found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root,
+                         origins)
+    if picked is not None:
+        rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
+        found.setdefault("MASTER_PORT", picked["MASTER_PORT"])
+    for name, value in found.items():
         yield "env", name, value
+    # Where the process count came from, for the launch summary.
+    from primus_runner.detect import count_source
+
+    yield "note", "GPUS_PER_NODE", count_source(origins.get("GPUS_PER_NODE"), env, found, cfg)
 
 
 def _parser() -> Any:
@@ -133,13 +146,32 @@ def serve_check(console_fd: int | None) -> int:
     console = os.fdopen(console_fd, "w", closefd=False) if console_fd is not None else sys.stderr
     sys.stdout = console
     try:
-        return env_cmd.cmd_check(args, environ)
+        code = env_cmd.cmd_check(args, environ)
+        if code == 0 and environ.get("PRIMUS_DRY_RUN") != "1":
+            # Before torchrun starts: the rendezvous host's address and port.
+            for message in rendezvous.check(environ):
+                log.emit("ERROR", message)
+                code = 2
+        several = environ.get("NNODES", "1") not in ("", "1") or environ.get("PRIMUS_SRUN_NATIVE") == "1"
+        if code == 0 and several:
+            from primus_runner import clustercheck  # multi-node launches only
+        if code == 0 and several and clustercheck.wanted(environ):
+            # One exchange through node 0 before anything starts (see clustercheck).
+            code = clustercheck.run(environ, console)
+        return code
     finally:
         console.flush()
         sys.stdout = saved
 
 
 def main(argv: list[str]) -> int:
+    if "--accelerator" in argv[:-1]:
+        wanted = argv[argv.index("--accelerator") + 1]
+        if wanted not in ACCELERATORS:
+            from primus_runner.errors import UsageError
+
+            raise UsageError(f"--accelerator '{wanted}' is not supported; accepted: "
+                             f"{', '.join(ACCELERATORS)}. Fix: --accelerator auto (detect), or one of those.")
     opts = fast_parse(argv)
     if opts is None:
         args = _parser().parse_args(argv)

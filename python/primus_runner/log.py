@@ -10,14 +10,15 @@ import os
 import sys
 import time
 
+from primus_runner.facts import LOG_LEVEL_DEFAULT, LOG_LEVELS, LOG_SWITCH_ON
 from primus_runner.masking import mask_text
 
-LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "ERROR": 40}
+LEVELS = LOG_LEVELS
 _COLORS = {"DEBUG": "\033[36m", "INFO": "\033[32m", "WARN": "\033[33m", "ERROR": "\033[31m"}
 
 
 def _threshold() -> int:
-    return LEVELS.get(os.environ.get("PRIMUS_LOG_LEVEL", "INFO").upper(), 20)
+    return LEVELS.get(os.environ.get("PRIMUS_LOG_LEVEL", "").upper(), LEVELS[LOG_LEVEL_DEFAULT])
 
 
 def prefix() -> str:
@@ -30,10 +31,10 @@ def emit(level: str, message: str) -> None:
         return
     stream = sys.stdout if LEVELS[level] < 30 else sys.stderr
     stamp = ""
-    if os.environ.get("PRIMUS_LOG_TIMESTAMP", "1") == "1":
+    if (os.environ.get("PRIMUS_LOG_TIMESTAMP") or "1") in LOG_SWITCH_ON:  # empty counts as unset
         stamp = time.strftime("[%Y-%m-%dT%H:%M:%SZ] ", time.gmtime())
     tag = f"[{level}]"
-    if os.environ.get("PRIMUS_LOG_COLOR", "1") != "0" and stream.isatty():
+    if (os.environ.get("PRIMUS_LOG_COLOR") or "1") in LOG_SWITCH_ON and stream.isatty():
         tag = f"{_COLORS[level]}{tag}\033[0m"
     stream.write(f"{stamp}{prefix()} {tag} {mask_text(message)}\n")
     stream.flush()

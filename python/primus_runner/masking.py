@@ -1,13 +1,14 @@
 """The one rule for which variables are secrets (SPEC section 3).
 
-The shell twin is ``primus_is_secret_name`` in runner/lib/common.sh; a test keeps
-the two in agreement.
+The names and suffixes are registry data (variables.yaml shared_facts), read here
+through the generated facts.py and by bash (``primus_is_secret_name`` in
+runner/lib/common.sh) through the generated runner/lib/facts.sh.
 """
 from __future__ import annotations
 
+from primus_runner.facts import SECRET_NAMES, SECRET_SUFFIXES
+
 MASK = "****"
-SECRET_SUFFIXES = ("_TOKEN", "_API_KEY", "_SECRET", "_PASSWORD")
-SECRET_NAMES = frozenset({"HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN"})
 
 
 def is_secret(name: str) -> bool:

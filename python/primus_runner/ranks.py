@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 
 from primus_runner.errors import UsageError
 from primus_runner.records import asdict, dataclass, field
+from primus_runner.rules import distributed
+from primus_runner.rules.distributed import is_ip_literal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -32,12 +34,9 @@ BUILTIN_DEFAULTS = {
     "NODE_RANK": "0",
     "GPUS_PER_NODE": "8",
 }
-SOURCES = ("explicit", "slurm", "openmpi", "pmix", "pytorchjob", "jobset", "single")
+SOURCES = ("explicit", "slurm", "openmpi", "pmix", "pytorchjob", "jobset", "pytorchjob-v1", "single")
 
 _DECIMAL = re.compile(r"^[0-9]+$")
-_HOST_LABEL = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
-_IPV4 = re.compile(r"^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
-                   r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$")
 _TASKS_ITEM = re.compile(r"^([0-9]+)(?:\(x([0-9]+)\))?$")
 
 
@@ -121,36 +120,6 @@ def parse_int(name: str, value: str, low: int, high: int | None = None, origin: 
         raise UsageError(f"{name}={value}{where} is out of range; accepted: {accepted}. "
                          f"Fix: export {name} with a value in that range.")
     return number
-
-
-def is_ip_literal(value: str) -> bool:
-    if _IPV4.match(value):
-        return True
-    if ":" in value:
-        import ipaddress
-
-        try:
-            ipaddress.IPv6Address(value.strip("[]"))
-            return True
-        except ValueError:
-            return False
-    return False
-
-
-def is_valid_host(value: str) -> bool:
-    """A DNS host name (labels of letters, digits, '-', '_') or an IP address."""
-    if not value or len(value) > 253:
-        return False
-    if is_ip_literal(value):
-        return True
-    labels = value[:-1].split(".") if value.endswith(".") else value.split(".")
-    return all(_HOST_LABEL.match(label) for label in labels)
-
-
-def is_loopback(value: str) -> bool:
-    lowered = value.lower().rstrip(".")
-    return (lowered in ("localhost", "localhost.localdomain", "ip6-localhost", "::1", "[::1]")
-            or (lowered.startswith("127.") and bool(_IPV4.match(lowered))))
 
 
 def short_name(host: str) -> str:
@@ -250,7 +219,11 @@ def _slurm(r: _Resolver) -> tuple[dict[str, tuple[str, str]], int, str | None]:
     list_v, list_n = _first(env, "SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST")
     from primus_runner import hostlist
 
-    listed = hostlist.count(list_v) if list_v else None
+    try:
+        listed = hostlist.count(list_v) if list_v else None
+    except hostlist.HostlistError as exc:
+        # Name the variable the list came from (the user cannot see which one).
+        raise hostlist.HostlistError(f"{list_n}: {exc}") from None
     if nnodes_v is not None:
         nnodes = parse_int(nnodes_n, nnodes_v, 1)
         step_level = (nnodes_n == "SLURM_STEP_NUM_NODES") == (list_n == "SLURM_STEP_NODELIST")
@@ -302,8 +275,40 @@ def _slurm(r: _Resolver) -> tuple[dict[str, tuple[str, str]], int, str | None]:
     if first_v is not None:
         values["MASTER_ADDR"] = (first_v, "PRIMUS_SLURM_FIRST_HOST (scontrol show hostnames)")
     elif list_v:
-        values["MASTER_ADDR"] = (hostlist.first_host(list_v), f"first host of {list_n}")
+        try:
+            first = hostlist.first_host(list_v)
+        except hostlist.HostlistError as exc:
+            # Name the variable the list came from (the user cannot see which one).
+            raise hostlist.HostlistError(f"{list_n}: {exc}") from None
+        values["MASTER_ADDR"] = (first, f"first host of {list_n}")
+    port = slurm_step_port(env)
+    if port is not None and r.user("MASTER_PORT") is None and "MASTER_PORT" not in r.defaults:
+        values["MASTER_PORT"] = port
     return values, tasks_here, list_v
+
+
+# Slurm steps get their own rendezvous port when nobody chose one, so two steps
+# (or two jobs) sharing nodes do not both try MASTER_PORT 1234. Every node of a
+# step sees the same SLURM_JOB_ID and SLURM_STEP_ID, so every node derives the
+# same port:
+#     MASTER_PORT = 10000 + 2 * ((16 * SLURM_JOB_ID + SLURM_STEP_ID) mod 11384)
+# an even port in 10000-32766: the cluster check's MASTER_PORT + 1 stays below
+# 32768, where Linux's default ephemeral range (net.ipv4.ip_local_port_range
+# 32768 60999, kernel docs ip-sysctl) begins, so outgoing connections never hold
+# it. Steps 0-15 of one job never collide; a missing or non-numeric step id
+# (the batch step) counts as 0.
+SLURM_PORT_BASE = 10000
+SLURM_PORT_SLOTS = 11384
+
+
+def slurm_step_port(env: Mapping[str, str]) -> tuple[str, str] | None:
+    job = _get(env, "SLURM_JOB_ID")
+    if job is None or not _DECIMAL.match(job):
+        return None
+    step_v, step_n = _first(env, "SLURM_STEP_ID", "SLURM_STEPID")
+    step = int(step_v) if step_v is not None and _DECIMAL.match(step_v) else 0
+    port = SLURM_PORT_BASE + 2 * ((16 * int(job) + step) % SLURM_PORT_SLOTS)
+    return str(port), f"derived from SLURM_JOB_ID={job} and {step_n or 'SLURM_STEP_ID'}={step}"
 
 
 def _mpi(r: _Resolver, source: str) -> tuple[dict[str, tuple[str, str]], int]:
@@ -374,11 +379,94 @@ def detect_source(env: Mapping[str, str]) -> str | None:
         return "pytorchjob"
     if _get(env, "JOB_COMPLETION_INDEX") is not None:
         return "jobset"
+    if _pod_index_env(env):
+        return "pytorchjob-v1"
     return None
+
+
+def _pod_index_env(env: Mapping[str, str]) -> bool:
+    """A Kubeflow PyTorchJob (training-operator v1) pod without PET_*: the operator
+    exports MASTER_ADDR, MASTER_PORT, WORLD_SIZE (the number of pods) and RANK (this
+    pod's index, the master 0). Detected as PyTorch Lightning's KubeflowEnvironment
+    does: those plus KUBERNETES_SERVICE_HOST/KUBERNETES_PORT, and none of the
+    variables torchrun sets for its workers (LOCAL_RANK, GROUP_RANK,
+    LOCAL_WORLD_SIZE). Sources: https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/pytorch/
+    and lightning.fabric.plugins.environments.kubeflow.KubeflowEnvironment."""
+    if not all(_get(env, n) is not None for n in ("MASTER_ADDR", "WORLD_SIZE", "RANK")):
+        return False
+    if any(_get(env, n) is not None for n in ("LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE")):
+        return False
+    return any(_get(env, n) is not None for n in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_PORT"))
+
+
+def check_rendezvous_env(env: Mapping[str, str], notes: list[str]) -> None:
+    """torchrun reads PET_<OPTION> variables as its option defaults
+    (torch.distributed.argparse_util.env), so an exported PET_RDZV_BACKEND=c10d
+    (elastic PyTorchJobs set it) turns the launcher's static rendezvous into an
+    elastic one whose group ranks follow arrival order: NODE_RANK 0 can become
+    rank 1. Refused unless PRIMUS_ELASTIC=1 asks for it."""
+    found = sorted(n for n in env if n.startswith("PET_RDZV_") and _get(env, n) is not None)
+    if not found:
+        return
+    shown = ", ".join(f"{n}={env[n]}" for n in found)
+    if _get(env, "PRIMUS_ELASTIC") == "1":
+        notes.append(f"PRIMUS_ELASTIC=1: torchrun uses the exported elastic rendezvous ({shown}); "
+                     "group ranks follow arrival order, not NODE_RANK")
+        return
+    raise UsageError(f"{shown} exported: torchrun reads PET_* variables as its defaults and would "
+                     "run an elastic rendezvous that assigns ranks by arrival, so NODE_RANK would "
+                     "not decide which node is rank 0. Fix: unset " + " ".join(found) + " (the "
+                     "launcher starts torchrun with a static rendezvous from NNODES, NODE_RANK, "
+                     "MASTER_ADDR and MASTER_PORT), or export PRIMUS_ELASTIC=1 to use elastic "
+                     "rendezvous on purpose.")
+
+
+def _refuse_bare_rank(env: Mapping[str, str]) -> None:
+    """RANK/WORLD_SIZE exported outside any known scheduler and without NNODES/NODE_RANK:
+    they may count nodes (an old PyTorchJob without Kubernetes variables) or processes;
+    guessing would start one node alone, so the launch is refused."""
+    if _get(env, "LOCAL_RANK") is not None or _get(env, "NNODES") is not None \
+            or _get(env, "NODE_RANK") is not None:
+        return
+    rank, size = _get(env, "RANK"), _get(env, "WORLD_SIZE")
+    if rank is None or size is None or not _DECIMAL.match(size) or int(size) <= 1:
+        return
+    raise UsageError(f"RANK={rank} and WORLD_SIZE={size} are exported but NNODES and NODE_RANK are "
+                     "not, outside Slurm, MPI or a Kubernetes pod: the launcher cannot tell whether "
+                     "they count nodes or processes and would start this node alone. Fix: export "
+                     f"NNODES={size} NODE_RANK={rank} when they count nodes (Kubeflow PyTorchJob v1 "
+                     "pod index), or unset RANK and WORLD_SIZE.")
+
+
+def check_master_resolves(mapping: RankMap, root: str) -> None:
+    """On every node but rank 0, MASTER_ADDR must resolve here: otherwise torchrun's
+    rendezvous retries for its whole timeout before failing."""
+    if mapping.nnodes <= 1 or mapping.node_rank == 0:
+        return
+    from primus_runner.nics.routes import resolves
+
+    if not resolves(root, mapping.master_addr):
+        origin = mapping.origins.get("MASTER_ADDR", "")
+        where = _where(origin) if origin else ""
+        raise UsageError(f"MASTER_ADDR='{mapping.master_addr}'{where} does not resolve on this node "
+                         f"(NODE_RANK {mapping.node_rank}): the rendezvous would retry until its "
+                         "timeout and fail. Fix: use node 0's IP address or a name this node's "
+                         "/etc/hosts or DNS knows, the same on every node.")
 
 
 def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> RankMap:
     """Map an environment to the distributed launch values. Raises UsageError."""
+    # The user's own values first, by the rule env check applies (one verdict, one message).
+    for name in distributed.CHECKED:
+        value = env.get(name)
+        found = distributed.problem(name, value) if value is not None else None
+        if found is not None:
+            raise UsageError(distributed.describe(name, value or "", *found))
+    user_rank, user_nodes = env.get("NODE_RANK"), env.get("NNODES")
+    if user_rank is not None and user_nodes is not None:
+        bound = distributed.rank_problem("NODE_RANK", int(user_rank, 10), "NNODES", int(user_nodes, 10))
+        if bound is not None:
+            raise UsageError(distributed.describe("NODE_RANK", user_rank, *bound))
     r = _Resolver(env, defaults)
     source = detect_source(env)
     sched: dict[str, tuple[str, str]] = {}
@@ -392,6 +480,14 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
         sched = _pytorchjob(r)
     elif source == "jobset":
         sched["NODE_RANK"] = (_get(env, "JOB_COMPLETION_INDEX") or "", "JOB_COMPLETION_INDEX")
+    elif source == "pytorchjob-v1":
+        sched["NNODES"] = (_get(env, "WORLD_SIZE") or "", "WORLD_SIZE (PyTorchJob v1: pods)")
+        sched["NODE_RANK"] = (_get(env, "RANK") or "", "RANK (PyTorchJob v1: pod index)")
+        r.notes.append("Kubeflow PyTorchJob v1 environment (no PET_*): NNODES=WORLD_SIZE and "
+                       "NODE_RANK=RANK, as the operator sets them per pod")
+    else:
+        _refuse_bare_rank(env)
+    check_rendezvous_env(env, r.notes)
 
     for name in ("NNODES", "NODE_RANK", "MASTER_PORT", "GPUS_PER_NODE"):
         value, origin = sched.get(name, (None, None))
@@ -410,20 +506,19 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
     port = r.number("MASTER_PORT", 1024, 65535)
     gpus = r.number("GPUS_PER_NODE", 1)
     master = r.values["MASTER_ADDR"]
-    if node_rank >= nnodes:
-        raise UsageError(f"NODE_RANK={node_rank}{_where(r.origins['NODE_RANK'])} must be below "
-                         f"NNODES={nnodes}{_where(r.origins['NNODES'])}; accepted: 0..{nnodes - 1}. "
-                         "Fix: export matching NNODES and NODE_RANK.")
-    if not is_valid_host(master):
-        raise UsageError(f"MASTER_ADDR='{master}'{_where(r.origins['MASTER_ADDR'])} is not a host "
-                         "name or IP address; accepted: e.g. node001, node001.cluster, 10.0.0.1. "
-                         "Fix: export MASTER_ADDR=<rank-0 host>.")
+    bound = distributed.rank_problem("NODE_RANK", node_rank, "NNODES", nnodes)
+    if bound is not None:
+        raise UsageError(distributed.describe("NODE_RANK", str(node_rank), *bound))
+    host_problem = distributed.problem("MASTER_ADDR", master)
+    if host_problem is not None:  # a scheduler's or config's value (the user's was checked first)
+        raise UsageError(distributed.describe("MASTER_ADDR", master, *host_problem)
+                         + f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
     # An exported loopback address with NNODES > 1 is legitimate: several
-    # "nodes" on one machine (tests, bring-up). Only a default is a mistake.
-    if nnodes > 1 and is_loopback(master) and r.origins["MASTER_ADDR"] != "exported":
-        raise UsageError(f"MASTER_ADDR={master}{_where(r.origins['MASTER_ADDR'])} with NNODES="
-                         f"{nnodes}: every node would wait for a rendezvous on itself. Fix: export "
-                         "MASTER_ADDR=<host name or IP of the node with NODE_RANK 0>.")
+    # "nodes" on one machine (tests, bring-up); env check warns. A default is a mistake.
+    loop = distributed.loopback_problem(master, nnodes, users=r.origins["MASTER_ADDR"] == "exported")
+    if loop is not None and loop[0] == "error":
+        raise UsageError(distributed.describe("MASTER_ADDR", master, loop[1], loop[2])
+                         + f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
     if source is None:
         explicit = nnodes > 1 or any(r.user(n) is not None for n in ("NNODES", "NODE_RANK", "MASTER_ADDR"))
         source = "explicit" if explicit else "single"

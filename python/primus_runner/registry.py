@@ -379,10 +379,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check-json", action="store_true",
                         help="exit 1 when the JSON copy does not match the YAML")
     args = parser.parse_args(argv)
+    from primus_runner import shared_facts
+
     if args.write_json:
         with open(JSON_PATH, "w", encoding="utf-8") as handle:
             handle.write(json_text())
         print(f"wrote {JSON_PATH}")
+        for path in shared_facts.write(read_data()):
+            print(f"wrote {path}")
         return 0
     if args.check_json:
         current = ""
@@ -392,6 +396,9 @@ def main(argv: list[str]) -> int:
         if current != json_text():
             print(f"{JSON_PATH} is stale; run python3 -m primus_runner.registry --write-json",
                   file=sys.stderr)
+            return 1
+        for path in shared_facts.stale(read_data()):
+            print(f"{path} is stale; run python3 -m primus_runner.registry --write-json", file=sys.stderr)
             return 1
         return 0
     parser.print_help()

@@ -4,7 +4,7 @@
 # Usage:
 #   execute_hooks.sh [--dry-run] [--hooks-dir DIR] --group G --name N -- [workload args...]
 #   execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]
-#   execute_hooks.sh [--dry-run] [--label WORD] --scripts FILE... [-- workload args...]
+#   execute_hooks.sh [--dry-run] [--label WORD] [--skip-exit CODE] --scripts FILE... [-- workload args...]
 # The first form is the launcher's: G and N (the first two workload words, maybe
 # empty) are option values and everything after `--` is data, so workload words
 # such as --help, --dry-run or --hooks-dir are never taken as this script's options.
@@ -15,7 +15,9 @@
 # files with $PRIMUS_PYTHON (else python3); each gets the workload args as its
 # arguments, and PRIMUS_HOOK_GROUP / PRIMUS_HOOK_NAME / PRIMUS_ROOT /
 # PRIMUS_RUNNER_DIR / PRIMUS_PYTHON in its environment. --scripts runs exactly
-# the given files instead (execute_patches.sh uses it).
+# the given files instead (execute_patches.sh uses it). --skip-exit CODE: a
+# script exiting CODE was skipped (its protocol lines still apply) and the next
+# one runs (patches: 2, behaviour sheet section 8).
 #
 # Protocol (only a hook's stdout is parsed; its stderr passes straight through):
 #   env.NAME=VALUE    export NAME=VALUE (VALUE literal: everything after the
@@ -25,9 +27,11 @@
 # env. values reach the following hooks; extra. options are appended to the
 # arguments of the following hooks too.
 #
-# Gate: a hook may declare `# primus-hook-gate: VAR [VAR...]` in its first 30
-# lines; when every listed variable is unset, empty or 0 (after earlier hooks'
-# env. lines) the hook is not started at all (it would only exit 0).
+# Gate: a hook may declare in its first 30 lines
+#   `# primus-hook-gate: VAR [VAR...]`        open when one VAR is set and not 0
+#   `# primus-hook-when-unset: VAR [VAR...]`  open when one VAR is unset or empty
+# (values after earlier hooks' env. lines). A hook with declarations whose
+# every declaration is closed is not started at all (it would only exit 0).
 #
 # This script's own stdout carries only NUL-delimited records, in order:
 #   env\0NAME\0VALUE\0     and     extra\0NAME\0VALUE\0
@@ -53,13 +57,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 readonly HOOK_EXIT_MISSING=66 HOOK_EXIT_CONFIG=78
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  primus_usage "${BASH_SOURCE[0]}"
 }
 
 # Results and state shared by the functions below.
 DRY_RUN=${PRIMUS_DRY_RUN:-0}
 HOOKS_DIR=${PRIMUS_HOOKS_DIR:-$PRIMUS_RUNNER_DIR/helpers/hooks}
 LABEL=hook
+SKIP_EXIT=""
 GROUP="" NAME=""
 declare -a SCRIPTS=() WORKLOAD_ARGS=()
 declare -a ENV_NAMES=() ENV_VALUES=()
@@ -77,13 +82,16 @@ parse_args() {
       -h | --help) usage; exit 0 ;;
       --dry-run) DRY_RUN=1; shift ;;
       --hooks-dir)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--hooks-dir needs a directory; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [args...]"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--hooks-dir needs a directory; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [args...]"
         HOOKS_DIR=$2; shift 2 ;;
       --label)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--label needs a word (e.g. patch)"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--label needs a word (e.g. patch)"
         LABEL=$2; shift 2 ;;
+      --skip-exit)
+        (($# >= 2)) && [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$PRIMUS_EXIT_INVALID" "--skip-exit needs an exit code (1-255, e.g. 2)"
+        SKIP_EXIT=$2; shift 2 ;;
       --group | --name)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "$1 needs a value (may be empty); usage: execute_hooks.sh --group G --name N -- [workload args...]"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "$1 needs a value (may be empty); usage: execute_hooks.sh --group G --name N -- [workload args...]"
         if [[ $1 == --group ]]; then GROUP=$2; else NAME=$2; fi
         EXPLICIT_TARGET=1; shift 2 ;;
       --scripts)
@@ -93,7 +101,7 @@ parse_args() {
         WORKLOAD_ARGS=("$@")
         return 0 ;;
       --) shift; break ;;
-      -*) die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; accepted: --dry-run, --hooks-dir DIR, --group G, --name N, --scripts FILE..., --help" ;;
+      -*) primus_die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; accepted: --dry-run, --hooks-dir DIR, --group G, --name N, --scripts FILE..., --help" ;;
       *) break ;;
     esac
   done
@@ -102,7 +110,7 @@ parse_args() {
     return 0
   fi
   if (($# < 1)); then
-    die "$PRIMUS_EXIT_INVALID" "missing <group>; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]"
+    primus_die "$PRIMUS_EXIT_INVALID" "missing <group>; usage: execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]"
   fi
   GROUP=$1
   NAME=${2-}
@@ -119,7 +127,7 @@ is_path_word() {
 discover_hooks() {
   if [[ ! -d $HOOKS_DIR ]]; then
     if [[ -n ${PRIMUS_HOOKS_DIR:-} || $HOOKS_DIR != "$PRIMUS_RUNNER_DIR/helpers/hooks" ]]; then
-      die "$PRIMUS_EXIT_MISSING" "hooks directory '$HOOKS_DIR' (--hooks-dir / PRIMUS_HOOKS_DIR) does not exist; point it at a directory of NN_*.sh hooks."
+      primus_die "$PRIMUS_EXIT_MISSING" "hooks directory '$HOOKS_DIR' (--hooks-dir / PRIMUS_HOOKS_DIR) does not exist; point it at a directory of NN_*.sh hooks."
     fi
     return 0
   fi
@@ -149,34 +157,46 @@ gate_value() {
   done
 }
 
-# hook_gate_open SCRIPT: false when SCRIPT declares a gate in its first 30
-# lines (`# primus-hook-gate: VAR [VAR...]`) and every listed variable is unset,
-# empty or 0. Such a hook would only exit 0; not starting it saves a bash start
-# and a tee per hook on every launch.
+# hook_gate_open SCRIPT: false when SCRIPT declares gates in its first 30
+# lines and none is open: `# primus-hook-gate: VAR...` opens when one VAR is set
+# and not 0, `# primus-hook-when-unset: VAR...` when one VAR is unset or empty.
+# Such a hook would only exit 0; not starting it saves a bash start and a tee
+# per hook on every launch.
 hook_gate_open() {
-  local line n=0 var
+  local line n=0 var declared=0
   local -a vars
   while ((n < 30)) && IFS= read -r line; do
     n=$((n + 1))
-    [[ $line == "# primus-hook-gate:"* ]] || continue
-    read -r -a vars <<<"${line#*:}"
-    for var in "${vars[@]}"; do
-      gate_value "$var"
-      [[ -z $GATE_VALUE || $GATE_VALUE == 0 ]] || return 0
-    done
-    return 1
+    case $line in
+      "# primus-hook-gate:"*)
+        declared=1
+        read -r -a vars <<<"${line#*:}"
+        for var in "${vars[@]}"; do
+          gate_value "$var"
+          [[ -z $GATE_VALUE || $GATE_VALUE == 0 ]] || return 0
+        done
+        ;;
+      "# primus-hook-when-unset:"*)
+        declared=1
+        read -r -a vars <<<"${line#*:}"
+        for var in "${vars[@]}"; do
+          gate_value "$var"
+          [[ -n $GATE_VALUE ]] || return 0
+        done
+        ;;
+    esac
   done <"$1"
-  return 0
+  ((declared == 0))
 }
 
 # check_scripts: every --scripts file must exist.
 check_scripts() {
   local f
   for f in "${SCRIPTS[@]}"; do
-    [[ -f $f ]] || die "$PRIMUS_EXIT_MISSING" "$LABEL script '$f' not found; give an existing .sh or .py file."
+    [[ -f $f ]] || primus_die "$PRIMUS_EXIT_MISSING" "$LABEL script '$f' not found; give an existing .sh or .py file."
     case $f in
       *.sh | *.py) ;;
-      *) die "$PRIMUS_EXIT_INVALID" "$LABEL script '$f' is neither .sh nor .py; accepted: .sh (run with bash), .py (run with python)." ;;
+      *) primus_die "$PRIMUS_EXIT_INVALID" "$LABEL script '$f' is neither .sh nor .py; accepted: .sh (run with bash), .py (run with python)." ;;
     esac
   done
 }
@@ -192,7 +212,9 @@ run_one() {
     cmd=("$BASH" "$script")
   fi
   local rc=0 errfd teepid
-  exec {errfd}> >(tee -- "$err" >&2)
+  # The hook's stderr, live and in ERR, secrets masked (an earlier hook's
+  # secret env. values too: queued in PRIMUS_MASK_VALUES).
+  exec {errfd}> >(primus_mask_stream | tee -- "$err" >&2)
   teepid=$!
   (
     # In a subshell: the hooks' env. values must never alter this script's own
@@ -212,13 +234,14 @@ run_one() {
   return "$rc"
 }
 
-# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr.
+# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr,
+# secrets masked as on success (its env.SECRET=... lines too).
 report_failure() {
   local script=$1 rc=$2 out=$3 err=$4
   LOG_ERROR "$LABEL '$script' failed with exit code $rc; its complete output follows." >&2
   {
     printf -- '----- %s %s: stdout -----\n' "$LABEL" "${script##*/}"
-    cat -- "$out"
+    primus_mask_stream <"$out"
     printf -- '----- %s %s: stderr -----\n' "$LABEL" "${script##*/}"
     cat -- "$err"
     printf -- '----- end of %s %s (exit code %s) -----\n' "$LABEL" "${script##*/}" "$rc"
@@ -257,31 +280,32 @@ parse_output() {
     case $line in
       env.*)
         if [[ $line != *=* ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write env.NAME=VALUE."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write env.NAME=VALUE."
         fi
         key=${line%%=*}
         key=${key#env.}
         value=${line#*=}
         if [[ ! $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid variable name '$key' in env. line; accepted: letters, digits and _ not starting with a digit (e.g. env.NCCL_NET_PLUGIN=...)."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid variable name '$key' in env. line; accepted: letters, digits and _ not starting with a digit (e.g. env.NCCL_NET_PLUGIN=...)."
         fi
         if is_reserved_name "$key"; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: env.$key names a variable internal to bash, which cannot be exported to the job; choose another name."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: env.$key names a variable internal to bash, which cannot be exported to the job; choose another name."
         fi
         ENV_NAMES+=("$key")
         ENV_VALUES+=("$value")
+        primus_mask_add "$key" "$value"
         printf 'env\0%s\0%s\0' "$key" "$value"
         log_record env "$name" "$key" "$value"
         ;;
       extra.*)
         if [[ $line != *=* ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write extra.name=value."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: '${line:0:80}' has no '='; write extra.name=value."
         fi
         key=${line%%=*}
         key=${key#extra.}
         value=${line#*=}
         if [[ ! $key =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]; then
-          die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid option name '$key' in extra. line; accepted: letters, digits, _ . - not starting with - (e.g. extra.train_data_path=...)."
+          primus_die "$PRIMUS_EXIT_INVALID" "$LABEL '$name' line $lineno: invalid option name '$key' in extra. line; accepted: letters, digits, _ . - not starting with - (e.g. extra.train_data_path=...)."
         fi
         WORKLOAD_ARGS+=("--$key" "$value")
         printf 'extra\0%s\0%s\0' "$key" "$value"
@@ -338,6 +362,11 @@ main() {
     rc=0
     run_one "$script" "$out" "$err" || rc=$?
     elapsed_since took "$start"
+    if [[ -n $SKIP_EXIT && $rc == "$SKIP_EXIT" ]]; then
+      parse_output "$script" "$out"
+      DURATIONS+="$LABEL ${script#"$PRIMUS_ROOT"/} skipped itself (exit $rc) after $took s$suffix"$'\n'
+      continue
+    fi
     if ((rc != 0)); then
       flush_durations
       report_failure "$script" "$rc" "$out" "$err"

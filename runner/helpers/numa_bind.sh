@@ -30,7 +30,7 @@ source "$NUMA_HELPER_DIR/lib/common.sh"
 
 NUMA_USAGE="usage: numa_bind.sh [LOCAL_RANK] -- CMD [ARGS...]"
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { primus_usage "${BASH_SOURCE[0]}"; }
 
 # parse_args ARGS...: set NUMA_RANK and NUMA_CMD.
 parse_args() {
@@ -39,16 +39,16 @@ parse_args() {
   case ${1:-} in
     -h | --help) usage; exit 0 ;;
     --) shift ;;
-    "") die "$PRIMUS_EXIT_INVALID" "missing command; $NUMA_USAGE" ;;
+    "") primus_die "$PRIMUS_EXIT_INVALID" "missing command; $NUMA_USAGE" ;;
     *)
       NUMA_RANK=$1
       shift
-      [[ ${1:-} == -- ]] || die "$PRIMUS_EXIT_INVALID" "expected '--' after LOCAL_RANK '$NUMA_RANK'; $NUMA_USAGE"
+      [[ ${1:-} == -- ]] || primus_die "$PRIMUS_EXIT_INVALID" "expected '--' after LOCAL_RANK '$NUMA_RANK'; $NUMA_USAGE"
       shift ;;
   esac
-  (($#)) || die "$PRIMUS_EXIT_INVALID" "missing command after '--'; $NUMA_USAGE"
+  (($#)) || primus_die "$PRIMUS_EXIT_INVALID" "missing command after '--'; $NUMA_USAGE"
   [[ $NUMA_RANK =~ ^[0-9]{1,6}$ ]] ||
-    die "$PRIMUS_EXIT_INVALID" "LOCAL_RANK '$NUMA_RANK' is not a non-negative integer; $NUMA_USAGE"
+    primus_die "$PRIMUS_EXIT_INVALID" "LOCAL_RANK '$NUMA_RANK' is not a non-negative integer; $NUMA_USAGE"
   NUMA_RANK=$((10#$NUMA_RANK))
   NUMA_CMD=("$@")
 }

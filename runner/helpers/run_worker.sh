@@ -27,7 +27,9 @@
 set -uo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../lib/usage.sh"
+  primus_usage "$0"
   exit 0
 fi
 if [[ $# -eq 0 ]]; then

@@ -13,7 +13,9 @@
 set -uo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../lib/usage.sh"
+  primus_usage "$0"
   exit 0
 fi
 if (($# != 3)) || [[ ! $3 =~ ^[0-9]{1,5}$ ]]; then

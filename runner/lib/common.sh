@@ -16,6 +16,16 @@ if [[ -n ${__PRIMUS_COMMON_SH:-} ]]; then
 fi
 __PRIMUS_COMMON_SH=1
 
+# Libraries: facts shared with Python (generated from the registry) and the one
+# help printer, primus_usage FILE.
+__primus_lib_dir=${BASH_SOURCE[0]%/*}
+[[ $__primus_lib_dir != "${BASH_SOURCE[0]}" ]] || __primus_lib_dir=.
+# shellcheck source=runner/lib/facts.sh
+source "$__primus_lib_dir/facts.sh"
+# shellcheck source=runner/lib/usage.sh
+source "$__primus_lib_dir/usage.sh"
+unset __primus_lib_dir
+
 # Exit codes (SPEC section 3).
 PRIMUS_EXIT_MISSING=1
 PRIMUS_EXIT_INVALID=2
@@ -37,26 +47,28 @@ __primus_short_host() {
   __PRIMUS_HOST=${host%%.*}
 }
 
-# __primus_level_number VAR LEVEL: store LEVEL's rank (DEBUG 10 ... ERROR 40) in VAR.
+# __primus_level_number VAR LEVEL: store LEVEL's rank in VAR (PRIMUS_LOG_LEVELS from
+# runner/lib/facts.sh, the registry's shared_facts; an unknown level is the default's).
 __primus_level_number() {
-  local rank
-  case ${2^^} in
-    DEBUG) rank=10 ;;
-    WARN | WARNING) rank=30 ;;
-    ERROR) rank=40 ;;
-    *) rank=20 ;;
-  esac
+  local rank=${PRIMUS_LOG_LEVELS[${2^^}]-}
+  [[ -n $rank ]] || rank=${PRIMUS_LOG_LEVELS[$PRIMUS_LOG_LEVEL_DEFAULT]}
   printf -v "$1" '%s' "$rank"
 }
 
+# __primus_switch_on VALUE: VALUE switches a log option on (PRIMUS_LOG_SWITCH_ON).
+__primus_switch_on() {
+  local on
+  for on in "${PRIMUS_LOG_SWITCH_ON[@]}"; do [[ $1 == "$on" ]] && return 0; done
+  return 1
+}
+
 # primus_is_secret_name NAME: true when NAME's value must never be printed.
-# Twin of primus_runner.masking.is_secret (a test keeps them in agreement).
+# The names and suffixes come from runner/lib/facts.sh (registry shared_facts), the
+# data Python's primus_runner.masking.is_secret reads too.
 primus_is_secret_name() {
-  local name=${1^^}
-  case $name in
-    HF_TOKEN | WANDB_API_KEY | DATABRICKS_TOKEN) return 0 ;;
-    *_TOKEN | *_API_KEY | *_SECRET | *_PASSWORD) return 0 ;;
-  esac
+  local name=${1^^} word
+  for word in "${PRIMUS_SECRET_NAMES[@]}"; do [[ $name == "$word" ]] && return 0; done
+  for word in "${PRIMUS_SECRET_SUFFIXES[@]}"; do [[ $name == *"$word" ]] && return 0; done
   return 1
 }
 
@@ -71,10 +83,17 @@ __primus_all_var_names() {
     "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}" "${!y@}" "${!z@}")
 }
 
+# Tracing (set -x) never shows a secret: every function here that handles a
+# secret value starts with `{ local __xt=$-; set +x; } 2>/dev/null` and ends by
+# restoring the caller's xtrace, so a caller's `set -x` traces their call but
+# not the values inside; PRIMUS_DEBUG=1 traces through primus_mask_stream
+# (primus_debug_trace_begin).
+
 # primus_mask_into VAR TEXT: store in VAR the TEXT with the value of every
 # secret variable (see primus_is_secret_name) replaced by ****. The one masking
 # function every shell printer uses.
 primus_mask_into() {
+  { local __xt=$-; set +x; } 2>/dev/null
   local __out=$1 __text=$2 __name __value
   __primus_all_var_names
   for __name in "${__PRIMUS_NAMES[@]}"; do
@@ -88,23 +107,92 @@ primus_mask_into() {
     [[ ${#__value} -ge 3 ]] || continue
     __text=${__text//"$__value"/****}
   done
+  for __value in "${PRIMUS_MASK_VALUES[@]}"; do
+    [[ ${#__value} -ge 3 ]] || continue
+    __text=${__text//"$__value"/****}
+  done
   printf -v "$__out" '%s' "$__text"
+  [[ $__xt != *x* ]] || set -x
 }
 
-# primus_mask_text TEXT: print TEXT masked (see primus_mask_into).
-primus_mask_text() {
-  local masked
-  primus_mask_into masked "$1"
-  printf '%s' "$masked"
+# PRIMUS_MASK_VALUES: more values to mask that no variable of this shell holds
+# (e.g. a secret an earlier hook emitted as env.NAME=VALUE). primus_mask_add
+# NAME VALUE adds VALUE when NAME is a secret.
+declare -ga PRIMUS_MASK_VALUES 2>/dev/null || true
+primus_mask_add() {
+  { local __xt=$-; set +x; } 2>/dev/null
+  if primus_is_secret_name "$1" && ((${#2} >= 3)); then
+    PRIMUS_MASK_VALUES+=("$2")
+  fi
+  [[ $__xt != *x* ]] || set -x
 }
+
 
 # primus_mask_value NAME VALUE: VALUE, or **** when NAME is a secret.
 primus_mask_value() {
+  { local __xt=$-; set +x; } 2>/dev/null
   if primus_is_secret_name "$1" && [[ -n $2 ]]; then
     printf '****'
   else
     printf '%s' "$2"
   fi
+  [[ $__xt != *x* ]] || set -x
+}
+
+# primus_mask_stream: copy stdin to stdout line by line, masked: the values of
+# the secret variables this shell holds when it starts (and PRIMUS_MASK_VALUES),
+# and the value of any NAME=VALUE / env.NAME=VALUE word whose NAME is a secret
+# (a secret assigned after the stream started). For hook output and traces;
+# Runs in a subshell of its own (its shell options stay there).
+primus_mask_stream() (
+  set +x
+  local -a __values=()
+  local __name __value __line __re __n
+  __primus_all_var_names
+  for __name in "${__PRIMUS_NAMES[@]}"; do
+    case ${__name^^} in
+      HF_TOKEN | WANDB_API_KEY | DATABRICKS_TOKEN | *_TOKEN | *_API_KEY | *_SECRET | *_PASSWORD) ;;
+      *) continue ;;
+    esac
+    [[ $__name == __* ]] && continue
+    __value=${!__name-}
+    ((${#__value} >= 3)) && __values+=("$__value")
+  done
+  for __value in "${PRIMUS_MASK_VALUES[@]}"; do
+    ((${#__value} >= 3)) && __values+=("$__value")
+  done
+  # NAME=VALUE or `-v NAME %s VALUE` (printf -v in a trace) with a secret NAME.
+  __re='(^|[^A-Za-z0-9_])([A-Za-z0-9_]*(TOKEN|API_KEY|SECRET|PASSWORD)(=|[[:space:]]+%s[[:space:]]+))('"'[^']*'|[^*'\"[:space:]][^'\"[:space:]]*)"
+  shopt -s nocasematch
+  while IFS= read -r __line || [[ -n $__line ]]; do
+    for __value in "${__values[@]}"; do
+      __line=${__line//"$__value"/****}
+    done
+    __n=0
+    while ((__n++ < 20)) && [[ $__line =~ $__re ]]; do
+      __line=${__line/"${BASH_REMATCH[2]}${BASH_REMATCH[5]}"/"${BASH_REMATCH[2]}****"}
+    done
+    printf '%s\n' "$__line"
+  done
+)
+
+# primus_debug_trace_begin: with PRIMUS_DEBUG=1, turn on xtrace with the trace
+# sent through primus_mask_stream to stderr (BASH_XTRACEFD), so a traced
+# assignment or call shows **** instead of a secret. Idempotent.
+primus_debug_trace_begin() {
+  [[ ${PRIMUS_DEBUG:-0} == 1 && -z ${__PRIMUS_TRACE_FD:-} ]] || return 0
+  exec {__PRIMUS_TRACE_FD}> >(primus_mask_stream >&2)
+  BASH_XTRACEFD=$__PRIMUS_TRACE_FD
+  set -x
+}
+
+# primus_debug_trace_end: stop what primus_debug_trace_begin started.
+primus_debug_trace_end() {
+  { [[ -n ${__PRIMUS_TRACE_FD:-} ]] || return 0; } 2>/dev/null
+  set +x
+  # Unsetting BASH_XTRACEFD closes the filter's descriptor (bash(1)).
+  unset BASH_XTRACEFD
+  __PRIMUS_TRACE_FD=""
 }
 
 __primus_log() {
@@ -117,11 +205,11 @@ __primus_log() {
   local fd=1
   [[ $level == WARN || $level == ERROR ]] && fd=2
   local stamp="" tag="[$level]"
-  if [[ ${PRIMUS_LOG_TIMESTAMP:-1} == 1 ]]; then
+  if __primus_switch_on "${PRIMUS_LOG_TIMESTAMP:-1}"; then
     # TZ applies to this builtin call only: UTC without forking date(1).
     TZ=UTC printf -v stamp '[%(%Y-%m-%dT%H:%M:%SZ)T] ' -1
   fi
-  if [[ ${PRIMUS_LOG_COLOR:-1} == 1 && -t $fd ]]; then
+  if __primus_switch_on "${PRIMUS_LOG_COLOR:-1}" && [[ -t $fd ]]; then
     case $level in
       DEBUG) tag=$'\e[36m'"$tag"$'\e[0m' ;;
       INFO) tag=$'\e[32m'"$tag"$'\e[0m' ;;
@@ -139,10 +227,27 @@ __primus_log() {
   done <<<"$message"
 }
 
-LOG_DEBUG() { __primus_log DEBUG "$@"; }
-LOG_INFO() { __primus_log INFO "$@"; }
-LOG_WARN() { __primus_log WARN "$@"; }
-LOG_ERROR() { __primus_log ERROR "$@"; }
+# Each logger runs untraced (its text may hold a secret before masking).
+LOG_DEBUG() {
+  { local __xt=$-; set +x; } 2>/dev/null
+  __primus_log DEBUG "$@"
+  [[ $__xt != *x* ]] || set -x
+}
+LOG_INFO() {
+  { local __xt=$-; set +x; } 2>/dev/null
+  __primus_log INFO "$@"
+  [[ $__xt != *x* ]] || set -x
+}
+LOG_WARN() {
+  { local __xt=$-; set +x; } 2>/dev/null
+  __primus_log WARN "$@"
+  [[ $__xt != *x* ]] || set -x
+}
+LOG_ERROR() {
+  { local __xt=$-; set +x; } 2>/dev/null
+  __primus_log ERROR "$@"
+  [[ $__xt != *x* ]] || set -x
+}
 
 __primus_is_rank0() { [[ ${NODE_RANK:-0} =~ ^0*$ ]]; }
 LOG_DEBUG_RANK0() { if __primus_is_rank0; then LOG_DEBUG "$@"; fi; }
@@ -150,21 +255,15 @@ LOG_INFO_RANK0() { if __primus_is_rank0; then LOG_INFO "$@"; fi; }
 LOG_WARN_RANK0() { if __primus_is_rank0; then LOG_WARN "$@"; fi; }
 LOG_ERROR_RANK0() { if __primus_is_rank0; then LOG_ERROR "$@"; fi; }
 
-# die CODE MESSAGE...: log MESSAGE as an error and exit with CODE.
+# primus_die CODE MESSAGE...: log MESSAGE as an error and exit with CODE.
 # Only for executables; sourced files return instead.
-die() {
+primus_die() {
   local code=$1
   shift
   LOG_ERROR "$@"
   exit "$code"
 }
 
-# primus_usage FILE: print FILE's header comment (line 2 up to the
-# `set -euo pipefail` line) as its help text: the help lives at the top of
-# each executable, where a reader of the code finds it too.
-primus_usage() {
-  sed -n '2,/^set -euo/p' "$1" | sed '$d' | sed 's/^# \{0,1\}//'
-}
 
 # primus_bad_usage COMMAND MESSAGE: log MESSAGE, point at COMMAND --help, exit 2.
 primus_bad_usage() {
@@ -179,16 +278,16 @@ primus_need_value() {
   (($3 >= 2)) || primus_bad_usage "$1" "option $2 needs a value."
 }
 
-# require_command NAME [HINT]: exit 1 when NAME is not on PATH.
-require_command() {
+# primus_require_command NAME [HINT]: exit 1 when NAME is not on PATH.
+primus_require_command() {
   command -v "$1" >/dev/null 2>&1 ||
-    die "$PRIMUS_EXIT_MISSING" "required command '$1' not found on PATH.${2:+ $2}"
+    primus_die "$PRIMUS_EXIT_MISSING" "required command '$1' not found on PATH.${2:+ $2}"
 }
 
-# require_file PATH [WHAT]: exit 1 when PATH is not a readable file.
-require_file() {
+# primus_require_file PATH [WHAT]: exit 1 when PATH is not a readable file.
+primus_require_file() {
   [[ -f $1 && -r $1 ]] ||
-    die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
+    primus_die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
 }
 
 # primus_pick_python: set PRIMUS_PYTHON once (PRIMUS_PYTHON, else the project's
@@ -204,6 +303,17 @@ primus_pick_python() {
   export PRIMUS_PYTHON
 }
 
+# primus_require_python: primus_pick_python, and a clean error (status 1) when
+# the interpreter picked is not an executable: for the entry points, so a bad
+# PRIMUS_PYTHON never surfaces as a bash line number (base_env.sh, sourced,
+# falls back quietly instead).
+primus_require_python() {
+  primus_pick_python
+  command -v "$PRIMUS_PYTHON" >/dev/null 2>&1 && return 0
+  LOG_ERROR "PRIMUS_PYTHON='$PRIMUS_PYTHON' is not an executable Python; accepted: a python3 (>= 3.10, pyproject.toml) with PyYAML, e.g. $PRIMUS_ROOT/.venv/bin/python after 'make setup'. Fix: unset PRIMUS_PYTHON or point it at one."
+  return "$PRIMUS_EXIT_MISSING"
+}
+
 # primus_python ARGS...: run `python3 -m primus_runner ARGS...` with the
 # package on PYTHONPATH (works with or without pip install).
 primus_python() {
@@ -211,16 +321,101 @@ primus_python() {
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner "$@"
 }
 
+# Early log (SPEC section 4: the log holds everything the console showed): the
+# log file's path is known only after the configuration is read, so until then
+# stdout and stderr are also copied to a spool file; primus_log_spool_into FILE
+# appends the spool to FILE and stops copying (the caller tees from then on).
+__PRIMUS_SPOOL="" __PRIMUS_SPOOL_PIDS=""
+
+# primus_log_spool_start: start copying stdout and stderr to the spool.
+primus_log_spool_start() {
+  [[ -z $__PRIMUS_SPOOL ]] || return 0
+  __PRIMUS_SPOOL=$(mktemp "${TMPDIR:-/tmp}/primus-log.XXXXXX" 2>/dev/null) || {
+    __PRIMUS_SPOOL=""
+    return 0
+  }
+  exec {__PRIMUS_SPOOL_OUT}>&1 {__PRIMUS_SPOOL_ERR}>&2
+  exec > >(tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
+  __PRIMUS_SPOOL_PIDS=$!
+  exec 2> >(tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
+  __PRIMUS_SPOOL_PIDS+=" $!"
+}
+
+# primus_log_spool_active: true while the spool copies.
+primus_log_spool_active() { [[ -n $__PRIMUS_SPOOL ]]; }
+
+__primus_log_spool_stop() {
+  exec 1>&"$__PRIMUS_SPOOL_OUT" 2>&"$__PRIMUS_SPOOL_ERR"
+  exec {__PRIMUS_SPOOL_OUT}>&- {__PRIMUS_SPOOL_ERR}>&-
+  local pid
+  for pid in $__PRIMUS_SPOOL_PIDS; do
+    wait "$pid" 2>/dev/null || true
+  done
+  __PRIMUS_SPOOL_PIDS=""
+}
+
+# primus_log_spool_into FILE: stop copying and append the spool to FILE.
+primus_log_spool_into() {
+  [[ -n $__PRIMUS_SPOOL ]] || return 0
+  __primus_log_spool_stop
+  cat -- "$__PRIMUS_SPOOL" >>"$1" || true
+  rm -f -- "$__PRIMUS_SPOOL"
+  __PRIMUS_SPOOL=""
+}
+
+# primus_log_spool_drop: stop copying and forget the spool (dry run).
+primus_log_spool_drop() {
+  [[ -n $__PRIMUS_SPOOL ]] || return 0
+  __primus_log_spool_stop
+  rm -f -- "$__PRIMUS_SPOOL"
+  __PRIMUS_SPOOL=""
+}
+
+# primus_secret_env_args OUT COUNT ARGS...: OUT = ARGS, except that every
+# `--env NAME=VALUE` among the first COUNT words whose NAME is a secret becomes
+# `--env NAME` (by name) and NAME=VALUE is exported instead: a value on an argv
+# is readable by every user of the node (/proc/PID/cmdline) for the whole job.
+# The names moved are in PRIMUS_SECRET_MOVED. Status 0 when one moved, else 1.
+primus_secret_env_args() {
+  { local __xt=$-; set +x; } 2>/dev/null
+  local -n __sea_out=$1
+  local __count=$2 __i __next __name __rc=1
+  shift 2
+  local -a __words=("$@")
+  __sea_out=()
+  PRIMUS_SECRET_MOVED=()
+  for ((__i = 0; __i < ${#__words[@]}; __i++)); do
+    __next=${__words[__i + 1]-}
+    __name=${__next%%=*}
+    if ((__i + 1 < __count)) && [[ ${__words[__i]} == --env && $__next == *=* &&
+      $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && primus_is_secret_name "$__name"; then
+      printf -v "$__name" '%s' "${__next#*=}"
+      export "${__name?}"
+      __sea_out+=(--env "$__name")
+      PRIMUS_SECRET_MOVED+=("$__name")
+      __i=$((__i + 1))
+      __rc=0
+      continue
+    fi
+    __sea_out+=("${__words[__i]}")
+  done
+  [[ $__xt != *x* ]] || set -x
+  return "$__rc"
+}
+
 # primus_read_nul_exports: read NAME\0VALUE\0 records on stdin and export each
 # (values are assigned with printf -v, never evaluated). Names are checked.
 primus_read_nul_exports() {
+  { local __xt=$-; set +x; } 2>/dev/null
   local name value
   while IFS= read -r -d '' name && IFS= read -r -d '' value; do
     if [[ ! $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
       LOG_ERROR "refusing to export invalid variable name '$name'"
+      [[ $__xt != *x* ]] || set -x
       return "$PRIMUS_EXIT_INVALID"
     fi
     printf -v "$name" '%s' "$value"
     export "${name?}"
   done
+  [[ $__xt != *x* ]] || set -x
 }

@@ -13,7 +13,6 @@
 #   primus_config_load [FILE]          run the Python dump once and store it
 #   primus_config_read_records         store kind\0key\0value\0 records from stdin
 #   primus_config_get_into VAR KEY [DEFAULT]
-#   primus_config_get KEY [DEFAULT]    (prints; costs a subshell when captured)
 #   primus_config_get_list KEY ARRAY   fill ARRAY with the list's items
 
 declare -gA PRIMUS_CONFIG=()
@@ -71,12 +70,6 @@ primus_config_get_into() {
   local __cfg_value=${PRIMUS_CONFIG[$2]-}
   [[ -n $__cfg_value ]] || __cfg_value=${3-}
   printf -v "$1" '%s' "$__cfg_value"
-}
-
-primus_config_get() {
-  local value
-  primus_config_get_into value "$@"
-  printf '%s\n' "$value"
 }
 
 # primus_config_get_list KEY ARRAY: ARRAY=( items of list KEY ).

@@ -50,7 +50,7 @@ primus_workload_python_pick() {
     found=$(command -v -- "$PRIMUS_WL_PYTHON" 2>/dev/null) || found=""
   fi
   if [[ -z $found ]]; then
-    die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) not found or not executable; nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
+    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) not found or not executable; nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
   fi
   PRIMUS_WL_PYTHON=$found
 }
@@ -89,11 +89,11 @@ primus_workload_probe_finish() {
     PRIMUS_WL_PROBE_FD=""
   fi
   if [[ -z $exe ]]; then
-    die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) does not run as Python ('$PRIMUS_WL_PYTHON -c ...' failed); nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
+    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) does not run as Python ('$PRIMUS_WL_PYTHON -c ...' failed); nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
   fi
   PRIMUS_WL_EXE=$exe PRIMUS_WL_TORCH_VERSION=$version PRIMUS_WL_TORCH_PATH=$path
   if [[ $need == 1 && -z $path ]]; then
-    die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with '$exe -m torch.distributed.run'; nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
+    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with '$exe -m torch.distributed.run'; nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
   fi
 }
 
@@ -120,7 +120,7 @@ primus_workload_entry() {
     primus_bad_usage "primus-cli direct" "--script '$script' and --module '$module' both name the workload; give one of them."
   fi
   if [[ -n $script ]]; then
-    [[ -f $script ]] || die "$PRIMUS_EXIT_MISSING" "training script '$script' (--script) not found; nothing was started. Fix: pass an existing file, or $how_fix."
+    [[ -f $script ]] || primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' (--script) not found; nothing was started. Fix: pass an existing file, or $how_fix."
     PRIMUS_WL_ENTRY=("$script")
     return 0
   fi
@@ -144,7 +144,7 @@ primus_workload_entry() {
     origin="the default (direct.script)"
   fi
   if ! __primus_wl_find_script "$script"; then
-    die "$PRIMUS_EXIT_MISSING" "training script '$script' ($origin) not found in $PWD or $PRIMUS_ROOT; nothing was started. Fix: $how_fix."
+    primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' ($origin) not found in $PWD or $PRIMUS_ROOT; nothing was started. Fix: $how_fix."
   fi
   PRIMUS_WL_ENTRY=("$__PRIMUS_WL_SCRIPT")
 }

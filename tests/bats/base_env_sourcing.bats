@@ -19,7 +19,8 @@ setup() {
   assert_env MASTER_PORT 1234
   assert_env NNODES 1
   assert_env NODE_RANK 0
-  assert_env GPUS_PER_NODE 8
+  # No accelerator on this tree: 1 process, not the reference 8 (issue 14).
+  assert_env GPUS_PER_NODE 1
   assert_env NCCL_DEBUG ""
   assert_env NCCL_IB_GID_INDEX 3
   assert_env NCCL_PXN_DISABLE 1

@@ -46,7 +46,8 @@ dry_args() {
   expected=(run --rm --name "$name" --label io.primus-runner.managed=1 --label io.primus-runner.name=job
     --ipc host --network host --ulimit memlock=-1 --ulimit stack=67108864
     --group-add video --cap-add SYS_PTRACE --security-opt seccomp=unconfined --init
-    --volume /data:/data --volume "$REPO_ROOT:$REPO_ROOT" --volume "$PWD:$PWD" --workdir "$PWD"
+    --volume /data:/data --volume "$REPO_ROOT:$REPO_ROOT" --volume "$PWD:$PWD"
+    --volume "$PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE" --workdir "$PWD"
     --env HF_TOKEN --env NCCL_IB_HCA --env NCCL_DEBUG --env PRIMUS_ACCELERATOR --env PRIMUS_DEV_ROOT
     --env PRIMUS_GPU_MODEL --env PRIMUS_LOG_COLOR --env PRIMUS_LOG_TIMESTAMP --env PRIMUS_SYSFS_ROOT
     --env PRIMUS_WORKSPACE --env PRIMUS_PYTHON
@@ -247,7 +248,7 @@ EOF
 }
 
 @test "direct --env NAME takes the value NAME has in the environment (how the container hands values in)" {
-  HANDED_IN=handed-in-value run "$PRIMUS_CLI" direct --dry-run --env HANDED_IN -- preflight
+  HANDED_IN=handed-in-value run "$PRIMUS_CLI" direct --dry-run --env HANDED_IN --module primus_runner -- preflight
   assert_success
   assert_output --partial 'env HANDED_IN=handed-in-value'
   run "$PRIMUS_CLI" direct --dry-run --env NOT_SET_ANYWHERE -- preflight

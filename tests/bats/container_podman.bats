@@ -28,6 +28,12 @@ setup() {
 }
 
 teardown() {
+  # A test that failed half-way leaves no launcher or container running.
+  if [[ -n ${LAUNCHER_PID:-} ]] && kill -0 "$LAUNCHER_PID" 2>/dev/null; then
+    kill -TERM "$LAUNCHER_PID" 2>/dev/null || true
+    wait "$LAUNCHER_PID" 2>/dev/null || true
+  fi
+  [[ -z ${SIG_NAME:-} ]] || podman ps -a -q --filter "name=^$SIG_NAME-" | xargs -r podman rm -f >/dev/null 2>&1 || true
   launcher_teardown
 }
 
@@ -38,7 +44,7 @@ ours() {
 
 @test "the embedded workload trains in a container: 2 processes, loss falls, checkpoint written" {
   GPUS_PER_NODE=2 MASTER_PORT=$(free_port) PRIMUS_TRAIN_STEPS=12 \
-    run "$PRIMUS_CLI" container --name ptrain -- -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
+    run "$PRIMUS_CLI" container --name ptrain -- --module primus_runner -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
   assert_success
   assert_output --partial "podman run --rm --name ptrain-"
   assert_output --partial "--ulimit host"
@@ -56,7 +62,7 @@ ours() {
   tricky=$'it\'s "quoted" $(touch pwned) `id` ; * \n second line'
   printf 'FILE_VAL=from file $(x)\nFILE_TOKEN=file-secret-4\n' >vals.env
   printf 'INNER_FILE_VAL=inner file\n' >inner.env
-  printf 'direct:\n  single: true\n  env: ["CFG_VAL=from config", "CFG_TOKEN=cfg-secret-3"]\n' >cfg.yaml
+  printf 'direct:\n  run_mode: single\n  env: ["CFG_VAL=from config", "CFG_TOKEN=cfg-secret-3"]\n' >cfg.yaml
   HF_TOKEN=hf-secret-0 PRIMUS_TRICKY=$tricky NCCL_DEBUG=WARN \
     run "$PRIMUS_CLI" container --config cfg.yaml --env "CLI_VAL=$tricky" --env CLI_TOKEN=cli-secret-1 \
       --env vals.env -- --env INNER_TOKEN=inner-secret-2 --env "INNER_VAL=$tricky" --env inner.env \
@@ -65,20 +71,20 @@ ours() {
   assert_success
   for n in 0 1 2 3 4; do refute_output --partial "secret-$n"; done
   assert_output --partial "****"
-  [[ $(<out/HF_TOKEN.single) == hf-secret-0 ]]
-  [[ $(<out/CLI_TOKEN.single) == cli-secret-1 ]]
-  [[ $(<out/INNER_TOKEN.single) == inner-secret-2 ]]
-  [[ $(<out/CFG_TOKEN.single) == cfg-secret-3 ]]
-  [[ $(<out/FILE_TOKEN.single) == file-secret-4 ]]
-  [[ $(<out/PRIMUS_TRICKY.single) == "$tricky" ]]
-  [[ $(<out/CLI_VAL.single) == "$tricky" ]]
-  [[ $(<out/INNER_VAL.single) == "$tricky" ]]
-  [[ $(<out/FILE_VAL.single) == 'from file $(x)' ]]
-  [[ $(<out/INNER_FILE_VAL.single) == 'inner file' ]]
-  # --config settings arrive: direct.single ran the script without torchrun, direct.env set.
-  [[ $(<out/CFG_VAL.single) == 'from config' ]]
-  [[ $(<out/NCCL_DEBUG.single) == WARN ]]
-  [[ $(<out/PRIMUS_PYTHON.single) == python3 ]]
+  [[ $(<out/HF_TOKEN.0) == hf-secret-0 ]]
+  [[ $(<out/CLI_TOKEN.0) == cli-secret-1 ]]
+  [[ $(<out/INNER_TOKEN.0) == inner-secret-2 ]]
+  [[ $(<out/CFG_TOKEN.0) == cfg-secret-3 ]]
+  [[ $(<out/FILE_TOKEN.0) == file-secret-4 ]]
+  [[ $(<out/PRIMUS_TRICKY.0) == "$tricky" ]]
+  [[ $(<out/CLI_VAL.0) == "$tricky" ]]
+  [[ $(<out/INNER_VAL.0) == "$tricky" ]]
+  [[ $(<out/FILE_VAL.0) == 'from file $(x)' ]]
+  [[ $(<out/INNER_FILE_VAL.0) == 'inner file' ]]
+  # --config settings arrive: direct.run_mode single ran the script without torchrun, direct.env set.
+  [[ $(<out/CFG_VAL.0) == 'from config' ]]
+  [[ $(<out/NCCL_DEBUG.0) == WARN ]]
+  [[ $(<out/PRIMUS_PYTHON.0) == python3 ]]
   [[ ! -e pwned ]]
   # Secrets are never on the runtime's argv: the command names them only.
   grep -q -- '--env CLI_TOKEN --env' <<<"$output"
@@ -86,18 +92,22 @@ ours() {
 
 @test "SIGTERM stops the container within the grace time: exit 143, no container of ours left" {
   mkdir out
-  PRIMUS_KILL_GRACE=5 "$PRIMUS_CLI" container --name psig -- --single --script "$WORKLOADS/sleeper.py" \
+  SIG_NAME=psig$$x$RANDOM
+  PRIMUS_KILL_GRACE=5 "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single --script "$WORKLOADS/sleeper.py" \
     -- "$PWD/out" marker >launch.log 2>&1 &
-  pid=$!
-  for _ in $(seq 1 150); do [[ -s out/pid.single ]] && break; sleep 0.2; done
-  [[ -s out/pid.single ]] || { cat launch.log; false; }
-  [[ -n $(ours psig-) ]]
-  kill -TERM "$pid"
+  LAUNCHER_PID=$!
+  for _ in $(seq 1 150); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
+  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  [[ -n $(ours "$SIG_NAME-") ]]
+  kill -TERM "$LAUNCHER_PID"
   rc=0
-  wait "$pid" || rc=$?
+  wait "$LAUNCHER_PID" || rc=$?
   cat launch.log
   [[ $rc -eq 143 ]]
-  [[ -z $(ours psig-) ]]
+  [[ -z $(ours "$SIG_NAME-") ]]
+  # Nothing of the workload runs any more (pid.0 is a pid of the container's
+  # namespace, so look for the sleeper by its arguments).
+  refute pgrep -f "sleeper.py $PWD/out"
 }
 
 @test "--clean removes only the containers this launcher created, never a foreign one" {
@@ -122,14 +132,17 @@ ours() {
 
 @test "the host user's ~/.primus.yaml reaches the inner direct (mounted read-only)" {
   mkdir out
-  printf 'direct:\n  single: true\n  env: ["USER_CFG_VAL=from ~/.primus.yaml"]\n' >>"$HOME/.primus.yaml"
+  printf 'direct:\n  run_mode: single\n  env: ["USER_CFG_VAL=from ~/.primus.yaml"]\n' >>"$HOME/.primus.yaml"
   run "$PRIMUS_CLI" container -- --script "$WORKLOADS/print_env.py" -- "$PWD/out" USER_CFG_VAL
   assert_success
   assert_output --partial "user config $HOME/.primus.yaml mounted read-only"
-  [[ $(<out/USER_CFG_VAL.single) == 'from ~/.primus.yaml' ]]
+  [[ $(<out/USER_CFG_VAL.0) == 'from ~/.primus.yaml' ]]
 }
 
 @test "the container's exit code is the launcher's" {
   run "$PRIMUS_CLI" container -- --single --script "$WORKLOADS/exit_with.py" -- 7
   assert_failure 7
+  # The workspace (outside the working directory) is mounted: the log is on the host.
+  assert_output --partial "--volume $PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE"
+  compgen -G "$PRIMUS_WORKSPACE/logs/primus-*.log" >/dev/null
 }

@@ -22,7 +22,7 @@ on_host() {
   shift
   env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$BATS_TEST_TMPDIR" PRIMUS_LOG_COLOR=0 \
     PRIMUS_LOG_TIMESTAMP=0 PRIMUS_SYSFS_ROOT="$root" PRIMUS_DEV_ROOT="$root" \
-    PRIMUS_WORKSPACE="$BATS_TEST_TMPDIR/ws" "$@"
+    PRIMUS_WORKSPACE="$BATS_TEST_TMPDIR/ws" PRIMUS_WORKLOAD_PYTHON="$VENV_PY" "$@"
 }
 
 @test "the 2-GPU machine: GPUS_PER_NODE=2 from detect, base_env.sh, primus-env.sh, direct and slurm-entry" {
@@ -42,13 +42,13 @@ on_host() {
   assert_success
   assert_line "GPUS=2"
 
-  run on_host mi300x-2gpu "$REPO_ROOT/runner/primus-cli" direct --dry-run -- train pretrain --config "$CFG"
+  run on_host mi300x-2gpu "$REPO_ROOT/runner/primus-cli" direct --dry-run --module primus_runner -- train pretrain --config "$CFG"
   assert_success
   assert_output --partial "GPUS_PER_NODE=2 "
   assert_output --partial "--nproc_per_node 2 "
 
   run on_host mi300x-2gpu SLURM_JOB_ID=7 SLURM_NNODES=1 SLURM_NODEID=0 SLURM_PROCID=0 \
-    SLURM_NODELIST=gpuvm-01 "$REPO_ROOT/runner/primus-cli-slurm-entry.sh" --dry-run -- \
+    SLURM_NODELIST=gpuvm-01 "$REPO_ROOT/runner/primus-cli-slurm-entry.sh" --dry-run direct --module primus_runner -- \
     train pretrain --config "$CFG"
   assert_success
   assert_output --partial "GPUS_PER_NODE=2 "

@@ -123,7 +123,7 @@ py() { PYTHONPATH="$ROOT/python" "$ROOT/.venv/bin/python" -m primus_runner "$@";
   SLURM_JOB_ID=7 SLURM_NNODES=4 SLURM_NODELIST='gpu[017-020]' SLURM_NODEID=1 SLURM_PROCID=13 \
     SLURM_TASKS_PER_NODE='8(x4)' run py ranks --format shell
   assert_success
-  assert_output "$(printf '%s\n' 'export MASTER_ADDR=gpu017' 'export MASTER_PORT=1234' \
+  assert_output "$(printf '%s\n' 'export MASTER_ADDR=gpu017' 'export MASTER_PORT=10224' \
     'export NNODES=4' 'export NODE_RANK=1' 'export GPUS_PER_NODE=8')"
 }
 
@@ -133,4 +133,150 @@ py() { PYTHONPATH="$ROOT/python" "$ROOT/.venv/bin/python" -m primus_runner "$@";
   assert_failure 2
   assert_output --partial "MASTER_ADDR=gpu018"
   assert_output --partial "gpu017"
+}
+
+# -- the launch failures caught before the job starts (issue 15) -------------------------
+# launch [VAR=VALUE...] -- ARGS...: primus-cli direct on a fake tree, isolated
+# from the caller (no ~/.primus.yaml, own workspace), the project's python first.
+launch() {
+  local -a vars=()
+  while (($#)) && [[ $1 != -- ]]; do vars+=("$1"); shift; done
+  shift
+  mkdir -p "$BATS_TEST_TMPDIR/home" "$BATS_TEST_TMPDIR/dev"
+  env -i PATH="$ROOT/.venv/bin:/usr/bin:/bin" HOME="$BATS_TEST_TMPDIR/home" PRIMUS_LOG_COLOR=0 \
+    PRIMUS_LOG_TIMESTAMP=0 PRIMUS_WORKSPACE="$BATS_TEST_TMPDIR/ws" PRIMUS_DEV_ROOT="$BATS_TEST_TMPDIR/dev" \
+    "${vars[@]}" "$ROOT/runner/primus-cli" direct "$@"
+}
+
+@test "bond0 with VLAN children: the launch exports NCCL_SOCKET_IFNAME==bond0 and GLOO bond0" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/bond-vlan" PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X GPUS_PER_NODE=1 \
+    MASTER_ADDR=10.20.0.1 NNODES=2 NODE_RANK=0 -- --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "NCCL_SOCKET_IFNAME==bond0 GLOO_SOCKET_IFNAME=bond0"
+}
+
+@test "a user GLOO_SOCKET_IFNAME=^docker0 stops the launch (exit 2) naming it, on a CPU launch too" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/bond-vlan" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 \
+    GLOO_SOCKET_IFNAME='^docker0' -- --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "ERROR GLOO_SOCKET_IFNAME='^docker0': uses NCCL's ^/= syntax, which Gloo does not parse"
+  assert_output --partial "Fix: export GLOO_SOCKET_IFNAME=bond0"
+}
+
+@test "an exclusion list leaving only loopback stops the launch (exit 2)" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X GPUS_PER_NODE=1 \
+    NCCL_SOCKET_IFNAME='^eth,virbr' -- --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "ERROR NCCL_SOCKET_IFNAME='^eth,virbr': leaves only loopback on this host"
+}
+
+@test "user NCCL_IB_HCA and NCCL_IB_GID_INDEX naming nothing here stop the launch (exit 2) with the fix" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/roce-linklocal" PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X GPUS_PER_NODE=1 \
+    NCCL_IB_HCA=mlx5_7 -- --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "ERROR NCCL_IB_HCA='mlx5_7': names mlx5_7, which matches no RDMA device/port of this host (ports here: mlx5_0:1, mlx5_1:1). Fix: export NCCL_IB_HCA=mlx5_0:1"
+  run launch PRIMUS_SYSFS_ROOT="$FIX/roce-linklocal" PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X GPUS_PER_NODE=1 \
+    NCCL_IB_GID_INDEX=1 -- --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "ERROR NCCL_IB_GID_INDEX='1': points at no routable GID on this host's RoCE ports (mlx5_0:1: RoCE v2 link-local)"
+  assert_output --partial "Fix: export NCCL_IB_GID_INDEX=3 (the RoCE v2 IPv4 GID here)"
+}
+
+@test "link-local-only RoCE port is dropped and the reason reaches the launch output as WARN" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/roce-linklocal" PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X GPUS_PER_NODE=1 \
+    -- --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "[WARN] detection: RDMA port mlx5_1:1 left out of NCCL_IB_HCA: RoCE port with only link-local fe80:: GIDs"
+  assert_output --partial "NCCL_IB_HCA=mlx5_0:1 NCCL_IB_GID_INDEX=3"
+}
+
+@test "mixed mlx5/bnxt: NCCL_IB_GID_INDEX=-1 with NCCL_IB_ADDR_FAMILY=AF_INET, and the note as WARN" {
+  run "$ROOT/.venv/bin/python" -m primus_runner nics --sysfs-root "$FIX/mixed-mlx5-bnxt" --format shell
+  assert_success
+  assert_line "export NCCL_IB_GID_INDEX=-1"
+  assert_line "export NCCL_IB_ADDR_FAMILY=AF_INET"
+  assert_line "export NCCL_IB_ROCE_VERSION_NUM=2"
+  run launch PRIMUS_SYSFS_ROOT="$FIX/mixed-mlx5-bnxt" PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X GPUS_PER_NODE=1 \
+    -- --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "[WARN] detection: the RoCE v2 IPv4 GID sits at different indexes on this host's chosen ports (bnxt_re0:1=5, bnxt_re1:1=5, mlx5_0:1=3, mlx5_1:1=3)"
+}
+
+@test "equal-cost duplicate routes: eth0 is chosen and the WARN names eth0 and eth1" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/dup-routes" PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X GPUS_PER_NODE=1 \
+    MASTER_ADDR=10.0.0.1 NNODES=2 NODE_RANK=0 -- --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "[WARN] detection: equal-cost routes to MASTER_ADDR 10.0.0.1 (subnet 10.0.0.0/24, metric 0) on eth0 and eth1"
+  assert_output --partial "NCCL_SOCKET_IFNAME=eth0 GLOO_SOCKET_IFNAME=eth0"
+}
+
+@test "MASTER_ADDR that node 1 cannot resolve: exit 2 naming it, nothing started" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/dup-routes" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 \
+    MASTER_ADDR=node-zero NNODES=2 NODE_RANK=1 -- --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "MASTER_ADDR='node-zero' (exported) does not resolve on this node (NODE_RANK 1)"
+}
+
+@test "exported PET_RDZV_BACKEND is refused (exit 2) with the fix; PRIMUS_ELASTIC=1 honours it" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 MASTER_ADDR=127.0.0.1 \
+    NNODES=2 NODE_RANK=0 PET_RDZV_BACKEND=c10d -- --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "PET_RDZV_BACKEND=c10d exported: torchrun reads PET_* variables as its defaults"
+  assert_output --partial "Fix: unset PET_RDZV_BACKEND"
+  run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 MASTER_ADDR=127.0.0.1 \
+    NNODES=2 NODE_RANK=0 PET_RDZV_BACKEND=c10d PRIMUS_ELASTIC=1 -- --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "[WARN] detection: PRIMUS_ELASTIC=1: torchrun uses the exported elastic rendezvous"
+}
+
+@test "a PyTorchJob v1 pod (RANK/WORLD_SIZE, no PET_*) maps to --nnodes and --node_rank" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 KUBERNETES_SERVICE_HOST=10.96.0.1 \
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=23456 WORLD_SIZE=3 RANK=2 -- --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "--nnodes 3 --node_rank 2 --master_addr 127.0.0.1 --master_port 23456"
+}
+
+@test "two Slurm steps of one job get different ports, the same on every node of a step" {
+  local step node
+  for step in 0 1; do
+    for node in 0 1; do
+      SLURM_JOB_ID=4242 SLURM_STEP_ID=$step SLURM_NNODES=2 SLURM_NODELIST='gpu[1-2]' \
+        SLURM_NODEID=$node run py ranks --format shell
+      assert_success
+      assert_line "export MASTER_PORT=$((31904 + 2 * step))"    # 10000 + 2*((16*4242+step) mod 11384)
+    done
+  done
+}
+
+@test "ROCR_VISIBLE_DEVICES=4,5,6,7: 4 processes, no HIP_VISIBLE_DEVICES added" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/mi300x-roce" ROCR_VISIBLE_DEVICES=4,5,6,7 \
+    -- --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "--nproc_per_node 4 "
+  refute_output --partial "HIP_VISIBLE_DEVICES="
+}
+
+@test "HIP indices beyond the ROCR list stop the launch (exit 2) with the fix" {
+  run launch PRIMUS_SYSFS_ROOT="$FIX/mi300x-roce" ROCR_VISIBLE_DEVICES=4,5,6,7 \
+    HIP_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 -- --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "ERROR HIP_VISIBLE_DEVICES='0,1,2,3,4,5,6,7': indexes the 4 GPU(s) left after ROCR_VISIBLE_DEVICES=4,5,6,7"
+  assert_output --partial "Fix: unset HIP_VISIBLE_DEVICES (ROCR_VISIBLE_DEVICES already chooses the GPUs), or list indices 0-3"
+}
+
+@test "--single: OMP_NUM_THREADS=1 by default, a user value kept; srun-native per-task mask gives LOCAL_RANK 0" {
+  mkdir -p "$BATS_TEST_TMPDIR/out"
+  run launch PRIMUS_SYSFS_ROOT="$FIX/mi300x-roce" ROCR_VISIBLE_DEVICES=3 PRIMUS_SRUN_NATIVE=1 \
+    RANK=3 LOCAL_RANK=3 WORLD_SIZE=8 LOCAL_WORLD_SIZE=8 \
+    -- --single --script "$ROOT/tests/fixtures/workloads/print_env.py" -- "$BATS_TEST_TMPDIR/out" \
+    OMP_NUM_THREADS LOCAL_RANK HIP_VISIBLE_DEVICES
+  assert_success
+  assert_output --partial "[WARN] detection: srun-native task with LOCAL_RANK 3 of 8 has a per-task GPU mask (ROCR_VISIBLE_DEVICES=3: 1 GPU(s) visible); LOCAL_RANK=0"
+  [[ $(<"$BATS_TEST_TMPDIR/out/OMP_NUM_THREADS.0") == 1 ]]
+  [[ $(<"$BATS_TEST_TMPDIR/out/LOCAL_RANK.0") == 0 ]]
+  [[ $(<"$BATS_TEST_TMPDIR/out/HIP_VISIBLE_DEVICES.0") == "<unset>" ]]
+  run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=cpu OMP_NUM_THREADS=6 \
+    -- --single --script "$ROOT/tests/fixtures/workloads/print_env.py" -- "$BATS_TEST_TMPDIR/out" OMP_NUM_THREADS
+  assert_success
+  [[ $(<"$BATS_TEST_TMPDIR/out/OMP_NUM_THREADS.0") == 6 ]]
 }

@@ -18,11 +18,12 @@ teardown() {
   NNODES=4 NODE_RANK=3 MASTER_ADDR=10.1.2.3 MASTER_PORT=29400 GPUS_PER_NODE=8 \
     run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config cfg.yaml
   assert_success
-  assert_output --partial "-m torch.distributed.run --nproc_per_node 8 --nnodes 4 --node_rank 3 --master_addr 10.1.2.3 --master_port 29400"
+  assert_output --partial "helpers/torchrun_quiet.py --nproc_per_node 8 --nnodes 4 --node_rank 3 --master_addr 10.1.2.3 --master_port 29400"
   assert_output --regexp "-m primus_runner train pretrain --config cfg\.yaml"
 }
 
 @test "dry-run reads numbers as decimal: NODE_RANK=08 is 8" {
+  mkdir -p "$PRIMUS_SYSFS_ROOT/etc" && echo "10.77.0.1 node0" >"$PRIMUS_SYSFS_ROOT/etc/hosts"
   NNODES=10 NODE_RANK=08 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_success
   assert_output --partial "--nnodes 10 --node_rank 8 "
@@ -169,7 +170,7 @@ teardown() {
 @test "NODE_RANK >= NNODES exits 2 naming NODE_RANK and the accepted range" {
   NNODES=2 NODE_RANK=2 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
   assert_failure 2
-  assert_output --partial "NODE_RANK=2"
+  assert_output --partial "NODE_RANK='2'"
   assert_output --regexp "0( to |\.\.)1"
 }
 

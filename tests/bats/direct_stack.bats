@@ -22,7 +22,11 @@ teardown() {
   assert_output --partial "training script 'primus/cli/main.py' (the default (direct.script)) not found"
   assert_output --partial "--module primus_runner"
   refute_output --partial "[train]"
-  [[ ! -e $PRIMUS_WORKSPACE ]]
+  # Nothing trained; the only file is the log of the failed launch (issue 14:
+  # every outcome leaves a log), which names the error.
+  run find "$PRIMUS_WORKSPACE" -type f
+  assert_output --regexp "^$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]+-node0\.log$"
+  grep -q "training script 'primus/cli/main.py'" "$PRIMUS_WORKSPACE"/logs/*.log
   run "$PRIMUS_CLI" direct --dry-run -- train pretrain
   assert_failure 1
 }
@@ -62,7 +66,7 @@ teardown() {
   assert_output --partial "(chosen by PRIMUS_WORKLOAD_PYTHON) not found"
 }
 
-@test "PRIMUS_TORCHRUN replaces '<python> -m torch.distributed.run'" {
+@test "PRIMUS_TORCHRUN replaces '<python> runner/helpers/torchrun_quiet.py'" {
   PRIMUS_TORCHRUN=/opt/my/torchrun run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
   assert_success
   assert_output --partial "command: /opt/my/torchrun --nproc_per_node 2"
@@ -109,4 +113,115 @@ assert_argv() {
 @test "workload words --max_steps 5 --config x.yaml pass the hook runner and reach the workload" {
   run_argv --max_steps 5 --config x.yaml
   assert_argv --max_steps 5 --config x.yaml
+}
+
+@test "run mode single exports RANK=NODE_RANK, WORLD_SIZE=NNODES, LOCAL_RANK=0, LOCAL_WORLD_SIZE=1 and the JAX coordinator" {
+  NNODES=3 NODE_RANK=2 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --single --dry-run --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "run_mode=single (--single)"
+  NNODES=3 NODE_RANK=2 MASTER_ADDR=10.0.0.1 PRIMUS_SKIP_MAIN_LAUNCH=0 \
+    run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" \
+    RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE JAX_COORDINATOR_IP JAX_COORDINATOR_PORT JAX_COORDINATOR_ADDRESS RUN_MODE
+  assert_success
+  [[ $(<out/RANK.2) == 2 && $(<out/WORLD_SIZE.2) == 3 && $(<out/LOCAL_RANK.2) == 0 && $(<out/LOCAL_WORLD_SIZE.2) == 1 ]]
+  [[ $(<out/JAX_COORDINATOR_IP.2) == 10.0.0.1 && $(<out/JAX_COORDINATOR_PORT.2) == "$MASTER_PORT" ]]
+  [[ $(<out/JAX_COORDINATOR_ADDRESS.2) == "10.0.0.1:$MASTER_PORT" && $(<out/RUN_MODE.2) == single ]]
+}
+
+@test "JAX coordinator only with NNODES > 1 in single mode; never exported in torchrun mode" {
+  run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" JAX_COORDINATOR_ADDRESS
+  assert_success
+  [[ $(<out/JAX_COORDINATOR_ADDRESS.0) == "<unset>" ]]
+  PRIMUS_FRAMEWORK=jax run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" JAX_COORDINATOR_PORT RUN_MODE
+  assert_success
+  [[ $(<out/JAX_COORDINATOR_PORT.0) == "<unset>" && $(<out/RUN_MODE.1) == torchrun ]]
+}
+
+@test "torchrun mode with a JAX coordinator on MASTER_PORT or MASTER_PORT+1: env check refuses, exit 2" {
+  for port in "$MASTER_PORT" "$((MASTER_PORT + 1))"; do
+    JAX_COORDINATOR_PORT=$port run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+    assert_failure 2
+    assert_output --partial "JAX_COORDINATOR_PORT"
+    assert_output --partial "torchrun's rendezvous store already listens"
+    [[ -z $(ls -A out) ]]
+  done
+  # the same value is fine in single mode (no torchrun store on that port)
+  JAX_COORDINATOR_PORT=$MASTER_PORT run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  assert_success
+  # and `env check` by hand judges it from RUN_MODE
+  RUN_MODE=torchrun MASTER_PORT=29500 JAX_COORDINATOR_PORT=29501 run "$PRIMUS_CLI" env check
+  assert_failure 2
+  assert_output --partial "JAX_COORDINATOR_PORT"
+}
+
+@test "run mode: a hook's env.RUN_MODE=single beats --single's absence and direct.run_mode; node_smoke defaults to single" {
+  mkdir -p hooks
+  printf 'echo env.RUN_MODE=single\n' >hooks/00_mode.sh
+  printf 'direct:\n  run_mode: torchrun\n' >cfg.yaml
+  PRIMUS_HOOKS_DIR=$PWD/hooks run "$PRIMUS_CLI" direct --config cfg.yaml --dry-run --module primus_runner -- train pretrain
+  assert_success
+  assert_output --partial "run_mode=single (RUN_MODE)"
+  refute_output --partial "torchrun_quiet.py"
+  run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- node_smoke
+  assert_success
+  assert_output --partial "run_mode=single (node_smoke default)"
+  run "$PRIMUS_CLI" direct --config cfg.yaml --dry-run --module primus_runner -- node_smoke
+  assert_success
+  assert_output --partial "run_mode=torchrun (config direct.run_mode)"
+  printf 'direct:\n  run_mode: mpi\n' >bad.yaml
+  run "$PRIMUS_CLI" direct --config bad.yaml --dry-run --module primus_runner -- x
+  assert_failure 2
+  assert_output --partial "run mode 'mpi' (from config direct.run_mode) is not known; accepted: torchrun, single"
+}
+
+# hold_port PORT: a process listening on PORT (all IPv4 addresses) until the test ends.
+hold_port() {
+  "$REPO_ROOT/.venv/bin/python" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("", int(sys.argv[1]))); s.listen(1)
+open(sys.argv[2], "w").write("up")
+time.sleep(120)' "$1" "$TEST_DIR/holder.up" &
+  HOLDER=$!
+  for _ in $(seq 1 100); do [[ -e $TEST_DIR/holder.up ]] && break; sleep 0.05; done
+}
+
+@test "MASTER_PORT held by another process: exit 2 before torchrun, naming the port and the holder" {
+  hold_port "$MASTER_PORT"
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  kill "$HOLDER"
+  assert_failure 2
+  assert_output --partial "MASTER_PORT=$MASTER_PORT cannot be bound on node 0"
+  assert_output --partial "held by pid $HOLDER"
+  refute_output --partial "torch.distributed"
+  refute_output --partial "Traceback"
+  [[ -z $(ls -A out) ]]
+  # PRIMUS_SKIP_VALIDATION=1 skips the pre-check (torchrun then fails on its own)
+  hold_port "$MASTER_PORT"
+  PRIMUS_SKIP_VALIDATION=1 run "$PRIMUS_CLI" direct --dry-run --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  kill "$HOLDER"
+  assert_success
+}
+
+@test "MASTER_PORT=auto picks a free port on a single node and the launch works; with NNODES=2 it exits 2" {
+  MASTER_PORT=auto run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" MASTER_PORT
+  assert_success
+  port=$(<out/MASTER_PORT.0)
+  [[ $port =~ ^[0-9]+$ && $port -ge 1024 ]]
+  [[ $(<out/MASTER_PORT.1) == "$port" ]]
+  assert_output --partial "--master_port $port"
+  MASTER_PORT=auto NNODES=2 MASTER_ADDR=127.0.0.1 run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "MASTER_PORT=auto with NNODES=2"
+}
+
+@test "node 0 with a MASTER_ADDR that does not resolve, or is another host: exit 2 with the fix" {
+  MASTER_ADDR=no-such-host.invalid run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  assert_failure 2
+  assert_output --partial "MASTER_ADDR='no-such-host.invalid' does not resolve on node 0"
+  # 192.0.2.1 (TEST-NET-1, RFC 5737) is never an address of this host
+  NNODES=2 MASTER_ADDR=192.0.2.1 run "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" X
+  assert_failure 2
+  assert_output --partial "MASTER_ADDR='192.0.2.1' resolves to 192.0.2.1, none of them an address of this host"
+  assert_output --partial "Fix: export MASTER_ADDR="
+  [[ -z $(ls -A out) ]]
 }

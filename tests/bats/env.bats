@@ -68,10 +68,10 @@ print(len(rows))')
   assert_failure 2
 }
 
-@test "env check in a clean environment exits 0 and prints nothing" {
+@test "env check in a clean environment exits 0 and prints one line" {
   run --separate-stderr clean_env "$PRIMUS_CLI" env check
   assert_success
-  assert_output ""
+  assert_output "[env check] no problems found"
   [[ -z $stderr ]]
 }
 

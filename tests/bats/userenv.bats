@@ -29,7 +29,7 @@ teardown() {
     assert_equal "${who[1]}" "$expected_torch"
   done
   # torchrun itself is the env's own, and the summary says so.
-  assert_output --partial "command: $USERENV_TORCH/bin/python3 -m torch.distributed.run --nproc_per_node 2"
+  assert_output --partial "command: $USERENV_TORCH/bin/python3 $REPO_ROOT/runner/helpers/torchrun_quiet.py --nproc_per_node 2"
   assert_output --partial "python=$USERENV_TORCH/bin/python3 (python3 on PATH) torch=2.13.0"
 }
 
@@ -97,4 +97,20 @@ teardown() {
   run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- a
   assert_success
   [[ -f out/argv.0 ]]
+}
+
+@test "JAX on CPU: two launchers (NNODES=2, one machine) in single mode form one world with a cross-process psum" {
+  userenv_activate "$USERENV_TORCH"
+  export NNODES=2 MASTER_ADDR=127.0.0.1 JAX_PLATFORMS=cpu
+  NODE_RANK=1 "$PRIMUS_CLI" direct --single --script "$WORKLOADS/jax_world.py" -- "$PWD/out" >node1.out 2>&1 &
+  node1=$!
+  status0=0
+  NODE_RANK=0 timeout 180 "$PRIMUS_CLI" direct --single --script "$WORKLOADS/jax_world.py" -- "$PWD/out" >node0.out 2>&1 || status0=$?
+  status1=0
+  wait "$node1" || status1=$?
+  cat node0.out node1.out
+  [[ $status0 -eq 0 && $status1 -eq 0 ]]
+  assert_equal "$(<out/jax.0)" "process_count=2 psum=3"
+  assert_equal "$(<out/jax.1)" "process_count=2 psum=3"
+  grep -q "run_mode=single (--single)" node0.out
 }

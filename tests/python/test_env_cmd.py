@@ -36,6 +36,9 @@ def reference_names() -> list[str]:
 def test_check_clean_environment_exits_0_and_prints_nothing():
     result = run_cli(["check"])
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    # primus-cli env check asks for one line on success.
+    result = run_cli(["check", "--say-ok"])
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[env check] no problems found\n", "")
 
 
 def test_check_error_exits_2_with_variable_value_reason_fix():

@@ -36,30 +36,30 @@ TABLE = [
       "GPUS_PER_NODE": "4"}, "explicit", 1),
     ("slurm: one task per node, node 2 of 4",
      {**SLURM4, "SLURM_NODEID": "2", "SLURM_PROCID": "2", "SLURM_TASKS_PER_NODE": "1(x4)"}, None,
-     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "2",
+     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "12464", "NNODES": "4", "NODE_RANK": "2",
       "GPUS_PER_NODE": "8"}, "slurm", 1),
     ("slurm: 8 tasks per node, SLURM_NODEID (not SLURM_PROCID) is the node rank",
      {**SLURM4, "SLURM_NODEID": "1", "SLURM_PROCID": "13", "SLURM_TASKS_PER_NODE": "8(x4)"}, None,
-     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "1",
+     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "12464", "NNODES": "4", "NODE_RANK": "1",
       "GPUS_PER_NODE": "8"}, "slurm", 8),
     ("slurm: no SLURM_NODEID, node from SLURM_PROCID and uneven tasks 2,2,1",
      {"SLURM_JOB_ID": "5", "SLURM_NNODES": "3", "SLURM_NODELIST": "a[1-3]", "SLURM_PROCID": "4",
       "SLURM_TASKS_PER_NODE": "2(x2),1"}, None,
-     {"MASTER_ADDR": "a1", "MASTER_PORT": "1234", "NNODES": "3", "NODE_RANK": "2",
+     {"MASTER_ADDR": "a1", "MASTER_PORT": "10160", "NNODES": "3", "NODE_RANK": "2",
       "GPUS_PER_NODE": "8"}, "slurm", 1),
     ("slurm: the step's node list and count win over the job's",
      {**SLURM4, "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NODELIST": "gpu[019-020]",
       "SLURM_NODEID": "1", "SLURM_STEP_TASKS_PER_NODE": "1(x2)"}, None,
-     {"MASTER_ADDR": "gpu019", "MASTER_PORT": "1234", "NNODES": "2", "NODE_RANK": "1",
+     {"MASTER_ADDR": "gpu019", "MASTER_PORT": "12464", "NNODES": "2", "NODE_RANK": "1",
       "GPUS_PER_NODE": "8"}, "slurm", 1),
     ("slurm: several bracket groups, first host in Slurm's order",
      {"SLURM_JOB_ID": "9", "SLURM_JOB_NUM_NODES": "6", "SLURM_JOB_NODELIST": "r[2-3]n[07-09]",
       "SLURM_NODEID": "5"}, None,
-     {"MASTER_ADDR": "r2n07", "MASTER_PORT": "1234", "NNODES": "6", "NODE_RANK": "5",
+     {"MASTER_ADDR": "r2n07", "MASTER_PORT": "10288", "NNODES": "6", "NODE_RANK": "5",
       "GPUS_PER_NODE": "8"}, "slurm", 1),
     ("slurm: the shell's scontrol answer is used as is",
      {**SLURM4, "SLURM_NODEID": "0", "PRIMUS_SLURM_FIRST_HOST": "gpu017"}, None,
-     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "1234", "NNODES": "4", "NODE_RANK": "0",
+     {"MASTER_ADDR": "gpu017", "MASTER_PORT": "12464", "NNODES": "4", "NODE_RANK": "0",
       "GPUS_PER_NODE": "8"}, "slurm", 1),
     ("slurm: user FQDN of the first node is accepted and kept",
      {**SLURM4, "SLURM_NODEID": "3", "MASTER_ADDR": "gpu017.cluster.local",
@@ -69,11 +69,11 @@ TABLE = [
     ("slurm: short user name against an FQDN node list",
      {"SLURM_JOB_ID": "1", "SLURM_NNODES": "2", "SLURM_NODELIST": "gpu[1-2].dc1",
       "SLURM_NODEID": "1", "MASTER_ADDR": "gpu1"}, None,
-     {"MASTER_ADDR": "gpu1", "MASTER_PORT": "1234", "NNODES": "2", "NODE_RANK": "1",
+     {"MASTER_ADDR": "gpu1", "MASTER_PORT": "10032", "NNODES": "2", "NODE_RANK": "1",
       "GPUS_PER_NODE": "8"}, "slurm", 1),
     ("slurm: single-node allocation outside a step is rank 0",
      {"SLURM_JOB_ID": "3", "SLURM_NNODES": "1", "SLURM_NODELIST": "solo"}, None,
-     {"MASTER_ADDR": "solo", "MASTER_PORT": "1234", "NNODES": "1", "NODE_RANK": "0",
+     {"MASTER_ADDR": "solo", "MASTER_PORT": "10096", "NNODES": "1", "NODE_RANK": "0",
       "GPUS_PER_NODE": "8"}, "slurm", 1),
     ("openmpi: 4 nodes x 8 ranks, world rank 13 is on node 1",
      {"OMPI_COMM_WORLD_RANK": "13", "OMPI_COMM_WORLD_SIZE": "32",
@@ -166,19 +166,19 @@ CONTRADICTIONS = [
      ["PET_NNODES='1:4'", "NNODES"]),
     ("jobset index beyond NNODES",
      {"JOB_COMPLETION_INDEX": "4", "NNODES": "4", "MASTER_ADDR": "js-0"}, None,
-     ["NODE_RANK=4", "NNODES=4", "0..3"]),
+     ["NODE_RANK='4'", "NNODES=4", "0..3"]),
     ("multi-node with localhost",
-     {"NNODES": "2", "NODE_RANK": "1"}, None, ["MASTER_ADDR=localhost", "NNODES=2"]),
+     {"NNODES": "2", "NODE_RANK": "1"}, None, ["MASTER_ADDR='localhost'", "NNODES=2"]),
     ("multi-node with 127.0.0.1 from config",
-     {}, {"NNODES": "2", "MASTER_ADDR": "127.0.0.1"}, ["MASTER_ADDR=127.0.0.1", "config"]),
+     {}, {"NNODES": "2", "MASTER_ADDR": "127.0.0.1"}, ["MASTER_ADDR='127.0.0.1'", "config"]),
     ("NODE_RANK not below NNODES", {"NNODES": "2", "NODE_RANK": "2", "MASTER_ADDR": "h"}, None,
-     ["NODE_RANK=2", "NNODES=2", "0..1"]),
-    ("MASTER_PORT below 1024", {"MASTER_PORT": "80"}, None, ["MASTER_PORT=80", "1024..65535"]),
-    ("MASTER_PORT above 65535", {"MASTER_PORT": "65536"}, None, ["MASTER_PORT=65536", "1024..65535"]),
-    ("MASTER_PORT not a number", {"MASTER_PORT": "12a"}, None, ["MASTER_PORT='12a'", "1024..65535"]),
-    ("NNODES zero", {"NNODES": "0"}, None, ["NNODES=0", ">= 1"]),
+     ["NODE_RANK='2'", "NNODES=2", "0..1"]),
+    ("MASTER_PORT below 1024", {"MASTER_PORT": "80"}, None, ["MASTER_PORT='80'", "1024-65535"]),
+    ("MASTER_PORT above 65535", {"MASTER_PORT": "65536"}, None, ["MASTER_PORT='65536'", "1024-65535"]),
+    ("MASTER_PORT not a number", {"MASTER_PORT": "12a"}, None, ["MASTER_PORT='12a'", "1024-65535"]),
+    ("NNODES zero", {"NNODES": "0"}, None, ["NNODES='0'", ">= 1"]),
     ("negative NODE_RANK", {"NODE_RANK": "-1"}, None, ["NODE_RANK='-1'"]),
-    ("GPUS_PER_NODE zero", {"GPUS_PER_NODE": "0"}, None, ["GPUS_PER_NODE=0", ">= 1"]),
+    ("GPUS_PER_NODE zero", {"GPUS_PER_NODE": "0"}, None, ["GPUS_PER_NODE='0'", ">= 1"]),
     ("GPUS_PER_NODE hex", {"GPUS_PER_NODE": "0x8"}, None, ["GPUS_PER_NODE='0x8'"]),
     ("MASTER_ADDR with shell syntax", {"MASTER_ADDR": "$(reboot)"}, None,
      ["MASTER_ADDR='$(reboot)'", "host name"]),
@@ -250,7 +250,7 @@ def test_cli_formats() -> None:
     env = {**SLURM4, "SLURM_NODEID": "2"}
     shell = _cli(env, "--format", "shell")
     assert shell.returncode == 0
-    assert shell.stdout.decode() == ("export MASTER_ADDR=gpu017\nexport MASTER_PORT=1234\n"
+    assert shell.stdout.decode() == ("export MASTER_ADDR=gpu017\nexport MASTER_PORT=12464\n"
                                      "export NNODES=4\nexport NODE_RANK=2\nexport GPUS_PER_NODE=8\n")
     data = json.loads(_cli(env, "--format", "json").stdout)
     assert data["source"] == "slurm" and data["node_rank"] == 2 and data["nodelist"] == "gpu[017-020]"
@@ -260,3 +260,63 @@ def test_cli_formats() -> None:
     bad = _cli({**env, "NODE_RANK": "0"})
     assert bad.returncode == 2
     assert b"NODE_RANK=0" in bad.stderr and b"SLURM_NODEID=2" in bad.stderr
+
+
+# -- rendezvous semantics (issue 15) ------------------------------------------------------
+def test_exported_pet_rdzv_is_refused_with_the_fix() -> None:
+    env = {"MASTER_ADDR": "10.0.0.1", "NNODES": "2", "NODE_RANK": "0", "PET_RDZV_BACKEND": "c10d",
+           "PET_RDZV_ENDPOINT": "10.0.0.1:29400"}
+    with pytest.raises(UsageError) as err:
+        resolve(env)
+    text = str(err.value)
+    assert text.startswith("PET_RDZV_BACKEND=c10d, PET_RDZV_ENDPOINT=10.0.0.1:29400 exported")
+    assert "Fix: unset PET_RDZV_BACKEND PET_RDZV_ENDPOINT" in text and "PRIMUS_ELASTIC=1" in text
+
+
+def test_primus_elastic_honours_pet_rdzv_with_a_note() -> None:
+    env = {"MASTER_ADDR": "10.0.0.1", "NNODES": "2", "NODE_RANK": "0", "PET_RDZV_BACKEND": "c10d",
+           "PRIMUS_ELASTIC": "1"}
+    mapping = resolve(env)
+    assert any(n.startswith("PRIMUS_ELASTIC=1: torchrun uses the exported elastic rendezvous") for n in mapping.notes)
+
+
+def test_two_slurm_steps_get_different_ports_the_same_on_every_node() -> None:
+    step = {**SLURM4, "SLURM_JOB_ID": "4242", "SLURM_STEP_NUM_NODES": "4",
+            "SLURM_STEP_NODELIST": "gpu[017-020]"}
+    ports = {(s, n): resolve({**step, "SLURM_STEP_ID": str(s), "SLURM_NODEID": str(n)}).master_port
+             for s in (0, 1) for n in (0, 3)}
+    # 10000 + 2 * ((16 * 4242 + step) mod 11384): 67872 mod 11384 = 10952
+    assert ports == {(0, 0): 31904, (0, 3): 31904, (1, 0): 31906, (1, 3): 31906}
+    mapping = resolve({**step, "SLURM_STEP_ID": "1", "SLURM_NODEID": "0"})
+    assert mapping.origins["MASTER_PORT"] == "derived from SLURM_JOB_ID=4242 and SLURM_STEP_ID=1"
+    # a user's port (exported or from --config) is kept
+    assert resolve({**step, "SLURM_NODEID": "0", "MASTER_PORT": "29500"}).master_port == 29500
+    assert resolve({**step, "SLURM_NODEID": "0"}, {"MASTER_PORT": "4000"}).master_port == 4000
+
+
+def test_pod_index_rank_and_world_size_map_as_pytorchjob_v1() -> None:
+    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456",
+           "WORLD_SIZE": "3", "RANK": "2"}
+    mapping = resolve(env)
+    assert (mapping.source, mapping.nnodes, mapping.node_rank, mapping.master_port) == (
+        "pytorchjob-v1", 3, 2, 23456)
+    assert mapping.origins["NNODES"] == "WORLD_SIZE (PyTorchJob v1: pods)"
+
+
+def test_bare_rank_and_world_size_outside_a_scheduler_are_refused() -> None:
+    with pytest.raises(UsageError, match="RANK=1 and WORLD_SIZE=2 are exported but NNODES and NODE_RANK"):
+        resolve({"MASTER_ADDR": "head", "WORLD_SIZE": "2", "RANK": "1"})
+
+
+def test_master_addr_must_resolve_on_nonzero_ranks(tmp_path: Path) -> None:
+    from primus_runner.ranks import check_master_resolves
+
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/hosts").write_text("127.0.0.1 localhost\n10.0.0.1 node0\n")
+    ok = resolve({"MASTER_ADDR": "node0", "NNODES": "2", "NODE_RANK": "1"})
+    check_master_resolves(ok, str(tmp_path))
+    bad = resolve({"MASTER_ADDR": "node-zero", "NNODES": "2", "NODE_RANK": "1"})
+    with pytest.raises(UsageError, match="MASTER_ADDR='node-zero' \\(exported\\) does not resolve on this node"):
+        check_master_resolves(bad, str(tmp_path))
+    check_master_resolves(resolve({"MASTER_ADDR": "node-zero", "NNODES": "2", "NODE_RANK": "0"}),
+                          str(tmp_path))                       # rank 0 is not refused

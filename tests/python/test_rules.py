@@ -215,7 +215,7 @@ def test_master_port_range(port, bad):
 
 def test_master_port_above_65535_is_reported_once():
     findings = about(run({"MASTER_PORT": "70000"}), "MASTER_PORT")
-    assert [(f.severity, f.rule) for f in findings] == [("error", "type")]
+    assert [(f.severity, f.rule) for f in findings] == [("error", "master_port_range")]
 
 
 def test_rank_bounds():
@@ -708,6 +708,22 @@ def test_jax_coordinator_single_node():
     expect({"NNODES": "1", "JAX_COORDINATOR_IP": "node-001"}, "warning", "JAX_COORDINATOR_IP",
            "jax_coordinator_single_node")
     clean({"NNODES": "2", "JAX_COORDINATOR_IP": "node-001"}, "JAX_COORDINATOR_IP")
+
+
+def test_jax_coordinator_port_clash():
+    base = {"RUN_MODE": "torchrun", "MASTER_PORT": "29500", "NNODES": "2"}
+    f = expect({**base, "JAX_COORDINATOR_PORT": "29500"}, "error", "JAX_COORDINATOR_PORT",
+               "jax_coordinator_port_clash")
+    assert "MASTER_PORT=29500" in f.message and "single" in f.fix
+    expect({**base, "JAX_COORDINATOR_PORT": "29501"}, "error", "JAX_COORDINATOR_PORT",
+           "jax_coordinator_port_clash")
+    expect({**base, "JAX_COORDINATOR_ADDRESS": "node-001:29500"}, "error",
+           "JAX_COORDINATOR_ADDRESS", "jax_coordinator_port_clash")
+    clean({**base, "JAX_COORDINATOR_PORT": "29502"}, "JAX_COORDINATOR_PORT")
+    # single mode: no torchrun store, the coordinator may take MASTER_PORT
+    clean({**base, "RUN_MODE": "single", "JAX_COORDINATOR_PORT": "29500"}, "JAX_COORDINATOR_PORT")
+    # by hand, run mode unknown: no finding
+    clean({"MASTER_PORT": "29500", "JAX_COORDINATOR_PORT": "29500"}, "JAX_COORDINATOR_PORT")
 
 
 def test_dump_hlo_dir_without_dump():

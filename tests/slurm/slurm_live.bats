@@ -10,6 +10,7 @@
 REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 load "$REPO_ROOT/node_modules/bats-support/load"
 load "$REPO_ROOT/node_modules/bats-assert/load"
+load "$REPO_ROOT/tests/bats/helpers/secrets"
 
 ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
 PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
@@ -175,7 +176,7 @@ hosts_of_pids() {
   podman_test_image "$REPO_ROOT"
   podman_test_check
   cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
-  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- container --name pslurm -- preflight
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- container --name pslurm -- --module primus_runner -- preflight
   assert_success
   assert_output --partial "[preflight] OK: world size 4"
   assert_output --regexp "podman run --rm --name pslurm-[0-9]+\.[0-9]+-0 "
@@ -237,4 +238,84 @@ hosts_of_pids() {
   assert_success
   assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node3 "
   [[ -z $(squeue -h -o %i) ]]
+}
+
+# ---------------------------------------------------------------- secrets (issue 18)
+
+# secret_job_setup: the four ways a secret is given (tests/bats/helpers/secrets.bash):
+# an export, --env on the mode's command line, config direct.env, a hook's env. line.
+secret_job_setup() {
+  secrets_init
+  export PROBE_DIR=$TEST_DIR/probe
+  mkdir -p "$PROBE_DIR" "$TEST_DIR/hooks"
+  printf 'echo "env.DB_PASSWORD=%s"\n' "$S_HOOK" >"$TEST_DIR/hooks/00_secret.sh"
+  printf 'direct:\n  env: [DATABRICKS_TOKEN=%s]\n' "$S_CONFIG" >"$TEST_DIR/cfg.yaml"
+  export HF_TOKEN=$S_EXPORT PRIMUS_HOOKS_DIR=$TEST_DIR/hooks
+  PROBE_ARGS=("$(sha HF_TOKEN "$S_EXPORT")" "$(sha WANDB_API_KEY "$S_CLI")"
+    "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")")
+}
+
+# secret_job_check: every rank (2 nodes x 2) saw every value; no value in the
+# workspace, the logs or the console output in $1.
+secret_job_check() {
+  local rank
+  for rank in 0 1 2 3; do
+    run cat "$PROBE_DIR/seen-$rank"
+    assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok')"
+  done
+  local files
+  files=$(grep_secrets "$PRIMUS_WORKSPACE" "$1")
+  [[ -z $files ]] || fail "secret value in: $files"
+}
+
+@test "secrets through slurm srun: on no argv of any process on any node, every rank sees them, in no file" {
+  secret_job_setup
+  # No `timeout` wrapper: its own argv would hold what the user typed (the
+  # probe ends by itself after 60 s).
+  "$PRIMUS_CLI" slurm --config "$TEST_DIR/cfg.yaml" srun -N 2 -- direct \
+    --env "WANDB_API_KEY=$S_CLI" --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- \
+    "${PROBE_ARGS[@]}" >"$TEST_DIR/console" 2>&1 &
+  local pid=$! rank
+  for rank in 0 1 2 3; do
+    wait_for "$PROBE_DIR/started-$rank" 180 || { touch "$PROBE_DIR/go"; cat "$TEST_DIR/console"; fail "rank $rank never started"; }
+  done
+  local leaks
+  leaks=$(scan_cmdlines)
+  touch "$PROBE_DIR/go"
+  local rc=0
+  wait "$pid" || rc=$?
+  [[ -z $leaks ]] || fail "secret on a command line while the job ran: $leaks"
+  ((rc == 0)) || { cat "$TEST_DIR/console"; fail "exit $rc"; }
+  secret_job_check "$TEST_DIR/console"
+}
+
+@test "secrets through slurm sbatch: not in the spooled batch script (scontrol write batch_script), on no argv, every rank sees them" {
+  secret_job_setup
+  run timeout 60 "$PRIMUS_CLI" slurm --config "$TEST_DIR/cfg.yaml" sbatch -N 2 -o "$TEST_DIR/job-%j.out" -- \
+    direct --env "WANDB_API_KEY=$S_CLI" --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- \
+    "${PROBE_ARGS[@]}"
+  assert_success
+  assert_output --partial "secrets WANDB_API_KEY (given with --env) travel in sbatch's environment"
+  local job rank
+  job=$(job_id_from_output)
+  [[ -n $job ]]
+  for rank in 0 1 2 3; do
+    wait_for "$PROBE_DIR/started-$rank" 180 || { touch "$PROBE_DIR/go"; cat "$TEST_DIR"/job-*.out; fail "rank $rank never started"; }
+  done
+  local leaks
+  leaks=$(scan_cmdlines)
+  # Slurm's own spooled copy of the batch script, while the job runs.
+  scontrol write batch_script "$job" "$TEST_DIR/spooled.sh"
+  touch "$PROBE_DIR/go"
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    [[ $(job_state "$job") == COMPLETED || $(job_state "$job") == FAILED ]] && break
+    sleep 0.1
+  done
+  [[ -z $leaks ]] || fail "secret on a command line while the job ran: $leaks"
+  [[ $(job_state "$job") == COMPLETED ]] || { cat "$TEST_DIR/job-$job.out"; fail "job $job: $(job_state "$job")"; }
+  run cat "$TEST_DIR/spooled.sh"
+  assert_output --partial "direct --env WANDB_API_KEY --script"
+  [[ -z $(grep_secrets "$TEST_DIR/spooled.sh") ]] || fail "secret in the spooled batch script"
+  secret_job_check "$TEST_DIR/job-$job.out"
 }

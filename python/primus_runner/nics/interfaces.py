@@ -92,7 +92,7 @@ def choose_interface(root: str, interfaces: list[Interface], routes: list[Route]
         if iface.usable:
             for ip in iface.addresses:
                 holder.setdefault(ip, iface.name)   # natural name order: the first wins
-    from primus_runner.ranks import is_loopback
+    from primus_runner.rules.distributed import is_loopback
 
     if master_addr and not is_loopback(master_addr):
         master_ip = resolve_ipv4(root, master_addr)

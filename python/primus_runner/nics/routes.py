@@ -146,17 +146,21 @@ def resolve_ipv4(root: str, host: str) -> str | None:
 
 def resolves(root: str, host: str) -> bool:
     """True when ``host`` is an IP literal or resolves here (any family on the real root)."""
-    from primus_runner.ranks import is_ip_literal
+    from primus_runner.rules.distributed import is_ip_literal
 
     if is_ip_literal(host) or resolve_ipv4(root, host) is not None:
         return True
-    if not is_real_root(root):
-        return False
+    if not is_real_root(root) and os.path.exists(os.path.join(root, "etc/hosts")):
+        return False          # a fake tree with its own hosts file decides alone
+    return _any_family("/", host)   # else this machine's resolver (hosts file, DNS)
+
+
+def _any_family(root: str, host: str) -> bool:
     import socket
 
     try:
         return bool(socket.getaddrinfo(host, None))
-    except OSError:
+    except (OSError, UnicodeError):
         return False
 
 

@@ -8,24 +8,41 @@ Importing the package registers every rule, in that order.
 """
 from __future__ import annotations
 
-# The rule modules register in this order: Primus, then Neuron, then Neuron launch.
-# isort: off
-from primus_runner.rules import primus as _primus  # noqa: F401  (registers rules)
-from primus_runner.rules import neuron as _neuron  # noqa: F401  (registers rules)
-from primus_runner.rules import neuron_launch as _neuron_launch  # noqa: F401  (registers rules)
-# isort: on
-from primus_runner.rules.engine import RULES, check, exit_code
-from primus_runner.rules.types import (
-                                       ACCELERATORS,
-                                       SEVERITY_ORDER,
-                                       CheckContext,
-                                       Finding,
-                                       neuron_family,
-                                       parse_bool,
-                                       parse_range_list,
-                                       parse_uint,
-                                       type_problem,
-)
+# Loaded on first use (PEP 562): importing a submodule such as
+# ``primus_runner.rules.distributed`` (on the launch path, from ranks.py) must not
+# pay for every rule module. The rule modules register in this order: Primus,
+# then Neuron, then Neuron launch.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # what __getattr__ hands out, for the type checker
+    from primus_runner.rules.engine import RULES, check, exit_code
+    from primus_runner.rules.types import (
+        ACCELERATORS,
+        SEVERITY_ORDER,
+        CheckContext,
+        Finding,
+        neuron_family,
+        parse_bool,
+        parse_range_list,
+        parse_uint,
+        type_problem,
+    )
+_EXPORTS = {
+    "RULES": "engine", "check": "engine", "exit_code": "engine",
+    "ACCELERATORS": "types", "SEVERITY_ORDER": "types", "CheckContext": "types", "Finding": "types",
+    "neuron_family": "types", "parse_bool": "types", "parse_range_list": "types",
+    "parse_uint": "types", "type_problem": "types",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'primus_runner.rules' has no attribute {name!r}")
+    import importlib
+
+    for module in ("primus", "neuron", "neuron_launch"):  # registers the rules, in order
+        importlib.import_module(f"primus_runner.rules.{module}")
+    return getattr(importlib.import_module(f"primus_runner.rules.{_EXPORTS[name]}"), name)
+
 
 __all__ = [
     "ACCELERATORS",

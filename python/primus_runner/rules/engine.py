@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from primus_runner.masking import mask
 from primus_runner.registry import Registry, Variable, load
+from primus_runner.rules import distributed
 from primus_runner.rules.types import (
     ACCELERATORS,
     SEVERITY_ORDER,
@@ -122,7 +123,12 @@ def _type(s: _State) -> Iterator[Finding]:
         if not value:
             continue
         var = s.reg.get(name)
-        if var is None:
+        if var is None or name == "MASTER_PORT":  # MASTER_PORT: rule master_port_range
+            continue
+        if name in distributed.CHECKED:  # the launcher's rank mapping asks the same function
+            found = distributed.problem(name, value)
+            if found is not None:
+                yield s.found("error", name, *found)
             continue
         problem = type_problem(var, value)
         if problem is None:

@@ -30,11 +30,11 @@ import os
 import re
 from collections.abc import Iterator
 
+from primus_runner.rules.distributed import is_loopback
 from primus_runner.rules.engine import _State, rule
 from primus_runner.rules.types import Finding, parse_range_list, parse_uint
 
 _CC_LNC = re.compile(r"(?:^|\s)(?:--lnc|--logical-nc-config|-lnc)(?:=|\s+)(\S+)")
-_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 OPEN_FILES_MIN = 65535          # AWS launch scripts: ulimit -n 65535
 OPEN_FILES_PROCS = 8
 
@@ -78,11 +78,6 @@ def split_root_comm(value: str) -> tuple[str, str, bool] | None:
         return None
     host, port = value.rsplit(":", 1)
     return host, port, False
-
-
-def is_loopback(host: str) -> bool:
-    host = host.lower()
-    return host in _LOOPBACK_NAMES or host.startswith("127.") or host in ("::1", "0:0:0:0:0:0:0:1")
 
 
 # --------------------------------------------------------------------------- multi-node

@@ -6,38 +6,43 @@ import os
 import re
 from collections.abc import Iterator
 
+from primus_runner.rules import distributed
 from primus_runner.rules.engine import _State, rule
 from primus_runner.rules.types import (
     Finding,
+    parse_uint,
 )
 
 
 # --------------------------------------------------------------------------- Primus rules
 @rule("master_port_range")
 def _master_port(s: _State) -> Iterator[Finding]:
-    port = s.uint("MASTER_PORT")
-    if port is not None and port < 1024:  # above 65535 the type rule reports it
-        yield s.found("error", "MASTER_PORT",
-                      "is outside 1024-65535; runner/lib/validation.sh rejects it",
-                      "export MASTER_PORT=1234 (or another free port from 1024 to 65535)")
+    value = s.get("MASTER_PORT")
+    found = distributed.problem("MASTER_PORT", value) if value is not None else None
+    if found is not None:
+        yield s.found("error", "MASTER_PORT", *found)
+
+
+def _launcher_set(s: _State, name: str) -> bool:
+    """True when the launcher or a base_env default, not the user, set ``name``."""
+    if f" {name} " in f" {s.env.get('PRIMUS_DETECTED_VARS', '')} ":
+        return True
+    for entry in s.env.get("PRIMUS_ENV_ORIGINS", "").split():
+        key, _, origin = entry.partition(":")
+        if key == name:
+            return origin in ("default", "config", "detected", "launcher")
+    return False
 
 
 @rule("master_addr_multinode")
 def _master_addr(s: _State) -> Iterator[Finding]:
     nnodes = s.uint("NNODES")
     addr = s.get("MASTER_ADDR")
-    if nnodes is None or nnodes <= 1 or addr is None:
+    if nnodes is None or addr is None:
         return
-    if addr.lower() in ("localhost", "localhost.localdomain", "::1") or addr.startswith("127."):
-        # A warning, not an error: several "nodes" on one machine (bring-up,
-        # tests) rendezvous fine on loopback; across hosts it would hang.
-        # The launcher refuses the unexported default (ranks.resolve).
-        yield s.found("warning", "MASTER_ADDR",
-                      f"is a loopback address with NNODES={nnodes}: that only works when every "
-                      "node runs on this one machine; nodes on other hosts would try their own "
-                      "loopback and the rendezvous never completes",
-                      "export MASTER_ADDR=<host name or IP of node 0 reachable from every node> "
-                      "(Slurm launches fill it in)")
+    found = distributed.loopback_problem(addr, nnodes, users=not _launcher_set(s, "MASTER_ADDR"))
+    if found is not None:
+        yield s.found(*found[:1], "MASTER_ADDR", *found[1:])
 
 
 @rule("jax_coordinator_single_node")
@@ -48,6 +53,34 @@ def _jax_single(s: _State) -> Iterator[Finding]:
                       "is set for a single-node run: Primus leaves it unset there so MaxText takes "
                       "its local single-controller path; set, it starts the distributed one",
                       "unset JAX_COORDINATOR_IP (and JAX_COORDINATOR_PORT) for one node")
+
+
+@rule("jax_coordinator_port_clash")
+def _jax_port_clash(s: _State) -> Iterator[Finding]:
+    # In run mode torchrun, torchrun's TCP store listens on MASTER_PORT (and may
+    # take MASTER_PORT+1, issue 10); a JAX coordinator on either port collides
+    # with it (seen: a segfault on one node and a 65 s hang on the other). The
+    # launcher exports RUN_MODE with the mode it chose; by hand, unset, no finding.
+    if s.get("RUN_MODE") != "torchrun":
+        return
+    master = s.uint("MASTER_PORT")
+    if master is None:
+        return
+    taken = {master: "MASTER_PORT", master + 1: "MASTER_PORT+1"}
+    candidates = [("JAX_COORDINATOR_PORT", s.get("JAX_COORDINATOR_PORT"))]
+    address = s.get("JAX_COORDINATOR_ADDRESS")
+    if address and ":" in address:
+        candidates.append(("JAX_COORDINATOR_ADDRESS", address.rsplit(":", 1)[1]))
+    for name, text in candidates:
+        port = parse_uint(text) if text else None
+        if port in taken:
+            yield s.found("error", name,
+                          f"puts the JAX coordinator on port {port} = {taken[port]} in run mode "
+                          f"torchrun, where torchrun's rendezvous store already listens "
+                          f"(MASTER_PORT={master}); jax.distributed.initialize() then crashes or hangs",
+                          "run JAX one process per node (--single, direct.run_mode: single, or a hook's "
+                          "env.RUN_MODE=single: the launcher then sets JAX_COORDINATOR_* itself), or "
+                          f"give the coordinator another port, e.g. JAX_COORDINATOR_PORT={master + 2}")
 
 
 @rule("dump_hlo_dir_without_dump")
@@ -62,11 +95,11 @@ def _rank_bounds(s: _State) -> Iterator[Finding]:
     for rank, size in (("NODE_RANK", "NNODES"), ("RANK", "WORLD_SIZE"),
                        ("LOCAL_RANK", "LOCAL_WORLD_SIZE")):
         index, count = s.uint(rank), s.uint(size)
-        if index is not None and count is not None and index >= count:
-            yield s.found("error", rank,
-                          f"must be below {size}={count} (indices start at 0); the rendezvous "
-                          f"would wait forever for the missing rank",
-                          f"set {rank} to 0..{count - 1} or raise {size}")
+        if index is None or count is None:
+            continue
+        found = distributed.rank_problem(rank, index, size, count)
+        if found is not None:
+            yield s.found("error", rank, *found)
 
 
 @rule("nccl_proto_values")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from primus_runner.facts import ACCELERATORS as ACCELERATORS  # re-exported: registry shared_facts
 from primus_runner.registry import Variable, record
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-ACCELERATORS = ("auto", "rocm", "cuda", "neuron", "cpu")
 
 _UINT = re.compile(r"[0-9]+\Z")
 _INT = re.compile(r"[+-]?[0-9]+\Z")

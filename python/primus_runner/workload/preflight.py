@@ -1,13 +1,20 @@
 """``preflight``: check the distributed environment across all ranks.
 
 Run under torchrun (``primus-cli direct -- preflight``). Every rank reports its
-host, RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and backend plus the
-communication-relevant variables; the job all-gathers the reports and checks:
+host, RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and backend plus the cluster
+check's fingerprint (python/primus_runner/clustercheck.py) and the versions torch
+itself reports; the job all-gathers the reports and checks:
 
 - WORLD_SIZE = NNODES x processes per node (LOCAL_WORLD_SIZE);
 - every rank is unique and 0..WORLD_SIZE-1 are all present;
-- every rank sees identical values for NCCL_*, RCCL_*, HSA_*, NEURON_RT_*,
-  MASTER_*, NNODES and GPUS_PER_NODE.
+- every ``cluster-uniform`` variable (registry scope) is identical on every rank;
+- the ``per-node`` network values mean the same on every rank (interface subnet,
+  HCA link layer, GID type and family), whatever their names and indexes;
+- the versions agree: torch, HIP/CUDA and NCCL/RCCL as torch loads them, ROCm,
+  the RCCL library file, the amdgpu/Neuron drivers and the Neuron runtime.
+
+The launcher runs the same comparison on every multi-node launch before the
+workload starts; preflight repeats it per rank, with torch's own versions.
 
 A failure fails every rank (exit 2) and rank 0 prints a table naming each
 differing variable and the ranks on each side. Secret values are masked.
@@ -21,27 +28,56 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from primus_runner.masking import mask
-
-COMM_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "NEURON_RT_", "MASTER_")
-COMM_NAMES = ("NNODES", "GPUS_PER_NODE")
 EXIT_MISMATCH = 2
 
 
 def comm_vars(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables that must agree on every rank."""
-    return {k: v for k, v in env.items() if k.startswith(COMM_PREFIXES) or k in COMM_NAMES}
+    """The variables that must agree on every rank: the registry's cluster-uniform ones
+    (secret values as a digest)."""
+    from primus_runner.clustercheck import uniform_values
+
+    return uniform_values(env)
+
+
+def torch_versions() -> dict[str, str]:
+    """The versions torch reports for itself and the libraries it loaded."""
+    out: dict[str, str] = {}
+    try:
+        import torch
+    except ImportError:
+        return out
+    out["torch"] = str(torch.__version__)
+    for name, value in (("HIP (torch)", getattr(torch.version, "hip", None)),
+                        ("CUDA (torch)", getattr(torch.version, "cuda", None))):
+        if value:
+            out[name] = str(value)
+    try:
+        if torch.cuda.is_available():
+            nccl = torch.cuda.nccl.version()  # type: ignore[no-untyped-call]
+            out["NCCL/RCCL (torch)"] = ".".join(str(p) for p in nccl) if isinstance(nccl, tuple) else str(nccl)
+    except Exception:  # noqa: BLE001 - a build without NCCL: nothing to report
+        pass
+    return out
 
 
 def rank_report(env: Mapping[str, str], backend: str) -> dict[str, Any]:
+    from primus_runner.clustercheck import fingerprint
+
+    rank = int(env.get("RANK", "0"))
+    cluster = fingerprint(env, env.get("PRIMUS_SYSFS_ROOT") or "/", rank)
+    cluster["versions"].update(torch_versions())
+    ignore = {n.strip() for n in (env.get("PRIMUS_CLUSTER_CHECK_IGNORE") or "").split(",") if n.strip()}
+    for key in ("uniform", "meaning", "raw", "versions"):
+        cluster[key] = {k: v for k, v in cluster[key].items() if k not in ignore}
     return {
         "host": socket.gethostname(),
-        "rank": int(env.get("RANK", "0")),
+        "rank": rank,
         "local_rank": int(env.get("LOCAL_RANK", "0")),
         "world_size": int(env.get("WORLD_SIZE", "1")),
         "local_world_size": int(env.get("LOCAL_WORLD_SIZE", "1")),
         "backend": backend,
-        "vars": comm_vars(env),
+        "vars": cluster["uniform"],
+        "cluster": cluster,
     }
 
 
@@ -70,32 +106,13 @@ def find_problems(reports: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def mismatch_table(reports: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One block per variable whose value differs between ranks."""
-    names = sorted({name for r in reports for name in r["vars"]})
-    blocks = []
-    for name in names:
-        by_value: dict[str, list[int]] = {}
-        for r in reports:
-            value = r["vars"].get(name)
-            shown = "<unset>" if value is None else repr(mask(name, value))
-            by_value.setdefault(shown, []).append(r["rank"])
-        if len(by_value) > 1:
-            sides = "; ".join(f"{value} on ranks {_ranges(sorted(rs))}" for value, rs in by_value.items())
-            blocks.append(f"{name} differs between ranks: {sides}")
-    return blocks
+    """One line per cluster-uniform variable, per-node meaning or version that differs
+    between ranks (the cluster check's comparison, per rank)."""
+    from primus_runner.clustercheck import compare
 
-
-def _ranges(ranks: list[int]) -> str:
-    out, start, prev = [], None, None
-    for r in [*ranks, None]:
-        if start is None:
-            start = prev = r
-        elif r is not None and prev is not None and r == prev + 1:
-            prev = r
-        else:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-            start = prev = r
-    return ",".join(out)
+    fps = [dict(r.get("cluster") or {"node": r["rank"], "host": r["host"], "uniform": r["vars"]},
+                node=r["rank"], host=r["host"]) for r in reports]
+    return compare(fps, word="ranks")
 
 
 def format_table(reports: Sequence[Mapping[str, Any]]) -> str:
@@ -138,12 +155,15 @@ def run(env: Mapping[str, str]) -> int:
     if problems:
         text = "\n".join(f"  - {p}" for p in problems)
         print(f"[preflight] FAILED on rank {rank} ({len(problems)} problem(s)):\n{text}\n"
-              "  Fix: export the same values on every node (compare your per-node env files or "
-              "hooks) and make WORLD_SIZE match NNODES x GPUS_PER_NODE.", file=sys.stderr, flush=True)
+              "  Fix: export the same values on every node (compare your per-node env files, "
+              "hooks and images) and make WORLD_SIZE match NNODES x GPUS_PER_NODE.", file=sys.stderr, flush=True)
     elif rank == 0:
-        print(f"[preflight] OK: world size {len(reports)}, {len(reports[0]['vars'])} communication "
-              "variables identical on every rank", flush=True)
+        print(f"[preflight] OK: world size {len(reports)}, {len(reports[0]['vars'])} cluster-uniform "
+              f"variables identical, {len(reports[0]['cluster']['meaning'])} per-node network values "
+              f"mean the same and {len(reports[0]['cluster']['versions'])} versions agree on every rank",
+              flush=True)
     if distributed:
+        dist.barrier()      # every rank has printed its verdict before any exits
         dist.destroy_process_group()
     return EXIT_MISMATCH if problems else 0
 

@@ -48,17 +48,19 @@
 # as they were, works from any directory and through a symlink, and prints only
 # on NODE_RANK 0, at INFO (summary, hidden by PRIMUS_LOG_LEVEL=WARN) or WARN.
 #
-# Functions for the other layers and the launcher:
-#   primus_env_default NAME VALUE ORIGIN   set NAME unless the user owns it (layers)
-#   primus_env_fallback NAME VALUE ORIGIN  set NAME only when unset (base defaults)
-#   primus_env_user_owns NAME              true when NAME is the user's value
-#   primus_env_note_origin NAME ORIGIN     record who set NAME (hook, cli, ...)
-# Origins are kept in the associative array __PRIMUS_ORIGIN and exported as
-# PRIMUS_ENV_ORIGINS="NAME:origin ..." for `primus-cli env show`.
+# A layer, not a library: the functions other layers and the launcher use come
+# from runner/lib/ (env_origin.sh: primus_env_default, primus_env_fallback,
+# primus_env_user_owns, primus_env_note_origin; shellopts.sh: primus_opts_save
+# and primus_opts_restore; common.sh: logging). Every function and variable a
+# sourced file defines is prefixed (primus_, __primus_, PRIMUS_, __PRIMUS_),
+# so a caller's own die, require_file or log functions survive; the LOG_*
+# functions are the SPEC's logging interface (section 3).
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   # Executed, not sourced: nothing it sets could reach the caller.
-  sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "$0")/../../lib/usage.sh"
+  primus_usage "$0"
   case ${1:-} in -h | --help) exit 0 ;; esac
   echo "base_env.sh must be sourced: source $0" >&2
   exit 2
@@ -67,95 +69,6 @@ fi
 if [[ -n ${__PRIMUS_BASE_ENV_SOURCED:-} ]]; then
   return 0
 fi
-
-# ---------------------------------------------------------------------------
-# Shell-state protection: shared by base_env.sh and primus-env.sh.
-# ---------------------------------------------------------------------------
-
-# __primus_opts_save: remember errexit/nounset/xtrace (outermost call only) and
-# switch errexit and nounset off, so nothing in the layers can end the caller.
-__primus_opts_save() {
-  __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-0} + 1))
-  ((__PRIMUS_OPTS_DEPTH == 1)) || return 0
-  __PRIMUS_OPTS_SAVED=$-
-  set +e +u
-  if [[ ${PRIMUS_DEBUG:-0} == 1 ]]; then set -x; fi
-  return 0
-}
-
-# __primus_opts_restore: put back what __primus_opts_save found.
-__primus_opts_restore() {
-  __PRIMUS_OPTS_DEPTH=$((${__PRIMUS_OPTS_DEPTH:-1} - 1))
-  ((__PRIMUS_OPTS_DEPTH <= 0)) || return 0
-  __PRIMUS_OPTS_DEPTH=0
-  case $__PRIMUS_OPTS_SAVED in *x*) ;; *) set +x ;; esac
-  case $__PRIMUS_OPTS_SAVED in *u*) set -u ;; esac
-  case $__PRIMUS_OPTS_SAVED in *e*) set -e ;; esac
-  return 0
-}
-
-# ---------------------------------------------------------------------------
-# Origins and precedence.
-# ---------------------------------------------------------------------------
-if ! declare -p __PRIMUS_ORIGIN >/dev/null 2>&1; then
-  declare -gA __PRIMUS_ORIGIN=()
-fi
-
-# primus_env_user_owns NAME: true when NAME was set before any layer touched it
-# and the launcher did not list it in PRIMUS_DETECTED_VARS. Records the answer.
-primus_env_user_owns() {
-  local name=$1 origin=${__PRIMUS_ORIGIN[$1]-}
-  if [[ -n $origin ]]; then
-    [[ $origin == user* ]]
-    return
-  fi
-  [[ -v $name ]] || return 1
-  if [[ " ${PRIMUS_DETECTED_VARS-} " == *" $name "* ]]; then
-    __PRIMUS_ORIGIN[$name]=launcher
-    return 1
-  fi
-  __PRIMUS_ORIGIN[$name]=user
-  export "${name?}"
-  return 0
-}
-
-# primus_env_default NAME VALUE ORIGIN: export NAME=VALUE unless the user owns
-# NAME; a value set by a lower layer (or detected) is replaced.
-primus_env_default() {
-  primus_env_user_owns "$1" && return 0
-  printf -v "$1" '%s' "$2"
-  export "${1?}"
-  __PRIMUS_ORIGIN[$1]=$3
-}
-
-# primus_env_fallback NAME VALUE ORIGIN: export NAME=VALUE only when NAME is
-# not set at all (the base defaults: below detection, the launcher and layers).
-primus_env_fallback() {
-  if primus_env_user_owns "$1" || [[ -v $1 ]]; then
-    export "${1?}"
-    return 0
-  fi
-  printf -v "$1" '%s' "$2"
-  export "${1?}"
-  __PRIMUS_ORIGIN[$1]=$3
-}
-
-# primus_env_note_origin NAME ORIGIN: record that ORIGIN (hook, cli, ...) set
-# NAME; for the launcher after hooks and --env. Updates PRIMUS_ENV_ORIGINS.
-primus_env_note_origin() {
-  __PRIMUS_ORIGIN[$1]=$2
-  __primus_env_export_origins
-}
-
-# __primus_env_export_origins: PRIMUS_ENV_ORIGINS="NAME:origin ..." for every
-# name a layer, detection, hook or --env set, or a layer kept as the user's.
-__primus_env_export_origins() {
-  local name list=""
-  for name in "${!__PRIMUS_ORIGIN[@]}"; do
-    list+="${list:+ }$name:${__PRIMUS_ORIGIN[$name]}"
-  done
-  export PRIMUS_ENV_ORIGINS=$list
-}
 
 # __primus_is_uint VALUE: VALUE is a plain non-negative decimal integer.
 __primus_is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
@@ -411,23 +324,28 @@ __primus_base_env_main() {
   __primus_base_rocm_libs
   __primus_base_paths
   __primus_base_deterministic
-  __primus_env_export_origins
+  primus_env_export_origins
   __primus_base_summary
 }
 
 __PRIMUS_BASE_ENV_SOURCED=1
-__primus_opts_save
 __PRIMUS_ENVS_DIR=${BASH_SOURCE[0]}
 if [[ -L $__PRIMUS_ENVS_DIR ]]; then
   __PRIMUS_ENVS_DIR=$(readlink -f -- "$__PRIMUS_ENVS_DIR")
 fi
 case $__PRIMUS_ENVS_DIR in */*) __PRIMUS_ENVS_DIR=${__PRIMUS_ENVS_DIR%/*} ;; *) __PRIMUS_ENVS_DIR=. ;; esac
 __PRIMUS_ENVS_DIR=$(cd -P -- "$__PRIMUS_ENVS_DIR" && pwd)
+# shellcheck source=runner/lib/shellopts.sh
+source "$__PRIMUS_ENVS_DIR/../../lib/shellopts.sh"
+primus_opts_save
 # common.sh derives the runner directory from its own location.
 if [[ -z ${PRIMUS_RUNNER_DIR:-} || ! -f ${PRIMUS_RUNNER_DIR:-}/lib/common.sh ]]; then
   PRIMUS_RUNNER_DIR=${__PRIMUS_ENVS_DIR%/helpers/envs}
 fi
 # shellcheck source=runner/lib/common.sh
 source "$__PRIMUS_ENVS_DIR/../../lib/common.sh"
+# shellcheck source=runner/lib/env_origin.sh
+source "$__PRIMUS_ENVS_DIR/../../lib/env_origin.sh"
+primus_debug_trace_begin  # PRIMUS_DEBUG=1: trace, secrets masked
 __primus_base_env_main
-__primus_opts_restore
+primus_opts_restore

@@ -32,7 +32,11 @@ set -euo pipefail
 ENVS_DIR=$(cd -P -- "$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")" && pwd)
 FAMILY_RE='^(NCCL|RCCL|HSA|HIP|ROCBLAS|HIPBLASLT|TORCH|CUDA|NVTE|PRIMUS|NEURON|XLA|JAX|TF|HF|WANDB|MLFLOW|DATABRICKS|GLOO|MASTER|TE|GPU|DUMP)_|^(NNODES|NODE_RANK|GPUS_PER_NODE|DATA_PATH|PYTHONPATH|IP_INTERFACE)$'
 
-usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+usage() {
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../../lib/usage.sh"
+  primus_usage "${BASH_SOURCE[0]}"
+}
 
 # origin_label TOKEN: the human label of one recorded origin ("a+b" allowed).
 origin_label() {

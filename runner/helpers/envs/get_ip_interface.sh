@@ -15,7 +15,9 @@
 # primary IPv4 (its host name's address) exactly, else the default route's.
 # Never loopback, bridges, or names matching PRIMUS_SOCKET_IFNAME_EXCLUDE
 # (default: lo, docker*, br-*, virbr*, veth*, cni*, ...); down interfaces are
-# skipped. MASTER_ADDR comes from --master-addr, else $MASTER_ADDR.
+# skipped. Equal-cost routes on several interfaces: the first in natural name
+# order, with a note on stderr. MASTER_ADDR comes from --master-addr, else
+# $MASTER_ADDR.
 #
 # Exit codes: 0 ok; 1 Python helper missing; 2 bad arguments.
 set -euo pipefail
@@ -24,7 +26,7 @@ IFACE_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$IFACE_HELPER_DIR/lib/common.sh"
 
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { primus_usage "${BASH_SOURCE[0]}"; }
 
 main() {
   local args=()
@@ -33,10 +35,10 @@ main() {
     case $1 in
       -h | --help) usage; return 0 ;;
       --sysfs-root | --master-addr)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "$1 needs a value; $synopsis"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "$1 needs a value; $synopsis"
         args+=("$1" "$2"); shift 2 ;;
       --sysfs-root=* | --master-addr=*) args+=("${1%%=*}" "${1#*=}"); shift ;;
-      *) die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; $synopsis" ;;
+      *) primus_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; $synopsis" ;;
     esac
   done
   primus_python nics "${args[@]}" --get IP_INTERFACE

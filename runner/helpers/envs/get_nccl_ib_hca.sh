@@ -11,7 +11,8 @@
 # the launcher itself gets every network value from one `nics` call instead.
 #
 # Detection (see `python3 -m primus_runner nics --help`): ports ACTIVE and LinkUp,
-# InfiniBand preferred over Ethernet (RoCE), EFA left out, devices matching
+# InfiniBand preferred over Ethernet (RoCE), EFA left out, RoCE ports without a
+# RoCE v2 IPv4 GID (only link-local fe80::) left out with a note, devices matching
 # PRIMUS_IB_HCA_EXCLUDE (a regular expression, default `bond`) excluded, a
 # leading `=` when a name would prefix-match an excluded device. Sysfs is read
 # under --sysfs-root (default $PRIMUS_SYSFS_ROOT, else /).
@@ -23,7 +24,7 @@ HCA_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$HCA_HELPER_DIR/lib/common.sh"
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { primus_usage "${BASH_SOURCE[0]}"; }
 
 main() {
   local args=()
@@ -31,10 +32,10 @@ main() {
     case $1 in
       -h | --help) usage; return 0 ;;
       --sysfs-root)
-        (($# >= 2)) || die "$PRIMUS_EXIT_INVALID" "--sysfs-root needs a directory; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]"
+        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--sysfs-root needs a directory; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]"
         args+=(--sysfs-root "$2"); shift 2 ;;
       --sysfs-root=*) args+=(--sysfs-root "${1#*=}"); shift ;;
-      *) die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]" ;;
+      *) primus_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]" ;;
     esac
   done
   primus_python nics "${args[@]}" --get NCCL_IB_HCA

@@ -19,9 +19,8 @@
 #                                 rule, the Neuron ones included)
 #                                 (errors: return 2). PRIMUS_SKIP_VALIDATION=1 skips
 #                                 it with a warning; PRIMUS_ENV_DEFER_VALIDATION=1
-#                                 (alias PRIMUS_DEFER_VALIDATION=1: the launcher,
-#                                 which runs env check itself after hooks and
-#                                 --env) skips only env check, silently.
+#                                 (the launcher, which runs env check itself after
+#                                 hooks and --env) skips only env check, silently.
 # PRIMUS_DEBUG=1 traces the loader (set -x) and only the loader.
 # Returns 0, or 2 when validation fails; never exits the caller's shell; leaves
 # the caller's shell options as they were. Guarded: a second source in the same
@@ -32,7 +31,9 @@
 # PRIMUS_DETECTED_VARS the names whose values it defaulted or detected itself.
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-  sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "$0")/../../lib/usage.sh"
+  primus_usage "$0"
   case ${1:-} in -h | --help) exit 0 ;; esac
   echo "primus-env.sh must be sourced: source $0" >&2
   exit 2
@@ -115,20 +116,10 @@ __primus_layer_validation() {
     LOG_WARN_RANK0 "primus-env: PRIMUS_SKIP_VALIDATION=1: environment validation skipped (not recommended)."
     return 0
   fi
-  [[ ${PRIMUS_ENV_DEFER_VALIDATION:-${PRIMUS_DEFER_VALIDATION:-0}} == 1 ]] && return 0
-  local rc=0
-  primus_python env check || rc=$?
-  case $rc in
-    0) return 0 ;;
-    2)
-      LOG_ERROR "primus-env: environment validation failed (see the errors above). Fix the variables named there; PRIMUS_SKIP_VALIDATION=1 skips validation (not recommended)."
-      return 2
-      ;;
-    *)
-      LOG_WARN_RANK0 "primus-env: env check could not run (exit status $rc); environment not validated. Fix: run 'make setup' or set PRIMUS_PYTHON to a python3 with PyYAML."
-      return 0
-      ;;
-  esac
+  [[ ${PRIMUS_ENV_DEFER_VALIDATION:-0} == 1 ]] && return 0
+  # shellcheck source=runner/lib/validation.sh
+  source "$1/../../lib/validation.sh"
+  primus_env_check primus-env
 }
 
 # __primus_env_main ARGS...: load every layer in order.
@@ -137,6 +128,8 @@ __primus_env_main() {
   __primus_envs_dir dir
   # shellcheck source=runner/helpers/envs/base_env.sh
   source "$dir/base_env.sh"
+  # PRIMUS_DEBUG=1: trace the layers after base_env too, secrets masked.
+  primus_debug_trace_begin
   __primus_layer_accelerator "$dir"
   if [[ ${1-} == -- ]]; then
     shift
@@ -144,35 +137,23 @@ __primus_env_main() {
   else
     __primus_layer_framework "$dir" || rc=2
   fi
-  __primus_env_export_origins
+  primus_env_export_origins
   if ((rc == 0)); then
-    __primus_layer_validation || rc=2
+    __primus_layer_validation "$dir" || rc=2
   fi
   return "$rc"
 }
 
 __PRIMUS_ENV_LOADED=1
-if ! declare -F __primus_opts_save >/dev/null; then
-  # First use in this shell: base_env.sh defines the shared helpers.
-  __PRIMUS_ENV_FIRST=1
-fi
 __primus_env_rc=0
-if [[ -n ${__PRIMUS_ENV_FIRST:-} ]]; then
-  # Shell-option protection comes from base_env.sh, loaded by main; protect
-  # the part before it by hand.
-  __primus_env_saved_opts=$-
-  set +e +u
-  if [[ ${PRIMUS_DEBUG:-0} == 1 ]]; then set -x; fi
-  __primus_env_main "$@" || __primus_env_rc=$?
-  case $__primus_env_saved_opts in *x*) ;; *) set +x ;; esac
-  case $__primus_env_saved_opts in *u*) set -u ;; esac
-  case $__primus_env_saved_opts in *e*) set -e ;; esac
-  unset __primus_env_saved_opts __PRIMUS_ENV_FIRST
-else
-  __primus_opts_save
-  __primus_env_main "$@" || __primus_env_rc=$?
-  __primus_opts_restore
-fi
+__primus_env_dir=
+__primus_envs_dir __primus_env_dir
+# shellcheck source=runner/lib/shellopts.sh
+source "$__primus_env_dir/../../lib/shellopts.sh"
+unset __primus_env_dir
+primus_opts_save
+__primus_env_main "$@" || __primus_env_rc=$?
+primus_opts_restore
 # The loader's status (0, or 2 when validation failed) is the source's status.
 __primus_env_status() { return "$__primus_env_rc"; }
 __primus_env_status

@@ -1,0 +1,13 @@
+"""Facts shared with bash: generated from data/variables.yaml shared_facts by
+python3 -m primus_runner.registry --write-json; do not edit."""
+from __future__ import annotations
+
+SECRET_NAMES = frozenset(['DATABRICKS_TOKEN', 'HF_TOKEN', 'WANDB_API_KEY'])
+SECRET_SUFFIXES = ('_TOKEN', '_API_KEY', '_SECRET', '_PASSWORD')
+LOG_LEVELS = {'DEBUG': 10, 'INFO': 20, 'WARN': 30, 'ERROR': 40}
+LOG_LEVEL_DEFAULT = 'INFO'
+LOG_SWITCH_ON = ('1',)
+LOOPBACK_NAMES = ('localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback')
+ACCELERATORS = ('auto', 'rocm', 'cuda', 'neuron', 'cpu')
+SRUN_NATIVE_ON = ('1', 'true', 'yes')
+SRUN_NATIVE_OFF = ('0', 'false', 'no')

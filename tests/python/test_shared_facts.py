@@ -1,0 +1,86 @@
+"""Bash and Python read the same facts (registry shared_facts -> facts.py and
+runner/lib/facts.sh) and give the same answers on the same inputs: secret names,
+log levels, the log switches (timestamp; colour uses the same switch)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from primus_runner import masking, registry, shared_facts
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMON = ROOT / "runner" / "lib" / "common.sh"
+NAMES = ["HF_TOKEN", "hf_token", "MY_API_KEY", "X_SECRET", "DB_PASSWORD", "a_password", "TOKEN",
+         "MY_TOKENS", "WANDB_API_KEY", "wandb_api_key", "DATABRICKS_TOKEN", "PASSWORD", "SECRETS",
+         "NCCL_IB_HCA", "API_KEY", "_TOKEN"]
+LEVELS = ["DEBUG", "debug", "INFO", "Info", "WARN", "warn", "WARNING", "ERROR", "bogus", ""]
+SWITCHES = ["1", "0", "", "yes", "true", "on"]
+
+
+def _bash(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "--norc", "-c", f"source '{COMMON}'; {script}"], env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**env, "PYTHONPATH": str(ROOT / "python")}
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True,
+                          check=False)
+
+
+def _base_env() -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "NODE_RANK": "0", "PRIMUS_LOG_COLOR": "0"}
+
+
+def test_generated_readers_are_current() -> None:
+    assert shared_facts.stale(registry.read_data()) == []
+
+
+def test_secret_names_agree() -> None:
+    script = "for n in " + " ".join(NAMES) + "; do primus_is_secret_name $n && echo $n; done"
+    bash = set(_bash(script, _base_env()).stdout.split())
+    python = {n for n in NAMES if masking.is_secret(n)}
+    assert bash == python
+    assert {"HF_TOKEN", "hf_token", "MY_API_KEY", "X_SECRET", "DB_PASSWORD"} <= python
+    assert not {"MY_TOKENS", "SECRETS", "NCCL_IB_HCA"} & python
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_log_level_filter_and_streams_agree(level: str) -> None:
+    env = {**_base_env(), "PRIMUS_LOG_LEVEL": level, "PRIMUS_LOG_TIMESTAMP": "0"}
+    bash = _bash("LOG_DEBUG d; LOG_INFO i; LOG_WARN w; LOG_ERROR e", env)
+    python = _python("from primus_runner import log\n"
+                     "log.debug('d'); log.info('i'); log.warn('w'); log.error('e')", env)
+    assert bash.returncode == python.returncode == 0, (bash.stderr, python.stderr)
+    assert bash.stdout == python.stdout
+    assert bash.stderr == python.stderr
+
+
+@pytest.mark.parametrize("value", SWITCHES)
+def test_log_switch_agrees(value: str) -> None:
+    env = {**_base_env(), "PRIMUS_LOG_TIMESTAMP": value}
+    bash = _bash("LOG_INFO x", env).stdout
+    python = _python("from primus_runner import log\nlog.info('x')", env).stdout
+    assert bash.startswith("[20") == python.startswith("[20"), (bash, python)
+
+
+def test_secret_values_masked_the_same_in_log_lines() -> None:
+    env = {**_base_env(), "PRIMUS_LOG_TIMESTAMP": "0", "MY_API_KEY": "s3cr3t-value",
+           "hf_token": "hf_abcdef"}
+    bash = _bash("LOG_INFO 'key s3cr3t-value and hf_abcdef'", env).stdout
+    python = _python("from primus_runner import log\nlog.info('key s3cr3t-value and hf_abcdef')",
+                     env).stdout
+    assert bash == python
+    assert "s3cr3t" not in bash and "hf_abcdef" not in bash
+
+
+def test_srun_native_words_are_the_registry_values() -> None:
+    from primus_runner import facts
+
+    var = registry.load().get("PRIMUS_SLURM_SRUN_NATIVE")
+    assert var is not None and var.values is not None
+    assert tuple(var.values) == facts.SRUN_NATIVE_ON + facts.SRUN_NATIVE_OFF
