@@ -4,7 +4,7 @@
 # Usage:
 #   execute_hooks.sh [--dry-run] [--hooks-dir DIR] --group G --name N -- [workload args...]
 #   execute_hooks.sh [--dry-run] [--hooks-dir DIR] <group> <name> [workload args...]
-#   execute_hooks.sh [--dry-run] [--label WORD] --scripts FILE... [-- workload args...]
+#   execute_hooks.sh [--dry-run] [--label WORD] [--skip-exit CODE] --scripts FILE... [-- workload args...]
 # The first form is the launcher's: G and N (the first two workload words, maybe
 # empty) are option values and everything after `--` is data, so workload words
 # such as --help, --dry-run or --hooks-dir are never taken as this script's options.
@@ -15,7 +15,9 @@
 # files with $PRIMUS_PYTHON (else python3); each gets the workload args as its
 # arguments, and PRIMUS_HOOK_GROUP / PRIMUS_HOOK_NAME / PRIMUS_ROOT /
 # PRIMUS_RUNNER_DIR / PRIMUS_PYTHON in its environment. --scripts runs exactly
-# the given files instead (execute_patches.sh uses it).
+# the given files instead (execute_patches.sh uses it). --skip-exit CODE: a
+# script exiting CODE was skipped (its protocol lines still apply) and the next
+# one runs (patches: 2, behaviour sheet section 8).
 #
 # Protocol (only a hook's stdout is parsed; its stderr passes straight through):
 #   env.NAME=VALUE    export NAME=VALUE (VALUE literal: everything after the
@@ -25,9 +27,11 @@
 # env. values reach the following hooks; extra. options are appended to the
 # arguments of the following hooks too.
 #
-# Gate: a hook may declare `# primus-hook-gate: VAR [VAR...]` in its first 30
-# lines; when every listed variable is unset, empty or 0 (after earlier hooks'
-# env. lines) the hook is not started at all (it would only exit 0).
+# Gate: a hook may declare in its first 30 lines
+#   `# primus-hook-gate: VAR [VAR...]`        open when one VAR is set and not 0
+#   `# primus-hook-when-unset: VAR [VAR...]`  open when one VAR is unset or empty
+# (values after earlier hooks' env. lines). A hook with declarations whose
+# every declaration is closed is not started at all (it would only exit 0).
 #
 # This script's own stdout carries only NUL-delimited records, in order:
 #   env\0NAME\0VALUE\0     and     extra\0NAME\0VALUE\0
@@ -60,6 +64,7 @@ usage() {
 DRY_RUN=${PRIMUS_DRY_RUN:-0}
 HOOKS_DIR=${PRIMUS_HOOKS_DIR:-$PRIMUS_RUNNER_DIR/helpers/hooks}
 LABEL=hook
+SKIP_EXIT=""
 GROUP="" NAME=""
 declare -a SCRIPTS=() WORKLOAD_ARGS=()
 declare -a ENV_NAMES=() ENV_VALUES=()
@@ -82,6 +87,9 @@ parse_args() {
       --label)
         (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--label needs a word (e.g. patch)"
         LABEL=$2; shift 2 ;;
+      --skip-exit)
+        (($# >= 2)) && [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$PRIMUS_EXIT_INVALID" "--skip-exit needs an exit code (1-255, e.g. 2)"
+        SKIP_EXIT=$2; shift 2 ;;
       --group | --name)
         (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "$1 needs a value (may be empty); usage: execute_hooks.sh --group G --name N -- [workload args...]"
         if [[ $1 == --group ]]; then GROUP=$2; else NAME=$2; fi
@@ -149,24 +157,36 @@ gate_value() {
   done
 }
 
-# hook_gate_open SCRIPT: false when SCRIPT declares a gate in its first 30
-# lines (`# primus-hook-gate: VAR [VAR...]`) and every listed variable is unset,
-# empty or 0. Such a hook would only exit 0; not starting it saves a bash start
-# and a tee per hook on every launch.
+# hook_gate_open SCRIPT: false when SCRIPT declares gates in its first 30
+# lines and none is open: `# primus-hook-gate: VAR...` opens when one VAR is set
+# and not 0, `# primus-hook-when-unset: VAR...` when one VAR is unset or empty.
+# Such a hook would only exit 0; not starting it saves a bash start and a tee
+# per hook on every launch.
 hook_gate_open() {
-  local line n=0 var
+  local line n=0 var declared=0
   local -a vars
   while ((n < 30)) && IFS= read -r line; do
     n=$((n + 1))
-    [[ $line == "# primus-hook-gate:"* ]] || continue
-    read -r -a vars <<<"${line#*:}"
-    for var in "${vars[@]}"; do
-      gate_value "$var"
-      [[ -z $GATE_VALUE || $GATE_VALUE == 0 ]] || return 0
-    done
-    return 1
+    case $line in
+      "# primus-hook-gate:"*)
+        declared=1
+        read -r -a vars <<<"${line#*:}"
+        for var in "${vars[@]}"; do
+          gate_value "$var"
+          [[ -z $GATE_VALUE || $GATE_VALUE == 0 ]] || return 0
+        done
+        ;;
+      "# primus-hook-when-unset:"*)
+        declared=1
+        read -r -a vars <<<"${line#*:}"
+        for var in "${vars[@]}"; do
+          gate_value "$var"
+          [[ -n $GATE_VALUE ]] || return 0
+        done
+        ;;
+    esac
   done <"$1"
-  return 0
+  ((declared == 0))
 }
 
 # check_scripts: every --scripts file must exist.
@@ -342,6 +362,11 @@ main() {
     rc=0
     run_one "$script" "$out" "$err" || rc=$?
     elapsed_since took "$start"
+    if [[ -n $SKIP_EXIT && $rc == "$SKIP_EXIT" ]]; then
+      parse_output "$script" "$out"
+      DURATIONS+="$LABEL ${script#"$PRIMUS_ROOT"/} skipped itself (exit $rc) after $took s$suffix"$'\n'
+      continue
+    fi
     if ((rc != 0)); then
       flush_durations
       report_failure "$script" "$rc" "$out" "$err"

@@ -1,53 +1,13 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted on purpose
-# Hooks and patches (SPEC section 8): the execute_hooks.sh / execute_patches.sh
-# protocol, the numbered hooks and the hipBLASLt stages of
-# hooks/train/pretrain/prepare_experiment.sh.
+# Hooks (SPEC section 8): the execute_hooks.sh protocol, the numbered hooks
+# 00-02 and the hipBLASLt stages of hooks/train/pretrain/prepare_experiment.sh.
+# Patches: hooks_patches.bats; network hooks: hooks_network.bats; ROCm hooks:
+# hooks_rocm.bats; framework preparation: hooks_framework.bats.
 
-load "$BATS_TEST_DIRNAME/../../node_modules/bats-support/load"
-load "$BATS_TEST_DIRNAME/../../node_modules/bats-assert/load"
+load hooks_helper
 
-ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
-EXEC_HOOKS="$ROOT/runner/helpers/execute_hooks.sh"
-EXEC_PATCHES="$ROOT/runner/helpers/execute_patches.sh"
-FIX="$ROOT/tests/fixtures/hooks"
-STUBS="$FIX/stubs"
-
-setup() {
-  export T=$BATS_TEST_TMPDIR
-  cd "$T" || return 1
-  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 PRIMUS_LOG_LEVEL=INFO
-  export STUB_LOG=$T/stub.log MARK=$T/mark
-  export REAL_PYTHON="$ROOT/.venv/bin/python"
-  [[ -x $REAL_PYTHON ]] || REAL_PYTHON=$(command -v python3)
-  unset PRIMUS_HOOKS_DIR PRIMUS_DRY_RUN PRIMUS_PATCHES PRIMUS_PYTHON
-  unset REBUILD_PRIMUS_TURBO PATCH_TE_FLASH_ATTN REBUILD_BNXT USING_AINIC USING_UEP PRIMUS_SKIP_PIP
-  unset GPU_ARCHS MAX_JOBS PATH_TO_BNXT_TAR_PACKAGE ANP_HOME_DIR RCCL_HOME_DIR MPI_HOME_DIR
-  unset PRIMUS_HIPBLASLT_TUNING PRIMUS_HIPBLASLT_TUNING_STAGE PRIMUS_DETERMINISTIC TE_HIPBLASLT_TUNING
-  unset TE_HIPBLASLT_TUNING_RUN_COUNT TE_HIPBLASLT_TUNING_ALGO_COUNT HIPBLASLT_LOG_LEVEL HIPBLASLT_LOG_MASK
-  unset HIPBLASLT_LOG_FILE HIPBLASLT_TUNING_OVERRIDE_FILE PRIMUS_MODEL NODE_RANK ENABLE_NUMA_BINDING
-  unset NCCL_IB_GID_INDEX NCCL_IB_HCA NCCL_SOCKET_IFNAME LD_LIBRARY_PATH PYTHONPATH
-}
-
-# hooks ARGS...: run execute_hooks.sh; records to $T/rec, stderr to $T/err.
-hooks() {
-  run bash -c '"$0" "$@" >"$T/rec" 2>"$T/err"' "$EXEC_HOOKS" "$@"
-}
-
-# patches ARGS...: the same for execute_patches.sh.
-patches() {
-  run bash -c '"$0" "$@" >"$T/rec" 2>"$T/err"' "$EXEC_PATCHES" "$@"
-}
-
-# records: the NUL records of the last run as "kind NAME=VALUE" lines.
-records() {
-  local kind name value
-  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
-    printf '%s %s=%s\n' "$kind" "$name" "$value"
-  done <"$T/rec"
-}
-
-errors() { cat "$T/err"; }
+setup() { hooks_setup; }
 
 # ---------------------------------------------------------------- protocol
 
@@ -237,66 +197,11 @@ env AFTER=/nonexistent"
   assert_failure 2
 }
 
-# ---------------------------------------------------------------- patches
-
-make_patches() {
-  mkdir -p "$T/p"
-  echo 'echo "env.PATCH_A=1"' >"$T/p/fix_a.sh"
-  echo 'print("extra.patched=b c")' >"$T/p/fix_b.py"
-  echo 'echo "env.PATCH_C=$PRIMUS_DRY_RUN"' >"$T/p/fix_c.sh"
-}
-
-@test "patches: all given patches run in order with the hook protocol (PRIMUS_PATCHES unset, empty or all)" {
-  make_patches
-  for value in unset "" all; do
-    if [[ $value == unset ]]; then unset PRIMUS_PATCHES; else export PRIMUS_PATCHES=$value; fi
-    patches "$T/p/fix_a.sh" "$T/p/fix_b.py" "$T/p/fix_c.sh"
-    assert_success
-    run records
-    assert_output "env PATCH_A=1
-extra patched=b c
-env PATCH_C="
-  done
-}
-
-@test "patches: PRIMUS_PATCHES=none runs none" {
-  make_patches
-  PRIMUS_PATCHES=none patches "$T/p/fix_a.sh" "$T/p/fix_b.py"
-  assert_success
-  [[ ! -s $T/rec ]]
-}
-
-@test "patches: a comma list selects by base name with or without extension, and warns about unknown names" {
-  make_patches
-  PRIMUS_PATCHES=' fix_b , fix_c.sh,fix_zz' patches "$T/p/fix_a.sh" "$T/p/fix_b.py" "$T/p/fix_c.sh"
-  assert_success
-  run records
-  assert_output "extra patched=b c
-env PATCH_C="
-  run errors
-  assert_output --partial "PRIMUS_PATCHES lists 'fix_zz', which matches none of the given patches"
-}
-
-@test "patches: --dry-run reaches the patches; a missing patch file is exit 1; a failing patch exit 3" {
-  make_patches
-  patches --dry-run "$T/p/fix_c.sh"
-  assert_success
-  run records
-  assert_output 'env PATCH_C=1'
-  patches "$T/p/nope.sh"
-  assert_failure 1
-  echo 'exit 9' >"$T/p/bad.sh"
-  patches "$T/p/fix_a.sh" "$T/p/bad.sh"
-  assert_failure 3
-  run errors
-  assert_output --partial "patch '$T/p/bad.sh' failed with exit code 9"
-}
-
 # ---------------------------------------------------------------- numbered hooks
 
 @test "numbered hooks: every gate off -> no records and no interpreter started" {
   export PRIMUS_PYTHON="$STUBS/python3"
-  hooks train pretrain --config exp.yaml
+  hooks train pretrain --data_path /nowhere
   assert_success
   [[ ! -s $T/rec ]]
   [[ ! -e $STUB_LOG ]]
@@ -496,73 +401,6 @@ install$"
   run errors
   assert_output --partial "PATH_TO_BNXT_TAR_PACKAGE='$T/none.tar.gz' is not a readable file"
   [[ ! -e $STUB_LOG ]]
-}
-
-@test "03_enable_ainic: plugin, library paths and RCCL settings" {
-  export USING_AINIC=1 ANP_HOME_DIR="$FIX/anp_both" RCCL_HOME_DIR=/opt/my-rccl MPI_HOME_DIR=/opt/my-mpi
-  export LD_LIBRARY_PATH="/usr/local/lib:/opt/my-mpi/lib"
-  hooks train pretrain
-  assert_success
-  local arch=${HOSTTYPE}-linux-gnu
-  run records
-  assert_output "env ANP_HOME_DIR=$FIX/anp_both
-env RCCL_HOME_DIR=/opt/my-rccl
-env MPI_HOME_DIR=/opt/my-mpi
-env NCCL_NET_PLUGIN=librccl-anp.so
-env NCCL_IB_GID_INDEX=1
-env NCCL_MAX_P2P_CHANNELS=56
-env NCCL_IB_TC=41
-env NCCL_IB_FIFO_TC=185
-env NET_OPTIONAL_RECV_COMPLETION=1
-env NCCL_IB_USE_INLINE=1
-env RCCL_GDR_FLUSH_GPU_MEM_NO_RELAXED_ORDERING=0
-env NCCL_GDR_FLUSH_DISABLE=1
-env NCCL_DMABUF_ENABLE=0
-env NCCL_IGNORE_CPU_AFFINITY=1
-env NCCL_IB_QPS_PER_CONNECTION=1
-env LD_LIBRARY_PATH=/usr/lib/$arch:/usr/lib/$arch/libibverbs:/opt/my-rccl/build/release:$FIX/anp_both/build:/opt/my-mpi/lib:/usr/local/lib"
-  run errors
-  assert_output --partial '/opt/my-rccl/build/release does not exist'
-}
-
-@test "03_enable_ainic: librccl-net.so is used when librccl-anp.so is absent; neither is exit 1" {
-  USING_AINIC=1 ANP_HOME_DIR="$FIX/anp_net" hooks train pretrain
-  assert_success
-  run records
-  assert_line 'env NCCL_NET_PLUGIN=librccl-net.so'
-  USING_AINIC=1 ANP_HOME_DIR="$T/no-anp" hooks train pretrain
-  assert_failure 1
-  run errors
-  assert_output --partial "neither librccl-anp.so nor librccl-net.so is in ANP_HOME_DIR/build ($T/no-anp/build)"
-}
-
-@test "05_using_uep: DEEP_EP backend and UCCL settings from the NCCL ones; AINIC in-flight limits" {
-  export USING_UEP=1 PYTHONPATH="$FIX/uep/site" ENABLE_NUMA_BINDING=1
-  export NCCL_IB_HCA=mlx5_0,mlx5_1 NCCL_SOCKET_IFNAME=eth0
-  hooks train pretrain
-  assert_success
-  run records
-  assert_output "env PRIMUS_TURBO_MOE_DISPATCH_COMBINE_BACKEND=DEEP_EP
-env UCCL_IB_HCA=mlx5_0,mlx5_1
-env UCCL_SOCKET_IFNAME=eth0"
-  USING_AINIC=1 ANP_HOME_DIR="$FIX/anp_net" hooks train pretrain
-  assert_success
-  run records
-  assert_line 'env UCCL_IB_GID_INDEX=1'
-  assert_line 'env UCCL_IB_MAX_INFLIGHT_NORMAL=1'
-  assert_line 'env UCCL_IB_MAX_INFLIGHT_LOW_LATENCY=1'
-  assert_line 'env UCCL_IB_MAX_INFLIGHT_BYTES=4194304'
-}
-
-@test "05_using_uep: missing uccl/deep_ep is exit 1; no NUMA binding is warned about" {
-  USING_UEP=1 PYTHONPATH="$T/empty" hooks train pretrain
-  assert_failure 1
-  run errors
-  assert_output --partial "Python package(s) 'uccl deep_ep' are not installed"
-  USING_UEP=1 PYTHONPATH="$FIX/uep/site" hooks train pretrain
-  assert_success
-  run errors
-  assert_output --partial 'USING_UEP=1 without ENABLE_NUMA_BINDING=1'
 }
 
 # ---------------------------------------------------------------- hipBLASLt

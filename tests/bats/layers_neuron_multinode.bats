@@ -150,7 +150,7 @@ root_case() {
 @test "NEURON_RT_NUM_CORES=32 on trn1 (the node total, as AWS samples use it): 32 processes, deprecation warning" {
   dry trn1.32xlarge NEURON_RT_NUM_CORES=32
   assert_success
-  assert_line --partial "torchrun --nproc_per_node 32 "
+  assert_line --partial "--nproc_per_node 32 "
   [[ $(finding "NEURON_RT_NUM_CORES") == *"WARNING"*"deprecated"* ]]
   dry trn1.32xlarge NEURON_RT_NUM_CORES=64
   assert_failure 2
@@ -163,7 +163,7 @@ root_case() {
   [[ $(finding "PRIMUS_NEURON_CORES_PER_PROC") == *"without XLA_USE_SPMD=1 PyTorch/XLA"*"XLA_USE_SPMD=1 (GSPMD) or PRIMUS_NEURON_SPMD=1"* ]]
   dry trn1.32xlarge XLA_USE_SPMD=1 -- --neuron-cores-per-proc 2
   assert_success
-  assert_line --partial "torchrun --nproc_per_node 16 "
+  assert_line --partial "--nproc_per_node 16 "
   dry trn1.32xlarge PRIMUS_NEURON_SPMD=1 -- --neuron-cores-per-proc 2
   assert_success
 }

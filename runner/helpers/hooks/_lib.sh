@@ -11,6 +11,8 @@
 # - exit 78 = configuration error (the launch exits 2), exit 66 = missing file
 #   or dependency (exit 1), anything else non-zero = failure (exit 3).
 # - PRIMUS_DRY_RUN=1: change nothing; say what would be done (hook_run does).
+# - "unless set" defaults: hook_emit_default (a base_env.sh default does not
+#   count as set; your value, --env, detection or an earlier hook do).
 
 # shellcheck source=runner/lib/common.sh
 source "${PRIMUS_RUNNER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/lib/common.sh"
@@ -80,3 +82,57 @@ hook_run() {
 # hook_emit_env NAME VALUE / hook_emit_extra NAME VALUE: protocol lines.
 hook_emit_env() { printf 'env.%s=%s\n' "$1" "$2"; }
 hook_emit_extra() { printf 'extra.%s=%s\n' "$1" "$2"; }
+
+# hook_origin NAME: print the origin the layers recorded for NAME in
+# PRIMUS_ENV_ORIGINS ("NAME:origin ..."; empty when not recorded).
+hook_origin() {
+  local item
+  for item in ${PRIMUS_ENV_ORIGINS-}; do
+    if [[ ${item%%:*} == "$1" ]]; then
+      printf '%s' "${item#*:}"
+      return 0
+    fi
+  done
+}
+
+# hook_is_set NAME: true when NAME has a value that is not a base_env.sh
+# reference default (a value you exported, --env, a detected value or an
+# earlier hook's value all count as set). The reference launcher's hooks test
+# "non-empty", so base_env's own defaults (NCCL_IB_GID_INDEX=3 for instance)
+# used to shadow the hook's defaults; here the hook's default replaces them.
+hook_is_set() {
+  [[ -n ${!1:-} ]] || return 1
+  [[ $(hook_origin "$1") != default ]]
+}
+
+# hook_value VAR NAME DEFAULT: store in VAR NAME's value when hook_is_set,
+# else DEFAULT.
+hook_value() {
+  if hook_is_set "$2"; then
+    printf -v "$1" '%s' "${!2}"
+  else
+    printf -v "$1" '%s' "$3"
+  fi
+}
+
+# hook_emit_default NAME DEFAULT: emit env.NAME= its own value when set (see
+# hook_is_set), else DEFAULT; the value is also set in this shell.
+hook_emit_default() {
+  local __v
+  hook_value __v "$1" "$2"
+  printf -v "$1" '%s' "$__v"
+  hook_emit_env "$1" "$__v"
+}
+
+# hook_pip ARGS...: $PRIMUS_PYTHON -m pip ARGS (only shown under dry run).
+hook_pip() {
+  primus_pick_python
+  hook_run "$PRIMUS_PYTHON" -m pip "$@"
+}
+
+# hook_sysfs PATH: PATH under PRIMUS_SYSFS_ROOT (default /), e.g.
+# hook_sysfs /sys/class/infiniband.
+hook_sysfs() {
+  local root=${PRIMUS_SYSFS_ROOT:-/}
+  printf '%s%s' "${root%/}" "$1"
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# 10_auto_nccl_net.sh: fill in RCCL's HCA list and socket interface when empty.
+# primus-hook-when-unset: NCCL_IB_HCA NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
+#
+# No gate. Behaviour sheet section 3. Usually a no-op: base_env.sh's detection
+# has filled these. Reads sysfs under PRIMUS_SYSFS_ROOT (default /).
+# - NCCL_IB_HCA empty and $PRIMUS_SYSFS_ROOT/sys/class/infiniband has devices:
+#   env.NCCL_IB_HCA = the devices whose ports/1/state says ACTIVE (else all),
+#   comma-separated (the reference launcher separates them with spaces, which
+#   RCCL does not read as a list); env.NCCL_IB_DISABLE=0 when that is empty.
+# - NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME both empty and MASTER_ADDR set:
+#   for each IPv4 address of MASTER_ADDR (getent ahostsv4), the device of
+#   `ip -4 route get <addr>`; lo, docker0, veth* and devices missing from
+#   /sys/class/net are ignored; the first ib* device wins, else the first
+#   acceptable one; emitted as both NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME.
+# Changes no file.
+set -uo pipefail
+
+# Nothing to do (the usual case) is decided here, before anything is loaded.
+need_hca=0
+if [[ -z ${NCCL_IB_HCA:-} ]]; then
+  for dev in "${PRIMUS_SYSFS_ROOT:-}"/sys/class/infiniband/*; do
+    [[ -e $dev ]] && need_hca=1
+    break
+  done
+fi
+if ((need_hca == 0)) && [[ -n ${NCCL_SOCKET_IFNAME:-} || -n ${GLOO_SOCKET_IFNAME:-} || -z ${MASTER_ADDR:-} ]]; then
+  exit 0
+fi
+# shellcheck source=runner/helpers/hooks/_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+
+hca_list() {
+  local dir dev state active="" all=""
+  dir=$(hook_sysfs /sys/class/infiniband)
+  [[ -d $dir ]] || return 0
+  shopt -s nullglob
+  for dev in "$dir"/*; do
+    all+=${all:+,}${dev##*/}
+    state=$(<"$dev/ports/1/state") 2>/dev/null || state=""
+    [[ $state != *ACTIVE* ]] || active+=${active:+,}${dev##*/}
+  done
+  shopt -u nullglob
+  printf '%s' "${active:-$all}"
+}
+
+route_device() {
+  local addr dev first="" net
+  net=$(hook_sysfs /sys/class/net)
+  command -v ip >/dev/null || return 0
+  while read -r addr _; do
+    dev=$(ip -4 route get "$addr" 2>/dev/null | grep -oE ' dev [^ ]+' | head -n1)
+    dev=${dev# dev }
+    case $dev in "" | lo | docker0 | veth*) continue ;; esac
+    [[ -e $net/$dev ]] || continue
+    if [[ $dev == ib* ]]; then
+      printf '%s' "$dev"
+      return 0
+    fi
+    first=${first:-$dev}
+  done < <(getent ahostsv4 "$MASTER_ADDR" 2>/dev/null | awk '!seen[$1]++ {print $1}')
+  printf '%s' "$first"
+}
+
+main() {
+  if [[ -z ${NCCL_IB_HCA:-} ]]; then
+    local hcas
+    hcas=$(hca_list)
+    if [[ -n $hcas ]]; then
+      hook_info "NCCL_IB_HCA was empty; using the RDMA devices $hcas"
+      hook_emit_env NCCL_IB_HCA "$hcas"
+      if [[ -z ${NCCL_IB_DISABLE:-} ]]; then hook_emit_env NCCL_IB_DISABLE 0; fi
+    fi
+  fi
+  if [[ -z ${NCCL_SOCKET_IFNAME:-} && -z ${GLOO_SOCKET_IFNAME:-} && -n ${MASTER_ADDR:-} ]]; then
+    local dev
+    dev=$(route_device)
+    if [[ -n $dev ]]; then
+      hook_info "socket interfaces were empty; $dev routes to MASTER_ADDR=$MASTER_ADDR"
+      hook_emit_env NCCL_SOCKET_IFNAME "$dev"
+      hook_emit_env GLOO_SOCKET_IFNAME "$dev"
+    fi
+  fi
+  return 0
+}
+
+main "$@"

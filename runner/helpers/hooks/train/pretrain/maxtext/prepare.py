@@ -1,0 +1,21 @@
+"""maxtext prepare step (behaviour sheet section 4), run by primus_runner.experiment.
+
+Needs pre_trainer dataset_type (else exit 78). Emits extra.backend_path
+(MAXTEXT_PATH, dir maxtext; emitted even when absent) and env.RUN_MODE=single:
+MaxText starts one JAX process per node, never torchrun.
+(The reference launcher also dpkg-checks and apt-installs RDMA packages on
+multi-node runs; that list is not part of the behaviour sheet, so it is not
+done here.)
+"""
+from __future__ import annotations
+
+from primus_runner.experiment import Context, emit_env, emit_extra, require_dataset_type, step_main
+
+
+def main(ctx: Context) -> None:
+    require_dataset_type(ctx, "maxtext")
+    emit_extra("backend_path", ctx.backend_path(["MAXTEXT_PATH"], "maxtext"))
+    emit_env("RUN_MODE", "single")
+
+
+step_main(main)

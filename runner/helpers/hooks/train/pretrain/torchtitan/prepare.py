@@ -1,0 +1,59 @@
+"""torchtitan prepare step (behaviour sheet section 4), run by primus_runner.experiment.
+
+Backend: TORCHTITAN_PATH, dir torchtitan (missing: exit 66); reinstalled
+editable (pip install -e <checkout> --config-settings editable_mode=compat;
+PRIMUS_SKIP_PIP=1 skips it); the patch-args file is deleted. Needs
+pre_trainer model.hf_assets_path (else exit 78): an existing directory is used;
+else an HF repo id whose tokenizer is already at
+<data_path>/torchtitan/<last id part>/tokenizer.json. (The reference launcher
+downloads missing assets with the checkout's downloader; that script is not
+named by the behaviour sheet, so a missing download is exit 66 here, naming the
+directory to fill.) Emits extra.model.hf_assets_path=<dir> and
+extra.backend_path. Stays torchrun.
+"""
+from __future__ import annotations
+
+import os
+
+from primus_runner.experiment import (
+    EXIT_CONFIG,
+    EXIT_MISSING,
+    Context,
+    HookExit,
+    dry_run,
+    emit_extra,
+    lookup,
+    say,
+    step_main,
+)
+
+
+def main(ctx: Context) -> None:
+    path = ctx.backend_path(["TORCHTITAN_PATH"], "torchtitan")
+    if not os.path.isdir(path):
+        raise HookExit(EXIT_MISSING, f"torchtitan: the checkout {path} does not exist; set TORCHTITAN_PATH or "
+                       "--backend_path.")
+    if not ctx.skip_pip():
+        ctx.pip("install", "-e", path, "--config-settings", "editable_mode=compat")
+    if ctx.patch_args and os.path.exists(ctx.patch_args):
+        if dry_run(ctx.env):
+            say(f"dry run: would delete {ctx.patch_args}")
+        else:
+            os.remove(ctx.patch_args)
+    assets = lookup(ctx.section(), "model.hf_assets_path")
+    if not assets:
+        raise HookExit(EXIT_CONFIG, f"torchtitan: {ctx.config} sets no pre_trainer model.hf_assets_path; "
+                       "set it to a tokenizer directory or a Hugging Face repo id.")
+    assets = str(assets)
+    if not os.path.isdir(assets):
+        local = os.path.join(ctx.data_path, "torchtitan", assets.rstrip("/").split("/")[-1])
+        if not os.path.isfile(os.path.join(local, "tokenizer.json")):
+            raise HookExit(EXIT_MISSING, f"torchtitan: model.hf_assets_path '{assets}' is neither a directory "
+                           f"nor downloaded to {local} (no tokenizer.json there); download the tokenizer "
+                           f"assets of {assets} into {local} (HF_TOKEN may be needed).")
+        assets = local
+    emit_extra("model.hf_assets_path", assets)
+    emit_extra("backend_path", path)
+
+
+step_main(main)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell
+# Hooks, framework preparation and patches through `primus-cli direct`
+# (behaviour sheet sections 1, 4, 8): patch exit 2 lets the launch go on,
+# PRIMUS_PATCHES never filters --patch scripts, --dry-run installs nothing, a
+# MaxText experiment asks for one process per node (env.RUN_MODE=single), a
+# Megatron experiment gets its data prepared once.
+
+setup() {
+  load helpers/launcher
+  launcher_setup
+  TOOLS=$REPO_ROOT/tests/fixtures/hooks/stubs/bin
+  EXP=$REPO_ROOT/tests/fixtures/hooks/experiments
+  export GPUS_PER_NODE=2 MASTER_PORT=29511 NCCL_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo
+  export STUB_LOG=$TEST_DIR/stub.log PATH="$TOOLS:$PATH" PRIMUS_PYTHON=$TOOLS/python3
+  export REAL_PYTHON=$REPO_ROOT/.venv/bin/python PRIMUS_PATH=$TEST_DIR/repo DATA_PATH=$TEST_DIR/data
+  export PRIMUS_THIRDPARTY_DIR=$TEST_DIR/third TMPDIR=$TEST_DIR
+  unset PRIMUS_PATCHES PRIMUS_SKIP_PIP RUN_MODE MEGATRON_PATH MAXTEXT_PATH TOKENIZED_DATA_PATH
+  mkdir -p "$TEST_DIR/repo" "$TEST_DIR/p"
+  echo 'echo "env.PATCH_RAN=yes"' >"$TEST_DIR/p/ok.sh"
+  printf '%s\n' 'echo "env.SKIP_SAID=1"' 'exit 2' >"$TEST_DIR/p/skip.sh"
+}
+
+teardown() {
+  launcher_teardown
+}
+
+@test "direct: a patch exiting 2 is skipped and the launch goes on; PRIMUS_PATCHES=none does not stop --patch scripts" {
+  PRIMUS_PATCHES=none run "$PRIMUS_CLI" direct --module primus_runner --dry-run --patch "$TEST_DIR/p/skip.sh" --patch "$TEST_DIR/p/ok.sh" -- preflight
+  assert_success
+  assert_output --partial "skip.sh skipped itself (exit 2)"
+  assert_output --partial "patch $TEST_DIR/p/ok.sh done"
+  assert_output --partial "command: "
+}
+
+@test "direct: a patch failing with another code stops the launch (exit 3)" {
+  echo 'exit 5' >"$TEST_DIR/p/bad.sh"
+  run "$PRIMUS_CLI" direct --module primus_runner --dry-run --patch "$TEST_DIR/p/bad.sh" --patch "$TEST_DIR/p/ok.sh" -- preflight
+  assert_failure 3
+  refute_output --partial "command: "
+}
+
+@test "direct --dry-run, every install gate on: no stub install, clone or build call is received" {
+  export REBUILD_PRIMUS_TURBO=1 REBUILD_UEP=1 SDMA_ALL_GATHER=1 USING_AINIC=1 PRIMUS_AUTO_INSTALL=1
+  export PRIMUS_INSTALL_EMERGING_OPTIMIZERS=1 PRIMUS_TURBO_SRC=$TEST_DIR/repo
+  printf 'no-such-package-xyz\n' >"$TEST_DIR/repo/requirements.txt"
+  mkdir -p "$TEST_DIR/Megatron-LM/megatron/core/datasets"
+  echo 'all:' >"$TEST_DIR/Megatron-LM/megatron/core/datasets/Makefile"
+  MEGATRON_PATH=$TEST_DIR/Megatron-LM run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/megatron.yaml"
+  assert_success
+  assert_output --partial "command: "
+  run cat "$STUB_LOG"
+  refute_output --regexp '^pip (install|uninstall)'
+  refute_output --regexp '^(git|gcc|make|apt-get) '
+  [[ ! -e $TEST_DIR/data/bookcorpus && ! -e $TEST_DIR/libhip_attr_drain.so ]]
+}
+
+@test "direct: train pretrain with a MaxText experiment -> env.RUN_MODE=single from the hook (one process per node)" {
+  PRIMUS_SKIP_PIP=1 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
+  assert_success
+  assert_output --partial "--backend_path $TEST_DIR/third/maxtext"
+  PRIMUS_SKIP_PIP=1 PRIMUS_LOG_LEVEL=DEBUG run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
+  assert_output --partial "hook prepare_experiment.sh: env RUN_MODE=single"
+}
+
+@test "direct: train pretrain with a Megatron experiment -> data prepared once, markers written, path passed on" {
+  mkdir -p "$TEST_DIR/Megatron-LM/megatron/core/datasets"
+  echo 'all:' >"$TEST_DIR/Megatron-LM/megatron/core/datasets/Makefile"
+  local prefix=$TEST_DIR/data/bookcorpus/HuggingFaceTokenizer/bookcorpus_text_sentence
+  PRIMUS_SKIP_PIP=1 MEGATRON_PATH=$TEST_DIR/Megatron-LM PRIMUS_SKIP_MAIN_LAUNCH=0 \
+    run "$PRIMUS_CLI" direct --module primus_runner --env PRIMUS_SKIP_MAIN_LAUNCH=1 -- train pretrain --config "$EXP/megatron.yaml"
+  assert_success
+  [[ -s $prefix.bin && -s $prefix.idx && -s $prefix.done ]]
+  PRIMUS_SKIP_PIP=1 MEGATRON_PATH=$TEST_DIR/Megatron-LM run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/megatron.yaml"
+  assert_success
+  assert_output --partial "--train_data_path $prefix --backend_path $TEST_DIR/Megatron-LM"
+}
+
+@test "direct: an experiment naming no framework -> no preparation step runs" {
+  run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/no_framework.yaml"
+  assert_success
+  assert_output --partial "names no pre_trainer framework: no framework preparation"
+  refute_output --partial "--backend_path"
+  if [[ -e $STUB_LOG ]]; then
+    run grep '^pip install' "$STUB_LOG"
+    assert_failure
+  fi
+}
