@@ -34,21 +34,21 @@ teardown() {
 }
 
 @test "sbatch: slurm.signal becomes --signal and slurm.requeue --requeue; the batch script marks the job requeueable" {
-  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" sbatch -N 2 -- direct -- preflight
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" sbatch -N 2 -- direct --module primus_runner -- preflight
   assert_success
   assert_line "sbatch -N 2 --signal=USR1@90 --requeue --ntasks-per-node=1"
   assert_line "export PRIMUS_SLURM_REQUEUE=1"
 }
 
 @test "a --signal or --no-requeue given on the command line beats the configuration" {
-  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" sbatch -N 2 --signal=USR2@30 --no-requeue -- direct -- preflight
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" sbatch -N 2 --signal=USR2@30 --no-requeue -- direct --module primus_runner -- preflight
   assert_success
   assert_line "sbatch -N 2 --signal=USR2@30 --no-requeue --ntasks-per-node=1"
   refute_output --partial "PRIMUS_SLURM_REQUEUE=1"
 }
 
 @test "srun: slurm.signal goes on the srun; slurm.requeue is refused with a warning (srun jobs cannot be requeued)" {
-  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" srun -N 2 -- direct -- preflight
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/stop.yaml" srun -N 2 -- direct --module primus_runner -- preflight
   assert_success
   assert_output --regexp "srun -N 2 --signal=USR1@90 --ntasks-per-node=1 --kill-on-bad-exit=1 .*primus-cli-slurm-entry.sh"
   assert_output --partial "slurm.requeue: true applies to 'primus-cli slurm sbatch' only"
@@ -57,7 +57,7 @@ teardown() {
 
 @test "the entry's step summary says restart N (SLURM_RESTART_COUNT)" {
   SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_NNODES=1 SLURM_NODELIST=n1 \
-    SLURM_RESTART_COUNT=2 PRIMUS_SLURM_FIRST_HOST=n1 run "$ENTRY" --dry-run direct -- preflight
+    SLURM_RESTART_COUNT=2 PRIMUS_SLURM_FIRST_HOST=n1 run "$ENTRY" --dry-run direct --module primus_runner -- preflight
   assert_success
   assert_output --regexp "slurm-entry: job 7 step 0: 1 node\(s\) n1, this is node 0 .*mode direct, restart 2"
 }
