@@ -26,6 +26,7 @@ setup() {
     esac
   done
   unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE PRIMUS_KILL_GRACE
+  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
   printf 'slurm:\n  signal: USR1@90\n  requeue: true\n' >"$TEST_DIR/stop.yaml"
 }
 
