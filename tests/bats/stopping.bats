@@ -86,7 +86,7 @@ wait_gone() {
 @test "USR1 and USR2 to the --single launcher reach the workload once; it keeps running and exits 0" {
   "$PRIMUS_CLI" direct --single --script "$MARKER" -- "$OUT" --duration 6 >"$TEST_DIR/launch.out" 2>&1 &
   launcher=$!
-  wait_ranks single
+  wait_ranks 0
   kill -USR1 "$launcher"
   sleep 0.5
   kill -USR2 "$launcher"
@@ -95,7 +95,7 @@ wait_gone() {
   status=0
   wait "$launcher" || status=$?
   [[ $status -eq 0 ]]
-  [[ $(count SIGUSR1 single) == 1 && $(count SIGUSR2 single) == 1 ]]
+  [[ $(count SIGUSR1 0) == 1 && $(count SIGUSR2 0) == 1 ]]
 }
 
 @test "a rank that exits after the notice ends the launch with that rank's code" {
@@ -140,12 +140,12 @@ wait_gone() {
 @test "kill -HUP -- -PGID of the --single launcher: the workload gets SIGHUP once, exit 129" {
   setsid "$PRIMUS_CLI" direct --single --script "$MARKER" -- "$OUT" >"$TEST_DIR/launch.out" 2>&1 &
   launcher=$!
-  wait_ranks single
+  wait_ranks 0
   kill -HUP -- "-$launcher"
   status=0
   wait "$launcher" || status=$?
   [[ $status -eq 129 ]]
-  [[ $(count SIGHUP single) == 1 ]]
+  [[ $(count SIGHUP 0) == 1 ]]
   run leftovers
   assert_output ""
 }
@@ -154,13 +154,13 @@ wait_gone() {
   export PRIMUS_KILL_GRACE=2
   "$PRIMUS_CLI" direct --single --script "$MARKER" -- "$OUT" --ignore-term >"$TEST_DIR/launch.out" 2>&1 &
   launcher=$!
-  wait_ranks single
+  wait_ranks 0
   kill -TERM "$launcher"
   status=0
   wait "$launcher" || status=$?
   [[ $status -eq 143 ]]
-  [[ $(count SIGTERM single) == 1 ]]
-  grep -qE "stop: SIGTERM.*killed after the 2 s grace: $(<"$OUT/pid.single")\(python" "$TEST_DIR/launch.out"
+  [[ $(count SIGTERM 0) == 1 ]]
+  grep -qE "stop: SIGTERM.*killed after the 2 s grace: $(<"$OUT/pid.0")\(python" "$TEST_DIR/launch.out"
   run leftovers
   assert_output ""
 }
