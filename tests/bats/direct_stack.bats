@@ -116,10 +116,12 @@ assert_argv() {
 }
 
 @test "run mode single exports RANK=NODE_RANK, WORLD_SIZE=NNODES, LOCAL_RANK=0, LOCAL_WORLD_SIZE=1 and the JAX coordinator" {
+  mkdir -p "$PRIMUS_SYSFS_ROOT/etc" && echo "10.77.0.1 node0" >"$PRIMUS_SYSFS_ROOT/etc/hosts"  # node0 must resolve here
   NNODES=3 NODE_RANK=2 MASTER_ADDR=node0 run "$PRIMUS_CLI" direct --single --dry-run --module primus_runner -- preflight
   assert_success
   assert_output --partial "run_mode=single (--single)"
-  NNODES=3 NODE_RANK=2 MASTER_ADDR=10.0.0.1 PRIMUS_SKIP_MAIN_LAUNCH=0 \
+  # no node 0 runs here: the cross-node cluster check is switched off for this run
+  NNODES=3 NODE_RANK=2 MASTER_ADDR=10.0.0.1 PRIMUS_SKIP_MAIN_LAUNCH=0 PRIMUS_CLUSTER_CHECK=0 \
     run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" \
     RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE JAX_COORDINATOR_IP JAX_COORDINATOR_PORT JAX_COORDINATOR_ADDRESS RUN_MODE
   assert_success

@@ -177,7 +177,8 @@ refute_invented() {
   assert_env GLOO_SOCKET_IFNAME eth0
   assert_env NCCL_IB_HCA ""
   assert_env NCCL_IB_GID_INDEX 3
-  assert_env GPUS_PER_NODE 8
+  # No accelerator: one process by default (issue 14), not the GPU default of 8.
+  assert_env GPUS_PER_NODE 1
   refute_env HIP_VISIBLE_DEVICES
   refute_invented
   refute_env NEURON_LOGICAL_NC_CONFIG
