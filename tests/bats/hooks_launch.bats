@@ -59,6 +59,10 @@ teardown() {
   PRIMUS_SKIP_PIP=1 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
   assert_success
   assert_output --partial "--backend_path $TEST_DIR/third/maxtext"
+  # the launcher honours it: single mode, the script itself is the command (no torchrun)
+  assert_output --partial "run_mode=single (RUN_MODE)"
+  assert_line --regexp '\] command: [^ ]*python[^ ]* -m primus_runner train pretrain '
+  refute_output --partial "torch.distributed.run"
   PRIMUS_SKIP_PIP=1 PRIMUS_LOG_LEVEL=DEBUG run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/maxtext.yaml"
   assert_output --partial "hook prepare_experiment.sh: env RUN_MODE=single"
 }
