@@ -15,6 +15,8 @@ teardown() {
 }
 
 @test "dry-run prints the torchrun command for the given distributed values" {
+  # The pretrain hook checks the experiment config before anything starts.
+  printf 'work_group: test\n' >cfg.yaml
   NNODES=4 NODE_RANK=3 MASTER_ADDR=10.1.2.3 MASTER_PORT=29400 GPUS_PER_NODE=8 \
     run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config cfg.yaml
   assert_success
