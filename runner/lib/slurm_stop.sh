@@ -83,7 +83,7 @@ primus_entry_signal() {
   if primus_signal_peer_saw launcher "$sig" "$at"; then
     return 0
   fi
-  : >"$PRIMUS_SIGNAL_DIR/forwarded.$sig" 2>/dev/null || true
+  { : >"$PRIMUS_SIGNAL_DIR/forwarded.$sig"; } 2>/dev/null || true
   kill "-$sig" "$PRIMUS_ENTRY_CHILD" 2>/dev/null || true
   return 0
 }

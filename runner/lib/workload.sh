@@ -201,7 +201,10 @@ primus_workload_jax_coordinator() {
 }
 
 # primus_workload_single_env: one process per node: the torchrun variables a
-# workload reads, as torchrun would set them for one local process.
+# workload reads, as torchrun would set them for one local process. Under
+# srun-native the slurm entry already set them from the Slurm task ids (one
+# worker per task, several per node): those stand.
 primus_workload_single_env() {
+  [[ ${PRIMUS_SRUN_NATIVE:-} == 1 ]] && return 0
   export RANK=$((10#${NODE_RANK:-0})) WORLD_SIZE=$((10#${NNODES:-1})) LOCAL_RANK=0 LOCAL_WORLD_SIZE=1
 }
