@@ -371,7 +371,8 @@ primus_start_watcher() {
 }
 
 # primus_spawn_command VAR CMD...: VAR = CMD started through spawn.py; a
-# torchrun that is a Python script runs in-process (SIGUSR1/SIGUSR2 caught).
+# torchrun that is a Python script (a console script with a python shebang, or
+# `<python> SCRIPT.py ...`) runs in-process (SIGUSR1/SIGUSR2 caught).
 primus_spawn_command() {
   local -n __primus_cmd=$1
   shift
@@ -382,6 +383,10 @@ primus_spawn_command() {
   fi
   if [[ $first =~ ^#![[:space:]]*(/[^[:space:]]*python[^[:space:]]*)[[:space:]]*$ && -x ${BASH_REMATCH[1]} ]]; then
     __primus_cmd=("${BASH_REMATCH[1]}" "$spawn" --parent "$$" --in-process -- "$program" "${@:2}")
+  elif [[ $PRIMUS_RUN_MODE == torchrun && ${program##*/} == python* && -x $program \
+    && ${2:-} == *.py && -f ${2:-} ]]; then
+    # <python> torchrun_quiet.py ...: the same, in the workload's interpreter.
+    __primus_cmd=("$program" "$spawn" --parent "$$" --in-process -- "$2" "${@:3}")
   else
     __primus_cmd=("$PRIMUS_PYTHON" -I -S "$spawn" --parent "$$" -- "$@")
   fi

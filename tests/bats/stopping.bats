@@ -83,6 +83,23 @@ wait_gone() {
   grep -q "workload finished successfully" "$TEST_DIR/launch.out"
 }
 
+@test "USR1 to torchrun itself (Slurm signals every process of a step) does not end it: the launch completes, exit 0" {
+  "$PRIMUS_CLI" direct --script "$MARKER" -- "$OUT" --duration 6 >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks 0 1
+  torchrun=$(pgrep -f -- "torchrun_quiet.py.*$OUT")
+  [[ $torchrun =~ ^[0-9]+$ ]]
+  kill -USR1 "$torchrun"
+  kill -USR2 "$torchrun"
+  sleep 1
+  process_running "$torchrun"
+  status=0
+  wait "$launcher" || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 0 ]]
+  grep -q "workload finished successfully" "$TEST_DIR/launch.out"
+}
+
 @test "USR1 and USR2 to the --single launcher reach the workload once; it keeps running and exits 0" {
   "$PRIMUS_CLI" direct --single --script "$MARKER" -- "$OUT" --duration 6 >"$TEST_DIR/launch.out" 2>&1 &
   launcher=$!
@@ -180,4 +197,30 @@ wait_gone() {
   [[ $(count SIGTERM 0) == 1 && $(count SIGTERM 1) == 1 ]]
   sleep 0.5
   grep -q "stop: launcher pid $launcher died; 5 process(es) of the run stopped" "$TEST_DIR"/workspace/logs/*.log
+}
+
+@test "kill -INT -- -PGID (Ctrl-C): every rank gets SIGINT once, exit 130, the closing line on the console and in the log, no torchrun traceback" {
+  export GPUS_PER_NODE=3
+  # A non-interactive shell starts `cmd &` with SIGINT ignored, and a signal
+  # ignored on entry cannot be trapped (bash(1)); a terminal's job has it at
+  # its default, so restore that before the launcher starts.
+  "$PRIMUS_WORKLOAD_PYTHON" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.setsid()
+os.execv(sys.argv[1], sys.argv[1:])' "$PRIMUS_CLI" direct --script "$MARKER" -- "$OUT" --duration 60 \
+    >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_ranks 0 1 2
+  kill -INT -- "-$launcher"
+  status=0
+  wait "$launcher" || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 130 ]]
+  [[ $(count SIGINT 0) == 1 && $(count SIGINT 1) == 1 && $(count SIGINT 2) == 1 ]]
+  # The console copies (tee) ignore the group's SIGINT: the stop's own lines pass.
+  grep -q "stop: SIGINT.*exit status 130" "$TEST_DIR/launch.out"
+  grep -q "stop: SIGINT.*exit status 130" "$PRIMUS_WORKSPACE"/logs/*.log
+  refute grep -q -e "Traceback" -e "SignalException" "$TEST_DIR/launch.out"
+  run leftovers
+  assert_output ""
 }
