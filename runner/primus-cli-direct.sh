@@ -501,10 +501,10 @@ tee_launcher_output() {
   exec 3>&1 4>&2
   if [[ $OPT_SILENT == 1 ]]; then
     # shellcheck disable=SC2094  # both only append to the log
-    exec >>"$LOG_FILE" 2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
+    exec >>"$LOG_FILE" 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   else
-    exec > >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&3) \
-      2> >(trap '' TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
+    exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&3) \
+      2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
   fi
   TEE_PID=$!
 }

@@ -5,8 +5,12 @@
 #   run_worker.sh PROGRAM [ARGS...]
 #
 # torchrun reports any failed worker as exit 1; the launcher wants the worker's
-# own code (SPEC section 3). So each worker runs through this wrapper, which
-# writes a non-zero status to $PRIMUS_RC_DIR/rank-<RANK> for the launcher.
+# own code (SPEC section 3) and a report naming the rank that failed first. So
+# each worker runs through this wrapper, which on a non-zero status writes
+# $PRIMUS_RC_DIR/failed-<RANK>: NUL-terminated fields code, end time (us since
+# the epoch), RANK, LOCAL_RANK, the files behind its stdout and stderr (torchrun's
+# per-rank logs) and TORCHELASTIC_ERROR_FILE; python/primus_runner/report.py
+# reads them.
 # Per worker it also applies:
 #   PRIMUS_NEURON_CORE_SLICES       one core list per local rank, space separated
 #                                   (set by the Neuron layer from the available
@@ -77,6 +81,10 @@ fi
 "${cmd[@]}"
 rc=$?
 if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
-  printf '%s\n' "$rc" >"$PRIMUS_RC_DIR/rank-${RANK:-$local_rank}"
+  ended=${EPOCHREALTIME//[.,]/}
+  out=$(readlink "/proc/$$/fd/1" 2>/dev/null) || out=""
+  err=$(readlink "/proc/$$/fd/2" 2>/dev/null) || err=""
+  printf '%s\0' "$rc" "$ended" "${RANK:-$local_rank}" "$local_rank" "$out" "$err" \
+    "${TORCHELASTIC_ERROR_FILE:-}" >"$PRIMUS_RC_DIR/failed-${RANK:-$local_rank}"
 fi
 exit "$rc"

@@ -335,9 +335,11 @@ primus_log_spool_start() {
     return 0
   }
   exec {__PRIMUS_SPOOL_OUT}>&1 {__PRIMUS_SPOOL_ERR}>&2
-  exec > >(tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
+  # The copies ignore the stop signals a whole process group gets (Ctrl-C,
+  # timeout, kill -- -PGID): the launcher's closing lines must still pass.
+  exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
   __PRIMUS_SPOOL_PIDS=$!
-  exec 2> >(tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
+  exec 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
   __PRIMUS_SPOOL_PIDS+=" $!"
 }
 

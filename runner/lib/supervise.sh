@@ -344,21 +344,18 @@ primus_cleanup_run() {
   [[ -z $PRIMUS_SUPERVISE_CLEANUP ]] || "$PRIMUS_SUPERVISE_CLEANUP"
 }
 
-# primus_worker_exit_code TORCHRUN_RC: the failing worker's own code when one
-# was recorded; PRIMUS_REQUEUE_EXIT_CODE wins over other codes of this node.
-primus_worker_exit_code() {
-  local rc=$1 file code first=""
+# primus_failure_report TORCHRUN_RC LOG_FILE: on a failed torchrun run, the
+# report naming the rank that failed first (python/primus_runner/report.py,
+# on stderr) and, on stdout, the exit code of the launch: that rank's own code
+# (PRIMUS_REQUEUE_EXIT_CODE wins), else torchrun's. A report that cannot run
+# leaves torchrun's code.
+primus_failure_report() {
+  local rc=$1 log_file=$2 code
   ((rc != 0)) || { echo 0; return; }
-  for file in "$PRIMUS_RC_DIR"/rank-*; do
-    [[ -f $file ]] || continue
-    code=$(<"$file")
-    [[ -n $first ]] || first=$code
-    if [[ $code == "${PRIMUS_REQUEUE_EXIT_CODE:-85}" ]]; then
-      first=$code
-      break
-    fi
-  done
-  echo "${first:-$rc}"
+  code=$(PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.report \
+    --rc-dir "$PRIMUS_RC_DIR" --log "$log_file" --code "$rc") || code=""
+  [[ $code =~ ^[0-9]+$ ]] || code=$rc
+  echo "$code"
 }
 
 # primus_start_watcher: the watcher reads a pipe only this shell writes to;
@@ -434,7 +431,7 @@ primus_run_workload() {
   PRIMUS_RUN_PID=""
   trap - TERM INT HUP
   if [[ $PRIMUS_RUN_MODE != single ]]; then
-    rc=$(primus_worker_exit_code "$rc")
+    rc=$(primus_failure_report "$rc" "$log_file")
   fi
   if ((rc == 0)); then
     LOG_INFO "workload finished successfully; log: $log_file"

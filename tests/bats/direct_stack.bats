@@ -227,3 +227,34 @@ time.sleep(120)' "$1" "$TEST_DIR/holder.up" &
   assert_output --partial "Fix: export MASTER_ADDR="
   [[ -z $(ls -A out) ]]
 }
+
+@test "3 processes, rank 1 (not echoed) raises ValueError('boom'): exit 1, the report names rank 1 and the exception; torchrun's traceback only in the log" {
+  export GPUS_PER_NODE=3
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/fail_one_rank.py" -- 1
+  assert_failure 1
+  # Local ranks 0 and 2 reach the console, rank 1 does not.
+  refute_output --partial "[default1]:"
+  assert_output --partial "failure report: global rank 1 (local rank 1 of node 0) failed first, exit code 1."
+  assert_output --partial "exception: ValueError: boom"
+  assert_output --partial "| ValueError: boom"
+  assert_output --regexp "ranks of this node that ended after it: 0 \(exit code 143.*\), 2 \(exit code 143"
+  # No traceback of torchrun's own: the only one shown is rank 1's, quoted.
+  [[ $(grep -c '^Traceback' <<<"$output") == 0 ]]
+  refute_output --regexp 'File ".*torch/distributed/'
+  assert_output --partial "torchrun: ChildFailedError: a worker failed"
+  # The full output of rank 1 is the file the report names.
+  rank_log=$(sed -n 's/.*full output of rank 1: \([^ ]*\) .*/\1/p' <<<"$output")
+  grep -q "ValueError: boom" "$rank_log"
+  # torchrun's own error report (ChildFailedError table) is kept in the log.
+  log=$(ls "$PRIMUS_WORKSPACE"/logs/*.log)
+  grep -q "torchrun's error report (not shown on the console)" "$log"
+  grep -q "torch.distributed.elastic.multiprocessing.errors.ChildFailedError" "$log"
+  grep -q "failure report: global rank 1" "$log"
+}
+
+@test "a rank's own exit code (7) is the launch's, and the report names that rank" {
+  export GPUS_PER_NODE=3
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/exit_with.py" -- 7 2
+  assert_failure 7
+  assert_output --partial "failure report: global rank 2 (local rank 2 of node 0) failed first, exit code 7."
+}

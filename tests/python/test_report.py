@@ -1,0 +1,145 @@
+"""The failure report of a torchrun launch (python/primus_runner/report.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from primus_runner import report
+from primus_runner.report import Failure
+
+
+def record(code: int, time_us: int, rank: int, local_rank: int = 0, stdout: str = "",
+           stderr: str = "", error_file: str = "") -> bytes:
+    """A failed-<RANK> record as run_worker.sh writes it (NUL-terminated fields)."""
+    fields = [str(code), str(time_us), str(rank), str(local_rank), stdout, stderr, error_file]
+    return "".join(f"{field}\0" for field in fields).encode()
+
+
+def failure(code: int, time_us: int, rank: int) -> Failure:
+    return Failure(code, time_us, rank, rank, "", "", "")
+
+
+def test_parse_record_reads_every_field_including_spaces() -> None:
+    parsed = report.parse_record(record(7, 1700000000123456, 3, 1, "/l o g/3/stdout.log",
+                                        "/l o g/3/stderr.log", "/tmp/err 1.json"))
+    assert parsed == Failure(7, 1700000000123456, 3, 1, "/l o g/3/stdout.log",
+                             "/l o g/3/stderr.log", "/tmp/err 1.json")
+
+
+@pytest.mark.parametrize("data", [b"", b"7\x00123\x00", b"x\x001\x002\x000\x00\x00\x00\x00"])
+def test_parse_record_refuses_short_or_non_numeric_records(data: bytes) -> None:
+    assert report.parse_record(data) is None
+
+
+def test_first_failure_is_the_earliest_not_the_lowest_rank() -> None:
+    early, late = failure(1, 100, 5), failure(143, 200, 0)
+    assert report.first_failure([late, early], 85) is early
+
+
+def test_first_failure_ties_go_to_the_lower_rank() -> None:
+    assert report.first_failure([failure(1, 100, 4), failure(1, 100, 2)], 85).rank == 2
+
+
+def test_the_requeue_code_wins_even_when_it_came_later() -> None:
+    chosen = report.first_failure([failure(1, 100, 0), failure(85, 300, 3)], 85)
+    assert chosen is not None and chosen.code == 85 and chosen.rank == 3
+
+
+def test_no_failure_gives_none() -> None:
+    assert report.first_failure([], 85) is None
+
+
+@pytest.mark.parametrize(("code", "text"), [
+    (1, "exit code 1"),
+    (137, "exit code 137 (killed by SIGKILL)"),
+    (143, "exit code 143 (killed by SIGTERM)"),
+    (138, "exit code 138 (killed by signal 10)"),
+    (200, "exit code 200"),
+])
+def test_describe_code(code: int, text: str) -> None:
+    assert report.describe_code(code) == text
+
+
+def test_exception_line_is_the_last_tracebacks_exception() -> None:
+    text = "\n".join([
+        "step 1",
+        "Traceback (most recent call last):",
+        '  File "a.py", line 1, in <module>',
+        "KeyError: 'first'",
+        "retrying",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 9, in <module>',
+        '    raise ValueError("boom")',
+        "ValueError: boom",
+    ])
+    assert report.exception_line(text) == "ValueError: boom"
+
+
+def test_exception_line_with_dotted_name_and_none_without_traceback() -> None:
+    text = "Traceback (most recent call last):\n  File \"x\", line 1\ntorch.OutOfMemoryError: CUDA out of memory\n"
+    assert report.exception_line(text) == "torch.OutOfMemoryError: CUDA out of memory"
+    assert report.exception_line("ValueError: not in a traceback\n") == ""
+
+
+def test_error_file_message_reads_torchelastic_record() -> None:
+    content = {"message": {"message": "Traceback...\nRuntimeError: bad shard", "extraInfo": {}}}
+    assert report.error_file_message(json.dumps(content)) == "RuntimeError: bad shard"
+    assert report.error_file_message("not json") == ""
+    assert report.error_file_message(json.dumps({"message": 5})) == ""
+
+
+def test_tail_keeps_the_last_lines() -> None:
+    assert report.tail("a\nb\nc\n", 2) == ["b", "c"]
+    assert report.tail("", 5) == []
+
+
+def test_format_report_names_rank_node_code_exception_and_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NODE_RANK", "1")
+    first = Failure(7, 100, 5, 1, "/r/5/stdout.log", "/r/5/stderr.log", "")
+    others = [failure(143, 300, 6), failure(143, 200, 4)]
+    lines = report.format_report(first, others, "ValueError: boom", ["x", "y"], "/logs/run.log")
+    assert lines[0] == "failure report: global rank 5 (local rank 1 of node 1) failed first, exit code 7."
+    assert "  exception: ValueError: boom" in lines
+    assert "    | y" in lines
+    assert any("/r/5/stderr.log" in line for line in lines)
+    assert ("  ranks of this node that ended after it: 4 (exit code 143 (killed by SIGTERM)), "
+            "6 (exit code 143 (killed by SIGTERM))") in lines
+    assert lines[-1].endswith("/logs/run.log")
+
+
+def test_report_end_to_end_picks_the_rank_and_appends_torchrun_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc_dir, log_file = tmp_path / "rc", tmp_path / "run.log"
+    rc_dir.mkdir()
+    err = tmp_path / "1.err"
+    err.write_text("hello\nTraceback (most recent call last):\n  File \"t.py\"\nValueError: boom\n")
+    (rc_dir / "failed-1").write_bytes(record(3, 100, 1, 1, stderr=str(err)))
+    (rc_dir / "failed-0").write_bytes(record(143, 900, 0))
+    (rc_dir / "torchrun.err").write_text("Traceback\nChildFailedError: table\n")
+    log_file.write_text("before\n")
+    assert report.report(rc_dir, str(log_file), 1) == 3
+    stderr = capsys.readouterr().err
+    assert "global rank 1 (local rank 1 of node" in stderr
+    assert "exception: ValueError: boom" in stderr
+    assert "| hello" in stderr
+    kept = log_file.read_text()
+    assert kept.startswith("before\n") and "ChildFailedError: table" in kept
+
+
+def test_report_without_failed_rank_keeps_torchruns_code(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "torchrun.err").write_text("Traceback\nRuntimeError: address already in use\n")
+    assert report.report(tmp_path, "", 1) == 1
+    assert "before any rank of this node failed: RuntimeError: address already in use" in capsys.readouterr().err
+
+
+def test_cli_prints_the_code_and_refuses_bad_options(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert report.main(["--rc-dir", str(tmp_path), "--code", "9"]) == 0
+    assert capsys.readouterr().out.strip() == "9"
+    assert report.main(["--bogus", "x"]) == 2
+    assert "unknown option" in capsys.readouterr().err
+    assert report.main(["--help"]) == 0
+    assert "--rc-dir" in capsys.readouterr().out
