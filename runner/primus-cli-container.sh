@@ -40,8 +40,12 @@
 # Everything after `--` goes to `primus-cli direct` inside (its --env values are
 # moved to the runtime environment too), e.g.
 #   primus-cli container --image rocm/primus:v1 -- --module primus_runner -- preflight
-# SIGTERM/SIGINT stop the container (within PRIMUS_KILL_GRACE seconds, default
-# 10) and remove it; exit 128+N.
+# SIGTERM/SIGINT/SIGHUP stop the container (within PRIMUS_KILL_GRACE seconds,
+# default 10) and remove it; exit 128+N. SIGUSR1/SIGUSR2 (a preemption notice)
+# are sent once to the container (`<runtime> kill --signal`; --init hands them to
+# the inner direct, which sends them once to every rank) and the launcher keeps
+# waiting. The runtime client runs in a session of its own, so a signal to the
+# launcher's process group reaches the container once, through the launcher.
 # Exit codes: 0 ok; 1 runtime or image missing; 2 bad option, configuration,
 # variable or missing device; otherwise the container's own exit code.
 set -euo pipefail
@@ -49,10 +53,13 @@ set -euo pipefail
 RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$RUNNER_DIR/lib/common.sh"
+# shellcheck source=runner/lib/supervise.sh
+source "$RUNNER_DIR/lib/supervise.sh"
 
 RUN_CMD=() FORWARDED=() ENV_NAMES=()
 declare -A PLAN=()
 CHILD=""
+NOTIFIED=0
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -166,6 +173,46 @@ stop_container() {
   exit $((128 + $2))
 }
 
+# notify_container SIGNAL: the USR1/USR2 trap. Under slurm-entry a step-wide
+# delivery (the entry saw it too, supervise.sh) already reached the runtime
+# client, which passes it on (its signal proxy): not sent again.
+# shellcheck disable=SC2329  # called by the signal traps
+notify_container() {
+  NOTIFIED=1
+  local sig=$1 at origin
+  at=$(primus_signal_note launcher "$sig")
+  if [[ -z $CHILD ]]; then
+    LOG_WARN "SIG$sig received before the container started: noted, nothing to forward."
+    return 0
+  fi
+  primus_signal_origin origin "$sig" "$at"
+  if [[ $origin == step ]]; then
+    LOG_INFO "SIG$sig: $(primus_sender_text step); the runtime client passes it to the container, not sent again."
+  elif "${PLAN[runtime_path]}" kill --signal "$sig" "${PLAN[name]}" >/dev/null 2>&1; then
+    LOG_INFO "SIG$sig ($(primus_sender_text "$origin")): sent once to container ${PLAN[name]}; the launcher keeps waiting."
+  else
+    LOG_WARN "SIG$sig: container ${PLAN[name]} is not running (not created yet, or ending): nothing sent."
+  fi
+}
+
+# wait_container: wait for the runtime client; a trapped USR1/USR2 interrupts
+# `wait`, so keep waiting while it runs. Sets CHILD_RC.
+wait_container() {
+  local rc prev=0
+  while :; do
+    NOTIFIED=0
+    rc=0
+    wait "$CHILD" || rc=$?
+    if ((rc == 127 && prev != 0)); then
+      rc=$prev
+      break
+    fi
+    ((NOTIFIED && rc > 128)) || break
+    prev=$rc
+  done
+  CHILD_RC=$rc
+}
+
 main() {
   local word
   for word in "$@"; do
@@ -184,15 +231,18 @@ main() {
   fi
   [[ ${PLAN[clean]} != 1 ]] || clean_ours
   [[ ${PLAN[run]} == 1 ]] || exit 0
+  trap 'notify_container USR1' USR1
+  trap 'notify_container USR2' USR2
   ensure_image
   trap 'stop_container TERM 15' TERM
   trap 'stop_container INT 2' INT
   trap 'stop_container HUP 1' HUP
-  "${RUN_CMD[@]}" &
+  # A session of its own: a signal to our process group (timeout, Ctrl-C,
+  # kill -- -PGID) is not also proxied by the client; we deliver it once.
+  setsid "${RUN_CMD[@]}" &
   CHILD=$!
-  local rc=0
-  wait "$CHILD" || rc=$?
-  exit "$rc"
+  wait_container
+  exit "$CHILD_RC"
 }
 
 main "$@"

@@ -110,6 +110,46 @@ ours() {
   refute pgrep -f "sleeper.py $PWD/out"
 }
 
+@test "USR1 and USR2 to the container launcher reach the workload once; it keeps running and exits 0" {
+  mkdir out
+  SIG_NAME=pusr$$x$RANDOM
+  "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single --script "$WORKLOADS/signal_marker.py" \
+    -- "$PWD/out" --duration 8 >launch.log 2>&1 &
+  LAUNCHER_PID=$!
+  for _ in $(seq 1 150); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
+  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  kill -USR1 "$LAUNCHER_PID"
+  sleep 1
+  kill -USR2 "$LAUNCHER_PID"
+  sleep 1
+  process_running "$LAUNCHER_PID"
+  rc=0
+  wait "$LAUNCHER_PID" || rc=$?
+  cat launch.log
+  [[ $rc -eq 0 ]]
+  [[ $(wc -l <out/SIGUSR1.0) -eq 1 && $(wc -l <out/SIGUSR2.0) -eq 1 ]]
+  [[ ! -e out/SIGTERM.0 ]]
+  grep -q "SIGUSR1 (sender: unknown.*): sent once to container $SIG_NAME-" launch.log
+  [[ -z $(ours "$SIG_NAME-") ]]
+}
+
+@test "kill -TERM -- -PGID of the container launcher: the workload gets SIGTERM once, exit 143, no container left" {
+  mkdir out
+  SIG_NAME=ppgid$$x$RANDOM
+  PRIMUS_KILL_GRACE=5 setsid "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single \
+    --script "$WORKLOADS/signal_marker.py" -- "$PWD/out" --term-delay 0.5 >launch.log 2>&1 &
+  LAUNCHER_PID=$!
+  for _ in $(seq 1 150); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
+  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  kill -TERM -- "-$LAUNCHER_PID"
+  rc=0
+  wait "$LAUNCHER_PID" || rc=$?
+  cat launch.log
+  [[ $rc -eq 143 ]]
+  [[ $(wc -l <out/SIGTERM.0) -eq 1 ]]
+  [[ -z $(ours "$SIG_NAME-") ]]
+}
+
 @test "--clean removes only the containers this launcher created, never a foreign one" {
   podman create --name "foreign-$BATS_TEST_NUMBER-$$" "$PODMAN_TEST_IMAGE" true >/dev/null
   podman create --name "pclean-stale-$$" --label io.primus-runner.managed=1 \
