@@ -455,14 +455,19 @@ build_command() {
   torchrun_command
   LAUNCH_CMD=("${TORCHRUN_CMD[@]}" --nproc_per_node "$GPUS_PER_NODE" --nnodes "$NNODES"
     --node_rank "$NODE_RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT")
-  if [[ $ALL_RANKS != 1 && $OPT_SILENT != 1 ]]; then
+  # Every rank's output is kept under <log>.ranks/ (run_worker.sh links it as
+  # rank-<RANK>.log); torchrun's tee echoes it with a [default<N>]: prefix.
+  RANK_LOG_DIR=${LOG_FILE%.log}.ranks
+  LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR")
+  if [[ $ALL_RANKS == 1 || $OPT_SILENT == 1 ]]; then
+    LAUNCH_CMD+=(--tee 3)  # --silent: the launcher's stdout is the log file
+  else
     local filter
     filter=$(console_filter)
-    RANK_LOG_DIR=${LOG_FILE%.log}.ranks
     if [[ -n $filter ]]; then
-      LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR" --tee 3 --local-ranks-filter "$filter")
+      LAUNCH_CMD+=(--tee 3 --local-ranks-filter "$filter")
     else
-      LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR" --redirects 3)
+      LAUNCH_CMD+=(--redirects 3)
     fi
   fi
   LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}"
@@ -612,6 +617,7 @@ run_workload() {
   PRIMUS_SUPERVISE_CLEANUP=flush_launcher_output
   local nproc=$GPUS_PER_NODE
   [[ $PRIMUS_WL_RUN_MODE != single ]] || nproc=1
+  [[ -z ${RANK_LOG_DIR:-} ]] || export PRIMUS_RANK_LOG_DIR=$RANK_LOG_DIR
   primus_run_workload "$PRIMUS_WL_RUN_MODE" "$LOG_FILE" "$nproc" "${LAUNCH_CMD[@]}"
 }
 

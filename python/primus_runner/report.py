@@ -217,7 +217,12 @@ def report(rc_dir: Path, log_file: str, torchrun_code: int) -> int:
     if not output and first.stdout != first.stderr:
         output = _read(first.stdout)
     exception = error_file_message(_read(first.error_file)) or exception_line(output)
-    others = [f for f in failures if f is not first]
+    flat = os.path.join(os.environ.get("PRIMUS_RANK_LOG_DIR", ""), f"rank-{first.rank}.log")
+    if os.environ.get("PRIMUS_RANK_LOG_DIR") and os.path.isfile(flat):
+        # The predictable name run_worker.sh links (stderr joined stdout there).
+        first = Failure(first.code, first.time_us, first.rank, first.local_rank, flat, flat,
+                        first.error_file)
+    others = [f for f in failures if f.rank != first.rank]
     for line in format_report(first, others, exception, tail(output, TAIL_LINES), log_file):
         log.error(line)
     return first.code

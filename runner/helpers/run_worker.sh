@@ -27,6 +27,10 @@
 # SIGUSR1/SIGUSR2 to this wrapper's child (the rank), once. A signal sent to
 # this wrapper's process group (torchrun's SIGTERM, Slurm's step-wide signals)
 # reaches the rank directly; the wrapper only keeps waiting for it (traps).
+# With PRIMUS_RANK_LOG_DIR (the launcher's <log>.ranks, torchrun's --log-dir)
+# the worker's stderr joins its stdout (one file, lines in order) and
+# PRIMUS_RANK_LOG_DIR/rank-<RANK>.log links to that file of torchrun's
+# <run id>/attempt_<N>/<local rank>/ tree (a restart moves the link).
 # Deliberately no `set -e`: the program's status is the point.
 set -uo pipefail
 
@@ -65,6 +69,18 @@ elif ((10#${PRIMUS_NEURON_CORES_PER_PROC:-1} > 1)); then
   first=$((10#$local_rank * per))
   export NEURON_RT_VISIBLE_CORES="$first-$((first + per - 1))"
 fi
+
+# link_rank_log: PRIMUS_RANK_LOG_DIR/rank-<RANK>.log -> the file torchrun
+# redirected this worker's stdout to, when it lies in that directory.
+link_rank_log() {
+  local dir out
+  dir=$(cd -P -- "${PRIMUS_RANK_LOG_DIR:-}" 2>/dev/null && pwd) || return 0
+  out=$(readlink "/proc/$$/fd/1" 2>/dev/null) || return 0
+  [[ $out == "$dir"/* && -f $out ]] || return 0
+  exec 2>&1
+  ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null || true
+}
+[[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
 
 # Foreground child: bash runs these (no-op) traps after the child ends, so
 # the wrapper outlives the signal and records the child's own status.

@@ -243,7 +243,8 @@ time.sleep(120)' "$1" "$TEST_DIR/holder.up" &
   refute_output --regexp 'File ".*torch/distributed/'
   assert_output --partial "torchrun: ChildFailedError: a worker failed"
   # The full output of rank 1 is the file the report names.
-  rank_log=$(sed -n 's/.*full output of rank 1: \([^ ]*\) .*/\1/p' <<<"$output")
+  rank_log=$(sed -n 's/.*full output of rank 1: \([^ ]*\).*/\1/p' <<<"$output")
+  [[ $rank_log == "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-1.log ]]
   grep -q "ValueError: boom" "$rank_log"
   # torchrun's own error report (ChildFailedError table) is kept in the log.
   log=$(ls "$PRIMUS_WORKSPACE"/logs/*.log)
@@ -257,4 +258,24 @@ time.sleep(120)' "$1" "$TEST_DIR/holder.up" &
   run "$PRIMUS_CLI" direct --script "$WORKLOADS/exit_with.py" -- 7 2
   assert_failure 7
   assert_output --partial "failure report: global rank 2 (local rank 2 of node 0) failed first, exit code 7."
+}
+
+@test "per-rank logs: rank-<RANK>.log for every rank, stdout and stderr in one file, with and without --log-all-ranks" {
+  export GPUS_PER_NODE=3
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/fail_one_rank.py" -- 9 --duration 0
+  assert_success
+  local dir
+  dir=$(ls -d "$PRIMUS_WORKSPACE"/logs/*.ranks)
+  for r in 0 1 2; do
+    [[ -L $dir/rank-$r.log ]]
+    grep -q "rank $r up" "$dir/rank-$r.log"       # stdout
+    grep -q "rank $r stderr" "$dir/rank-$r.log"   # stderr, same file
+  done
+  refute_output --partial "[default1]:"
+  rm -rf "$PRIMUS_WORKSPACE/logs"
+  run "$PRIMUS_CLI" direct --log-all-ranks --script "$WORKLOADS/fail_one_rank.py" -- 9 --duration 0
+  assert_success
+  assert_output --partial "[default1]:rank 1 up"
+  dir=$(ls -d "$PRIMUS_WORKSPACE"/logs/*.ranks)
+  grep -q "rank 1 up" "$dir/rank-1.log"
 }
