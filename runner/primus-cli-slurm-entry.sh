@@ -382,7 +382,10 @@ run_launcher() {
   primus_slurm_default_grace
   entry_log INFO "$PRIMUS_GRACE_TEXT"
   local rc=0
+  # The entry's lines so far become the first lines of the launcher's log.
+  primus_log_spool_hand_over
   primus_entry_run "${LAUNCH_CMD[@]}" || rc=$?
+  primus_log_prelude_remove
   report_exit "$rc"
 }
 
@@ -438,6 +441,13 @@ main() {
   ((ENTRY_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
   [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && ENTRY_DRY_RUN=1
   mode_args_have --dry-run && ENTRY_DRY_RUN=1
+  # Until the launcher's log file exists, the console is copied to a spool
+  # (a dry run writes nothing).
+  if ((ENTRY_DRY_RUN == 0)); then
+    primus_log_spool_start
+    # An entry that stops before any launcher ran leaves no spool behind.
+    trap 'primus_log_spool_drop; primus_log_prelude_remove' EXIT
+  fi
   read_step_shape
   resolve_mode
   refuse_batch_step

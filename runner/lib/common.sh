@@ -356,13 +356,34 @@ __primus_log_spool_stop() {
   __PRIMUS_SPOOL_PIDS=""
 }
 
-# primus_log_spool_into FILE: stop copying and append the spool to FILE.
+# primus_log_spool_into FILE: stop copying and append the spool to FILE,
+# preceded by the prelude a parent launcher left (PRIMUS_LOG_PRELUDE, see
+# primus_log_spool_hand_over), which is then no longer offered to children.
 primus_log_spool_into() {
+  if [[ -n ${PRIMUS_LOG_PRELUDE:-} ]]; then
+    [[ ! -f $PRIMUS_LOG_PRELUDE ]] || cat -- "$PRIMUS_LOG_PRELUDE" >>"$1" 2>/dev/null || true
+    unset PRIMUS_LOG_PRELUDE
+  fi
   [[ -n $__PRIMUS_SPOOL ]] || return 0
   __primus_log_spool_stop
   cat -- "$__PRIMUS_SPOOL" >>"$1" || true
   rm -f -- "$__PRIMUS_SPOOL"
   __PRIMUS_SPOOL=""
+}
+
+# primus_log_spool_hand_over: stop copying and offer the spool to the launcher
+# about to start (exported as PRIMUS_LOG_PRELUDE: the first lines of its log
+# file); the caller removes it with primus_log_prelude_remove when that ends.
+primus_log_spool_hand_over() {
+  [[ -n $__PRIMUS_SPOOL ]] || return 0
+  __primus_log_spool_stop
+  export PRIMUS_LOG_PRELUDE=$__PRIMUS_SPOOL
+  __PRIMUS_SPOOL=""
+}
+
+# primus_log_prelude_remove: remove the spool handed over, if any.
+primus_log_prelude_remove() {
+  [[ -z ${PRIMUS_LOG_PRELUDE:-} ]] || rm -f -- "$PRIMUS_LOG_PRELUDE"
 }
 
 # primus_log_spool_drop: stop copying and forget the spool (dry run).

@@ -62,3 +62,29 @@ teardown() {
   assert_success
   assert_output --regexp "slurm-entry: job 7 step 0: 1 node\(s\) n1, this is node 0 .*mode direct, restart 2"
 }
+
+@test "the entry's own first lines are the first lines of the launcher's log file; no spool is left" {
+  export TMPDIR=$TEST_DIR/tmp
+  mkdir -p "$TMPDIR"
+  SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_NNODES=1 SLURM_NODELIST=localhost \
+    PRIMUS_SLURM_FIRST_HOST=localhost run "$ENTRY" direct --single --script "$REPO_ROOT/tests/fixtures/workloads/exit_with.py" -- 0
+  assert_success
+  local log
+  log=$(ls "$PRIMUS_WORKSPACE"/logs/*.log)
+  run head -n 1 "$log"
+  assert_output --regexp "slurm-entry: job 7 step 0: 1 node\(s\) localhost, this is node 0"
+  grep -q "slurm-entry: stop grace" "$log"
+  run ls -A "$TMPDIR"
+  assert_output ""
+}
+
+@test "an entry that stops before the launcher (two tasks on a node) leaves no spool behind" {
+  export TMPDIR=$TEST_DIR/tmp
+  mkdir -p "$TMPDIR"
+  SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_NNODES=1 SLURM_NODELIST=localhost \
+    SLURM_NTASKS=2 SLURM_STEP_NUM_TASKS=2 SLURM_TASKS_PER_NODE='2' SLURM_STEP_TASKS_PER_NODE='2' \
+    PRIMUS_SLURM_FIRST_HOST=localhost run "$ENTRY" direct --single --script "$REPO_ROOT/tests/fixtures/workloads/exit_with.py" -- 0
+  assert_failure 2
+  run ls -A "$TMPDIR"
+  assert_output ""
+}
