@@ -317,7 +317,7 @@ def test_training_tokens_api_local_rank_waits_for_local_rank_0(tmp_path: Path, c
 
 
 def test_workload_entry_point(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from primus_runner.workload.data import training_tokens
+    from primus_runner.dataprep.training_data import training_tokens
 
     for name in ("TOKENIZED_DATA_PATH", "PRIMUS_TOKENIZED_DATA_PATH", "PRIMUS_DATA_PREP_FAULT",
                  "PRIMUS_DATA_PREP_TIMEOUT_SECONDS"):
@@ -368,6 +368,7 @@ def test_rank0_failure_raises_and_writes_the_reason(tmp_path: Path) -> None:
 
 
 def test_modules_do_not_import_torch() -> None:
-    code = ("import sys, primus_runner.dataprep, primus_runner.indexed_dataset, primus_runner.workload.data;"
+    code = ("import sys, primus_runner.dataprep, primus_runner.dataprep.indexed_dataset,"
+            " primus_runner.dataprep.training_data;"
             "sys.exit(1 if 'torch' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code], env=base_env(), timeout=60).returncode == 0

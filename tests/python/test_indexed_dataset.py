@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import indexed_dataset as idx
-from primus_runner import tokenizer
+from primus_runner.dataprep import indexed_dataset as idx
+from primus_runner.dataprep import tokenizer
 
 
 def independent_read(prefix: str) -> dict:

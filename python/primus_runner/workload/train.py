@@ -7,7 +7,7 @@ exercised on a machine with no GPU and no training framework installed.
 - The config is YAML with ``${VAR}`` / ``${VAR:default}`` substitution
   (examples/cpu_pretrain.yaml).
 - Data: the bundled corpus is tokenized once for all nodes into Megatron's
-  indexed format (see primus_runner.workload.data); every rank samples its own
+  indexed format (see primus_runner.dataprep.training_data); every rank samples its own
   batches from it.
 - Rank 0 logs the loss of every step; at the end rank 0 saves a checkpoint under
   ``<workspace>/<exp_name>/checkpoints/`` with a unique name (an existing
@@ -111,7 +111,7 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from primus_runner.workload.data import training_tokens
+    from primus_runner.dataprep.training_data import training_tokens
 
     s = settings_from(cfg)
     workspace = str(cfg.get("workspace") or env.get("PRIMUS_WORKSPACE") or "./output")

@@ -4,7 +4,7 @@ Reads pre_trainer mock_data, train_data_path, model_type, trainer_class,
 data_path, tokenizer_type. No dataset work when mock_data is true,
 train_data_path is set, a diffusion model has data_path, or tokenizer_type is
 unset. Otherwise the data is prepared once for all nodes with primus-runner's
-indexed-dataset writer (python/primus_runner/dataprep.py: node 0 writes
+indexed-dataset writer (python/primus_runner/dataprep/: node 0 writes
 <prefix>.bin/.idx and the <prefix>.done marker, or <prefix>.failed with the
 reason; other nodes wait for a marker, PRIMUS_DATA_PREP_TIMEOUT_SECONDS) at
 TOKENIZED_DATA_PATH, default <data_path>/bookcorpus/<tokenizer_type>/

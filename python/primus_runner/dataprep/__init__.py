@@ -59,8 +59,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from primus_runner import indexed_dataset as idx
-from primus_runner import log, tokenizer
+from primus_runner import log
+from primus_runner.dataprep import indexed_dataset as idx
+from primus_runner.dataprep import tokenizer
 from primus_runner.errors import MissingError, PrimusError, RuntimeFailure, UsageError, closest
 
 FORMAT_VERSION = 1
@@ -69,7 +70,7 @@ STALE_FAILURE_GRACE_SECONDS = 60.0
 MAX_POLL_SECONDS = 1.0
 TIMEOUT_ENV = "PRIMUS_DATA_PREP_TIMEOUT_SECONDS"
 FAULT_ENV = "PRIMUS_DATA_PREP_FAULT"
-BUNDLED_CORPUS = Path(__file__).resolve().parent / "data" / "corpus.txt"
+BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus.txt"
 
 CONFIG_KEYS = ("corpus", "tokenizer", "eval_fraction", "tokenized_data_path",
                "tokenized_train_data_path", "tokenized_eval_data_path",
