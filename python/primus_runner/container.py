@@ -47,8 +47,6 @@ _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # .primus.yaml device list: /dev/kfd, /dev/dri, /dev/infiniband).
 ACCEL_DEVICES = {"rocm": ("/dev/kfd", "/dev/dri")}
 RDMA_DEVICE = "/dev/infiniband"
-SCHEDULER_VARS = ("SLURM_JOB_ID", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PET_NNODES",
-                  "JOB_COMPLETION_INDEX")
 INSTALL_FIX = ("install one: apt-get install podman runc catatonit (or docker.io), or pass "
                "--runtime docker|podman / set container.runtime naming one that is on PATH")
 
@@ -198,9 +196,12 @@ def _container_name(base: str, env: Mapping[str, str], node_rank: str) -> str:
 
 
 def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> dict[str, str]:
-    if not any(env.get(name) for name in SCHEDULER_VARS):
+    from primus_runner import ranks
+
+    # One owner for "which scheduler is this" (ranks.detect_source, SPEC section 5).
+    if ranks.detect_source(env) is None:
         return {}
-    from primus_runner import detect, ranks
+    from primus_runner import detect
 
     mapping = ranks.resolve(env, detect.config_defaults(cfg))
     values = {k: v for k, v in mapping.as_env().items()

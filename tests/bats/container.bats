@@ -247,6 +247,16 @@ EOF
   recorded_args | grep -q -- '-1$'
 }
 
+@test "a training-operator v1 pod (MASTER_ADDR, WORLD_SIZE, RANK, no PET_*) is mapped on the host too (ranks.detect_source)" {
+  MASTER_ADDR=job-master-0 MASTER_PORT=23456 WORLD_SIZE=2 RANK=1 KUBERNETES_SERVICE_HOST=10.0.0.1 \
+    run "$PRIMUS_CLI" container --runtime docker --image img -- preflight
+  assert_success
+  assert_output --partial "scheduler ranks mapped on the host (pytorchjob-v1)"
+  mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"
+  [[ " ${envs[*]} " == *" NNODES=2 "* ]]
+  [[ " ${envs[*]} " == *" NODE_RANK=1 "* ]]
+}
+
 @test "direct --env NAME takes the value NAME has in the environment (how the container hands values in)" {
   HANDED_IN=handed-in-value run "$PRIMUS_CLI" direct --dry-run --env HANDED_IN --module primus_runner -- preflight
   assert_success
