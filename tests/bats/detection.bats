@@ -266,15 +266,18 @@ launch() {
 
 @test "--single: OMP_NUM_THREADS=1 by default, a user value kept; srun-native per-task mask gives LOCAL_RANK 0" {
   mkdir -p "$BATS_TEST_TMPDIR/out"
+  # Task 3 of an srun-native step alone (no task 0 to run the cluster check
+  # with): its Slurm ids stand (RANK=3, WORLD_SIZE=8), the mask makes LOCAL_RANK 0.
   run launch PRIMUS_SYSFS_ROOT="$FIX/mi300x-roce" ROCR_VISIBLE_DEVICES=3 PRIMUS_SRUN_NATIVE=1 \
-    RANK=3 LOCAL_RANK=3 WORLD_SIZE=8 LOCAL_WORLD_SIZE=8 \
+    RANK=3 LOCAL_RANK=3 WORLD_SIZE=8 LOCAL_WORLD_SIZE=8 PRIMUS_CLUSTER_CHECK=0 \
     -- --single --script "$ROOT/tests/fixtures/workloads/print_env.py" -- "$BATS_TEST_TMPDIR/out" \
-    OMP_NUM_THREADS LOCAL_RANK HIP_VISIBLE_DEVICES
+    OMP_NUM_THREADS LOCAL_RANK HIP_VISIBLE_DEVICES WORLD_SIZE
   assert_success
   assert_output --partial "[WARN] detection: srun-native task with LOCAL_RANK 3 of 8 has a per-task GPU mask (ROCR_VISIBLE_DEVICES=3: 1 GPU(s) visible); LOCAL_RANK=0"
-  [[ $(<"$BATS_TEST_TMPDIR/out/OMP_NUM_THREADS.0") == 1 ]]
-  [[ $(<"$BATS_TEST_TMPDIR/out/LOCAL_RANK.0") == 0 ]]
-  [[ $(<"$BATS_TEST_TMPDIR/out/HIP_VISIBLE_DEVICES.0") == "<unset>" ]]
+  [[ $(<"$BATS_TEST_TMPDIR/out/OMP_NUM_THREADS.3") == 1 ]]
+  [[ $(<"$BATS_TEST_TMPDIR/out/LOCAL_RANK.3") == 0 ]]
+  [[ $(<"$BATS_TEST_TMPDIR/out/WORLD_SIZE.3") == 8 ]]
+  [[ $(<"$BATS_TEST_TMPDIR/out/HIP_VISIBLE_DEVICES.3") == "<unset>" ]]
   run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=cpu OMP_NUM_THREADS=6 \
     -- --single --script "$ROOT/tests/fixtures/workloads/print_env.py" -- "$BATS_TEST_TMPDIR/out" OMP_NUM_THREADS
   assert_success
