@@ -136,16 +136,21 @@ check_env_item() {
     bad_usage "$2 '$key' is not a valid variable name; accepted: letters, digits and '_', not starting with a digit."
 }
 
-# read_env_file FILE: KEY=VALUE lines (values literal, as docker --env-file).
+# read_env_file FILE: the KEY=VALUE items of an env file, as the one parser
+# (python/primus_runner/envfile.py: '#' comments, optional 'export ', literal
+# values) reads them; a bad file is exit 2 naming the line, as every mode.
 read_env_file() {
-  local line n=0
-  while IFS= read -r line || [[ -n $line ]]; do
-    n=$((n + 1))
-    [[ $line =~ ^[[:space:]]*(#|$) ]] && continue
-    [[ $line == *=* ]] || bad_usage "--env file $1 line $n has no '=': '$line'; write KEY=VALUE."
-    check_env_item "$line" "--env file $1 line $n:"
-    CLI_ENV+=("$line")
-  done <"$1"
+  local item
+  local -a items=()
+  primus_pick_python
+  mapfile -d '' -t items < <(PYTHONPATH="$PRIMUS_ROOT/python" "$PRIMUS_PYTHON" -m primus_runner.envfile "$1")
+  if [[ ${items[0]:-} =~ ^!([0-9]+)\ (.*)$ ]]; then
+    LOG_ERROR "${BASH_REMATCH[2]}"
+    exit "${BASH_REMATCH[1]}"
+  fi
+  for item in "${items[@]}"; do
+    CLI_ENV+=("$item")
+  done
 }
 
 # ------------------------------------------------------------ prepare (Python)

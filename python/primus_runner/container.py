@@ -153,21 +153,6 @@ def device_list(accel: str, detected: list[str], configured: list[tuple[str, str
 
 
 # --------------------------------------------------------------------------- env items
-def read_env_file(path: str, what: str) -> list[tuple[str, str]]:
-    """KEY=VALUE lines ('#' comments, blank lines skipped; values literal)."""
-    out = []
-    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-        for n, line in enumerate(handle.read().splitlines(), 1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            name, sep, value = line.partition("=")
-            if not sep or not _VAR_RE.match(name):
-                raise UsageError(f"{what} {path} line {n} is not KEY=VALUE with a valid name: "
-                                 f"'{name}'; write KEY=VALUE (letters, digits, '_').")
-            out.append((name, value))
-    return out
-
-
 def env_item(item: str, what: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
     """``--env`` ITEM: KEY=VALUE, a file of such lines, or a NAME set on the host."""
     name, sep, value = item.partition("=")
@@ -177,7 +162,9 @@ def env_item(item: str, what: str, env: Mapping[str, str]) -> list[tuple[str, st
                              "digits and '_', not starting with a digit.")
         return [(name, value)]
     if os.path.isfile(item):
-        return read_env_file(item, f"{what} file")
+        from primus_runner import envfile
+
+        return envfile.read(item, f"{what} file")
     if _VAR_RE.match(item) and item in env:
         return [(item, env[item])]
     raise UsageError(f"{what} '{item}' is neither KEY=VALUE, an existing file, nor a variable set "

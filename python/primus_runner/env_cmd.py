@@ -282,30 +282,10 @@ def cmd_explain(name: str) -> int:
 
 # --------------------------------------------------------------------------- check
 def read_env_file(path: str) -> dict[str, str]:
-    """KEY=VALUE lines (optional 'export '); values literal, '#' lines and blanks skipped."""
-    from primus_runner.shellfmt import is_valid_name
+    """``--env-file`` items (python/primus_runner/envfile.py, the one parser)."""
+    from primus_runner import envfile
 
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise MissingError(f"--env-file '{path}' not found; give a file of KEY=VALUE lines") from None
-    except OSError as exc:
-        raise MissingError(f"--env-file '{path}' cannot be read: {exc.strerror}") from None
-    env: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if stripped.startswith("export "):
-            line = stripped[len("export "):]
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not is_valid_name(key):
-            raise UsageError(f"--env-file '{path}' line {number}: expected KEY=VALUE with a "
-                             f"valid variable name, saw {line[:60]!r}")
-        env[key] = value
-    return env
+    return dict(envfile.read(path, "--env-file"))
 
 
 def shown(value: str) -> str:

@@ -77,6 +77,22 @@ teardown() {
   [[ $(<out/PRIMUS_T_F2.0) == '"quoted"' ]]
 }
 
+@test "--env FILE: the one parser (envfile.py) for every mode: 'export ' lines accepted, a bad line is exit 2 naming file and line, the same verdict as env check" {
+  mkdir out
+  printf 'export PRIMUS_T_F3=three\n' >ok.env
+  run "$PRIMUS_CLI" direct --single --env ok.env --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_F3
+  assert_success
+  [[ $(<out/PRIMUS_T_F3.0) == three ]]
+  printf 'PRIMUS_T_OK=1\n9BAD=2\n' >bad.env
+  run "$PRIMUS_CLI" direct --single --env bad.env --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_OK
+  assert_failure 2
+  assert_output --partial "--env file bad.env line 2 is not KEY=VALUE with a valid name: '9BAD'"
+  [[ ! -e out/PRIMUS_T_OK.0 ]]
+  run "$PRIMUS_CLI" env check --env-file bad.env
+  assert_failure 2
+  assert_output --partial "bad.env line 2 is not KEY=VALUE with a valid name: '9BAD'"
+}
+
 @test "--env without '=' that is not a file exits 2 naming it" {
   run "$PRIMUS_CLI" direct --module primus_runner --env NOT_A_PAIR -- preflight
   assert_failure 2

@@ -1,0 +1,48 @@
+"""The one --env FILE parser (python/primus_runner/envfile.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from primus_runner import container, env_cmd, envfile
+from primus_runner.errors import MissingError, UsageError
+
+
+def test_parse_keeps_values_literal_and_skips_comments_and_blanks() -> None:
+    text = "# a comment\n\n  # indented comment\nA=1\nB=\"x y\"\nC= spaced \nD=a=b\nexport E=5\n"
+    assert envfile.parse(text, "f") == [("A", "1"), ("B", '"x y"'), ("C", " spaced "),
+                                         ("D", "a=b"), ("E", "5")]
+
+
+@pytest.mark.parametrize("line", ["9BAD=1", "NOEQUALS", "A B=1", "=value", "export 1X=2"])
+def test_parse_refuses_bad_lines_naming_file_and_line(line: str) -> None:
+    with pytest.raises(UsageError, match=r"--env file f line 2 is not KEY=VALUE"):
+        envfile.parse(f"OK=1\n{line}\n", "f")
+
+
+def test_read_missing_file_is_missing_error(tmp_path: Path) -> None:
+    with pytest.raises(MissingError, match="not found"):
+        envfile.read(str(tmp_path / "none.env"))
+
+
+def test_cli_prints_nul_items_or_one_error_item(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    good = tmp_path / "good.env"
+    good.write_text("A=1\nexport B=two words\n")
+    assert envfile.main([str(good)]) == 0
+    assert capsysbinary.readouterr().out == b"A=1\0B=two words\0"
+    bad = tmp_path / "bad.env"
+    bad.write_text("9X=1\n")
+    assert envfile.main([str(bad)]) == 0
+    out = capsysbinary.readouterr().out
+    assert out.startswith(b"!2 --env file ") and out.endswith(b"\0") and b"line 1" in out
+    assert envfile.main([str(tmp_path / "none.env")]) == 0
+    assert capsysbinary.readouterr().out.startswith(b"!1 ")
+
+
+def test_every_python_entry_point_reads_files_the_same_way(tmp_path: Path) -> None:
+    path = tmp_path / "x.env"
+    path.write_text("# c\nexport A=1\nB='q'\n")
+    expected = [("A", "1"), ("B", "'q'")]
+    assert container.env_item(str(path), "--env", {}) == expected
+    assert list(env_cmd.read_env_file(str(path)).items()) == expected
