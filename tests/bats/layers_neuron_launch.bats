@@ -59,7 +59,8 @@ direct() {
   wait %2 || fail "node 1 failed: $(cat "$WORK/node1.out" "$WORK/node1.err")"
   local want_id="$addr:$((port + 1))" lines
   for node in 0 1; do
-    lines=$(grep -h "^node=$node " "$WORK/node0.out" "$WORK/node1.out" | sort -u)
+    # --log-all-ranks: torchrun's tee prefixes each rank line with [default<N>]:
+    lines=$(sed -n "s/^\[default[0-9]*\]://p" "$WORK/node0.out" "$WORK/node1.out" | grep "^node=$node " | sort -u)
     [[ $(wc -l <<<"$lines") == 2 ]] || fail "node $node: expected 2 rank lines, got: $lines"
     local lr
     for lr in 0 1; do
