@@ -259,23 +259,3 @@ time.sleep(120)' "$1" "$TEST_DIR/holder.up" &
   assert_failure 7
   assert_output --partial "failure report: global rank 2 (local rank 2 of node 0) failed first, exit code 7."
 }
-
-@test "per-rank logs: rank-<RANK>.log for every rank, stdout and stderr in one file, with and without --log-all-ranks" {
-  export GPUS_PER_NODE=3
-  run "$PRIMUS_CLI" direct --script "$WORKLOADS/fail_one_rank.py" -- 9 --duration 0
-  assert_success
-  local dir
-  dir=$(ls -d "$PRIMUS_WORKSPACE"/logs/*.ranks)
-  for r in 0 1 2; do
-    [[ -L $dir/rank-$r.log ]]
-    grep -q "rank $r up" "$dir/rank-$r.log"       # stdout
-    grep -q "rank $r stderr" "$dir/rank-$r.log"   # stderr, same file
-  done
-  refute_output --partial "[default1]:"
-  rm -rf "$PRIMUS_WORKSPACE/logs"
-  run "$PRIMUS_CLI" direct --log-all-ranks --script "$WORKLOADS/fail_one_rank.py" -- 9 --duration 0
-  assert_success
-  assert_output --partial "[default1]:rank 1 up"
-  dir=$(ls -d "$PRIMUS_WORKSPACE"/logs/*.ranks)
-  grep -q "rank 1 up" "$dir/rank-1.log"
-}

@@ -2,7 +2,6 @@
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted
 # What a new user hit (issue 14): one test per bullet of the issue's "Why",
 # each reproducing the command and asserting the corrected behaviour.
-# (The per-rank log layout bullet is issue 10's and tested with it.)
 bats_require_minimum_version 1.5.0
 
 load helpers/launcher
@@ -205,4 +204,24 @@ no_secret_in() {
   assert_output --partial 'echo "setup [4/4]'
   run grep -c '^echo "demo \[' "$REPO_ROOT/examples/demo.sh"
   assert_output 2
+}
+
+@test "--log-all-ranks keeps per-rank logs: rank-<RANK>.log for every rank, stdout and stderr in one file, with and without --log-all-ranks" {
+  export GPUS_PER_NODE=3
+  run "$PRIMUS_CLI" direct --script "$WORKLOADS/fail_one_rank.py" -- 9 --duration 0
+  assert_success
+  local dir
+  dir=$(ls -d "$PRIMUS_WORKSPACE"/logs/*.ranks)
+  for r in 0 1 2; do
+    [[ -L $dir/rank-$r.log ]]
+    grep -q "rank $r up" "$dir/rank-$r.log"       # stdout
+    grep -q "rank $r stderr" "$dir/rank-$r.log"   # stderr, same file
+  done
+  refute_output --partial "[default1]:"
+  rm -rf "$PRIMUS_WORKSPACE/logs"
+  run "$PRIMUS_CLI" direct --log-all-ranks --script "$WORKLOADS/fail_one_rank.py" -- 9 --duration 0
+  assert_success
+  assert_output --partial "[default1]:rank 1 up"
+  dir=$(ls -d "$PRIMUS_WORKSPACE"/logs/*.ranks)
+  grep -q "rank 1 up" "$dir/rank-1.log"
 }
