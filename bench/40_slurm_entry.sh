@@ -24,15 +24,21 @@ for f in /usr/local/bin/* /usr/bin/* /usr/sbin/*; do
 done
 no_scontrol_path=$work/bin
 
+# The generated host names resolve nowhere, and every node checks that
+# MASTER_ADDR resolves (issue 10): name this host's address as the first host.
+master=$(hostname -I 2>/dev/null | awk '{print $1}')
+[[ -n $master ]] || master=127.0.0.1
+
 # run_entry NODES NODELIST: the entry's dry-run as the last node of the step.
 run_entry() {
   local nodes=$1 list=$2
-  env PATH="$no_scontrol_path" SLURM_JOB_ID=1 SLURM_STEP_ID=0 SLURM_JOB_NUM_NODES="$nodes" \
+  env PATH="$no_scontrol_path" MASTER_ADDR="$master" SLURM_JOB_ID=1 SLURM_STEP_ID=0 SLURM_JOB_NUM_NODES="$nodes" \
     SLURM_NNODES="$nodes" SLURM_STEP_NUM_NODES="$nodes" SLURM_NODELIST="$list" \
     SLURM_JOB_NODELIST="$list" SLURM_STEP_NODELIST="$list" SLURM_NODEID=$((nodes - 1)) \
     SLURM_PROCID=$((nodes - 1)) SLURM_LOCALID=0 SLURM_NTASKS="$nodes" \
     SLURM_STEP_NUM_TASKS="$nodes" SLURM_STEP_TASKS_PER_NODE="1(x$nodes)" \
-    "${PRIMUS_PYTHON_ENV[@]}" bash "$entry" --no-srun-native --dry-run direct -- train pretrain
+    PRIMUS_WORKLOAD_PYTHON="$PRIMUS_ROOT/.venv/bin/python" "${PRIMUS_PYTHON_ENV[@]}" \
+    bash "$entry" --no-srun-native --dry-run direct --module primus_runner -- train pretrain
 }
 PRIMUS_PYTHON_ENV=()
 
