@@ -177,14 +177,34 @@ on_prepare_record() {
 # of two, and the registry loads on the other core (SPEC section 10).
 HELPER_PID=""
 
+# experiment_config VAR: VAR = the FILE of `train pretrain ... --config FILE`
+# (the last one, as the hook reads it), '' for other workloads. The helper
+# finds out whether that config names a framework at all (launch.py).
+experiment_config() {
+  local -n __primus_exp=$1
+  __primus_exp=""
+  [[ ${WORKLOAD[0]:-} == train && ${WORKLOAD[1]:-} == pretrain ]] || return 0
+  local i word
+  for ((i = 2; i < ${#WORKLOAD[@]}; i++)); do
+    word=${WORKLOAD[i]}
+    case $word in
+      --config=*) __primus_exp=${word#--config=} ;;
+      --config) __primus_exp=${WORKLOAD[i + 1]:-}; i=$((i + 1)) ;;
+    esac
+  done
+}
+
 start_launch_helper() {
   local -a args=(launch serve --console-fd "$CONSOLE_FD")
   [[ -n $OPT_CONFIG ]] && args+=(--config "$OPT_CONFIG")
   [[ -n $OPT_ACCELERATOR ]] && args+=(--accelerator "$OPT_ACCELERATOR")
+  local experiment
+  experiment_config experiment
   # exec: the coprocess IS the helper, so stopping it (an early exit) stops
   # Python too, which would otherwise hold the spooled console open.
   coproc LAUNCH_HELPER {
-    PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner "${args[@]}"
+    PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+      exec "$PRIMUS_PYTHON" -m primus_runner "${args[@]}"
   }
   HELPER_PID=$LAUNCH_HELPER_PID
   HELPER_IN=${LAUNCH_HELPER[1]} HELPER_OUT=${LAUNCH_HELPER[0]}

@@ -65,6 +65,23 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     from primus_runner.detect import count_source
 
     yield "note", "GPUS_PER_NODE", count_source(origins.get("GPUS_PER_NODE"), env, found, cfg)
+    yield from experiment_records(env.get("PRIMUS_EXPERIMENT_CONFIG", ""))
+
+
+def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
+    """`train pretrain --config FILE` (PRIMUS_EXPERIMENT_CONFIG, set by the
+    launcher for this process only): when FILE names no framework whatever the
+    environment (experiment.static_framework), the framework hook ends
+    without a Python start if the variables FILE requires are set by then."""
+    if not config:
+        return
+    from primus_runner.experiment import static_framework
+
+    path = os.path.abspath(config)
+    found = static_framework(path)
+    if found is not None and found[0] == "":
+        yield "env", "PRIMUS_EXPERIMENT_NO_FRAMEWORK", path
+        yield "env", "PRIMUS_EXPERIMENT_REQUIRED", " ".join(found[1])
 
 
 def _parser() -> Any:

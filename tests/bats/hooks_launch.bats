@@ -80,6 +80,31 @@ teardown() {
   assert_output --partial "--train_data_path $prefix --backend_path $TEST_DIR/Megatron-LM"
 }
 
+@test "direct: a config naming no framework costs the hook no Python start; a required variable unset still stops the launch there" {
+  # An interpreter that notes every start of the experiment module.
+  printf '#!/usr/bin/env bash\n[[ " $* " == *" primus_runner.experiment "* ]] && echo start >>"%s"\nexec "%s" "$@"\n' \
+    "$TEST_DIR/experiment.starts" "$TOOLS/python3" >"$TEST_DIR/python3"
+  chmod +x "$TEST_DIR/python3"
+  printf 'exp: ${PRIMUS_T_NAME:x}\nneeds: ${PRIMUS_T_NEEDED}\nmodules:\n  pre_trainer:\n    steps: 2\n' >"$TEST_DIR/exp.yaml"
+  PRIMUS_T_NEEDED=1 PRIMUS_PYTHON=$TEST_DIR/python3 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- \
+    train pretrain --config "$TEST_DIR/exp.yaml"
+  assert_success
+  assert_output --partial "[prepare] $TEST_DIR/exp.yaml names no pre_trainer framework: no framework preparation."
+  [[ ! -e $TEST_DIR/experiment.starts ]]
+  # Unset, the hook's Python renders the file and names the variable (exit 2).
+  PRIMUS_PYTHON=$TEST_DIR/python3 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- \
+    train pretrain --config "$TEST_DIR/exp.yaml"
+  assert_failure 2
+  assert_output --partial "needs PRIMUS_T_NEEDED"
+  [[ $(wc -l <"$TEST_DIR/experiment.starts") == 1 ]]
+  # A framework in the file: the hook's Python runs and dispatches it.
+  rm -f "$TEST_DIR/experiment.starts"
+  PRIMUS_SKIP_PIP=1 PRIMUS_PYTHON=$TEST_DIR/python3 run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- \
+    train pretrain --config "$EXP/maxtext.yaml"
+  [[ $(wc -l <"$TEST_DIR/experiment.starts") == 1 ]]
+  assert_output --partial "framework maxtext"
+}
+
 @test "direct: an experiment naming no framework -> no preparation step runs" {
   run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- train pretrain --config "$EXP/no_framework.yaml"
   assert_success

@@ -37,6 +37,33 @@ if ((has_config == 0)); then
   echo "[prepare] train pretrain without --config: no framework preparation." >&2
   exit 0
 fi
+# known_without_framework ARGS...: the launch helper found that this --config
+# names no framework whatever the environment (PRIMUS_EXPERIMENT_NO_FRAMEWORK,
+# python/primus_runner/experiment.py static_framework), no --backend names
+# one, and every variable the file requires (PRIMUS_EXPERIMENT_REQUIRED) is
+# set, so rendering it cannot fail either. Otherwise Python decides.
+known_without_framework() {
+  local config="" word name
+  [[ -n ${PRIMUS_EXPERIMENT_NO_FRAMEWORK:-} ]] || return 1
+  while (($#)); do
+    word=$1
+    shift
+    case $word in
+      --backend | --backend=*) return 1 ;;
+      --config=*) config=${word#--config=} ;;
+      --config) config=${1:-}; (($#)) && shift ;;
+    esac
+  done
+  [[ $config == /* ]] || config=$PWD/$config
+  [[ $config == "$PRIMUS_EXPERIMENT_NO_FRAMEWORK" ]] || return 1
+  for name in ${PRIMUS_EXPERIMENT_REQUIRED:-}; do
+    [[ -n ${!name+set} ]] || return 1
+  done
+}
+if known_without_framework "$@"; then
+  echo "[prepare] $PRIMUS_EXPERIMENT_NO_FRAMEWORK names no pre_trainer framework: no framework preparation." >&2
+  exit 0
+fi
 # shellcheck source=runner/helpers/hooks/_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../_lib.sh"
 primus_pick_python
