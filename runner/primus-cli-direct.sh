@@ -200,6 +200,8 @@ start_launch_helper() {
   [[ -n $OPT_ACCELERATOR ]] && args+=(--accelerator "$OPT_ACCELERATOR")
   local experiment
   experiment_config experiment
+  # Only this launch's helper says so (never an inherited value).
+  unset PRIMUS_EXPERIMENT_NO_FRAMEWORK PRIMUS_EXPERIMENT_REQUIRED
   # exec: the coprocess IS the helper, so stopping it (an early exit) stops
   # Python too, which would otherwise hold the spooled console open.
   coproc LAUNCH_HELPER {
