@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from primus_runner.experiment_config import section, static_framework  # noqa: F401 - re-exported
+
 EXIT_MISSING = 66
 EXIT_CONFIG = 78
 HOOKS = Path(__file__).resolve().parents[2] / "runner" / "helpers" / "hooks"
@@ -112,43 +114,6 @@ def load_config(path: str, env: Mapping[str, str] = os.environ) -> dict[str, Any
     if not isinstance(loaded, dict):
         raise HookExit(EXIT_CONFIG, f"experiment config '{path}' is not a YAML mapping.")
     return loaded
-
-
-def static_framework(path: str) -> tuple[str, list[str]] | None:
-    """``pre_trainer.framework`` of the experiment config at PATH as far as the
-    environment cannot change it, and the variables the file requires.
-
-    The text is rendered with a placeholder for every ``${VAR}`` /
-    ``${VAR:default}`` (so a templated framework is never '') and parsed. '' then
-    means: no framework, whatever those variables hold (as long as a value does
-    not inject YAML structure, which rendering never guards against either).
-    The names written ``${VAR}`` without a default must still be set when the
-    hook runs, or rendering fails there. None: unreadable or malformed (the
-    hook reports it). The launch helper asks this early, so a config without a
-    framework costs ``prepare_experiment.sh`` no Python start."""
-    from primus_runner.config import _VAR_RE, parse_yaml
-    from primus_runner.errors import PrimusError
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    required = sorted({m.group(1) for m in _VAR_RE.finditer(text) if m.group(2) is None})
-    rendered = _VAR_RE.sub("primus-placeholder", text)
-    try:
-        cfg = parse_yaml(rendered, path)
-    except PrimusError:
-        return None
-    return str(section(cfg, "pre_trainer").get("framework") or ""), required
-
-
-def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """``modules.<name>``, else a top-level ``<name>``; {} when absent."""
-    modules = cfg.get("modules")
-    if isinstance(modules, dict) and isinstance(modules.get(name), dict):
-        return dict(modules[name])
-    value = cfg.get(name)
-    return value if isinstance(value, dict) else {}
 
 
 def lookup(sec: Mapping[str, Any], dotted: str) -> Any:

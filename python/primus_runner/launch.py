@@ -75,7 +75,7 @@ def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
     without a Python start if the variables FILE requires are set by then."""
     if not config:
         return
-    from primus_runner.experiment import static_framework
+    from primus_runner.experiment_config import static_framework
 
     path = os.path.abspath(config)
     found = static_framework(path)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from primus_runner import launch
-from primus_runner.experiment import static_framework
+from primus_runner.experiment_config import static_framework
 
 
 def write(tmp_path: Path, text: str) -> str:
