@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from primus_runner.experiment_config import section, static_framework  # noqa: F401 - re-exported
+from primus_runner.experiment_config import section
 
 EXIT_MISSING = 66
 EXIT_CONFIG = 78
