@@ -31,7 +31,9 @@
 #   --log_file PATH         log file (default <workspace>/logs/primus-<UTC>-node<R>.log);
 #                           an existing file is never overwritten
 #   --log-all-ranks         every local rank echoes to the console (default: only
-#                           node 0's first and the last node's last local rank)
+#                           node 0's first and the last node's last local rank);
+#                           either way every rank's output is kept at
+#                           <log file without .log>.ranks/rank-<RANK>.log
 #   --numa | --no-numa      bind each local rank to its device's NUMA node (or not)
 #   --neuron-cores-per-proc K
 #                           give each local process its own NEURON_RT_VISIBLE_CORES
