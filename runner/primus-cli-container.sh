@@ -59,7 +59,6 @@ source "$RUNNER_DIR/lib/supervise.sh"
 RUN_CMD=() FORWARDED=() ENV_NAMES=()
 declare -A PLAN=()
 CHILD=""
-NOTIFIED=0
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -178,7 +177,7 @@ stop_container() {
 # client, which passes it on (its signal proxy): not sent again.
 # shellcheck disable=SC2329  # called by the signal traps
 notify_container() {
-  NOTIFIED=1
+  PRIMUS_TRAPPED=1  # primus_wait_pid keeps waiting
   local sig=$1 at origin
   at=$(primus_signal_note launcher "$sig")
   if [[ -z $CHILD ]]; then
@@ -193,24 +192,6 @@ notify_container() {
   else
     LOG_WARN "SIG$sig: container ${PLAN[name]} is not running (not created yet, or ending): nothing sent."
   fi
-}
-
-# wait_container: wait for the runtime client; a trapped USR1/USR2 interrupts
-# `wait`, so keep waiting while it runs. Sets CHILD_RC.
-wait_container() {
-  local rc prev=0
-  while :; do
-    NOTIFIED=0
-    rc=0
-    wait "$CHILD" || rc=$?
-    if ((rc == 127 && prev != 0)); then
-      rc=$prev
-      break
-    fi
-    ((NOTIFIED && rc > 128)) || break
-    prev=$rc
-  done
-  CHILD_RC=$rc
 }
 
 main() {
@@ -241,8 +222,8 @@ main() {
   # kill -- -PGID) is not also proxied by the client; we deliver it once.
   setsid "${RUN_CMD[@]}" &
   CHILD=$!
-  wait_container
-  exit "$CHILD_RC"
+  primus_wait_pid "$CHILD"
+  exit "$PRIMUS_RUN_RC"
 }
 
 main "$@"

@@ -392,11 +392,18 @@ primus_spawn_command() {
 # primus_wait_run: wait for the workload; a trapped USR1/USR2 interrupts
 # `wait`, so keep waiting while it runs. Sets PRIMUS_RUN_RC.
 primus_wait_run() {
-  local rc prev=0
+  primus_wait_pid "$PRIMUS_RUN_PID"
+}
+
+# primus_wait_pid PID: wait for the child PID; a notice trap that sets
+# PRIMUS_TRAPPED=1 interrupts `wait` (status > 128), so keep waiting while it
+# runs. Sets PRIMUS_RUN_RC to the child's own status.
+primus_wait_pid() {
+  local pid=$1 rc prev=0
   while :; do
     PRIMUS_TRAPPED=0
     rc=0
-    wait "$PRIMUS_RUN_PID" || rc=$?
+    wait "$pid" || rc=$?
     if ((rc == 127 && prev != 0)); then
       rc=$prev  # already collected before the trap ran
       break
