@@ -2,7 +2,8 @@
 
 Run by ``runner/lib/supervise.sh`` (one process, only when the workload failed)::
 
-    python3 -m primus_runner.report --rc-dir DIR --log LOG_FILE --code TORCHRUN_RC
+    python3 -m primus_runner.report --rc-dir DIR --log LOG_FILE --code TORCHRUN_RC \
+        [--requeue-code N]
 
 Inputs, all written during the run into the launcher's exit-code directory:
 
@@ -16,8 +17,9 @@ Inputs, all written during the run into the launcher's exit-code directory:
   ``runner/helpers/torchrun_quiet.py``; it is appended to the log file here.
 
 The first failing rank is the one that ended first: the others are usually
-the ranks torchrun stopped because of it. The requeue code
-(``PRIMUS_REQUEUE_EXIT_CODE``) wins, as it decides what Slurm does next.
+the ranks torchrun stopped because of it. The requeue code (``--requeue-code``:
+the launcher passes ``PRIMUS_REQUEUE_EXIT_CODE`` as supervise.sh reads it) wins,
+as it decides what Slurm does next.
 
 Output: the short report on stderr (secrets masked, as every log line), and
 the launch's exit code on stdout: the first failing rank's own code, else
@@ -131,9 +133,9 @@ def tail(text: str, count: int) -> list[str]:
 
 
 def format_report(first: Failure, others: Sequence[Failure], exception: str,
-                  last_lines: Sequence[str], log_file: str) -> list[str]:
+                  last_lines: Sequence[str], log_file: str, node: str) -> list[str]:
     """The lines of the report (pure)."""
-    where = f"local rank {first.local_rank} of node {os.environ.get('NODE_RANK', '0')}"
+    where = f"local rank {first.local_rank} of node {node}"
     lines = [f"failure report: global rank {first.rank} ({where}) failed first, {describe_code(first.code)}."]
     if exception:
         lines.append(f"  exception: {exception}")
@@ -181,7 +183,11 @@ def read_failures(rc_dir: Path) -> list[Failure]:
 
 def keep_torchrun_error(rc_dir: Path, log_file: str) -> str:
     """Append torchrun's traceback (kept off the console) to the log; its summary line."""
-    text = _read(str(rc_dir / "torchrun.err"))
+    from primus_runner.masking import mask_text
+
+    # A worker's exception message is quoted in torchrun's table: masked, as
+    # everything the launcher writes.
+    text = mask_text(_read(str(rc_dir / "torchrun.err")))
     if not text:
         return ""
     if log_file:
@@ -196,16 +202,12 @@ def keep_torchrun_error(rc_dir: Path, log_file: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def _requeue_code() -> int | None:
-    value = os.environ.get("PRIMUS_REQUEUE_EXIT_CODE", "85")
-    return int(value) if value.isdigit() else None
-
-
-def report(rc_dir: Path, log_file: str, torchrun_code: int) -> int:
+def report(rc_dir: Path, log_file: str, torchrun_code: int, requeue_code: int | None = None,
+           node: str = "0") -> int:
     """Print the report; return the launch's exit code."""
     torchrun_line = keep_torchrun_error(rc_dir, log_file)
     failures = read_failures(rc_dir)
-    first = first_failure(failures, _requeue_code())
+    first = first_failure(failures, requeue_code)
     if first is None:
         where = f"; see {log_file}" if log_file else ""
         reason = f": {torchrun_line}" if torchrun_line else ""
@@ -223,7 +225,7 @@ def report(rc_dir: Path, log_file: str, torchrun_code: int) -> int:
         first = Failure(first.code, first.time_us, first.rank, first.local_rank, flat, flat,
                         first.error_file)
     others = [f for f in failures if f.rank != first.rank]
-    for line in format_report(first, others, exception, tail(output, TAIL_LINES), log_file):
+    for line in format_report(first, others, exception, tail(output, TAIL_LINES), log_file, node):
         log.error(line)
     return first.code
 
@@ -233,17 +235,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in ("-h", "--help"):
         print((__doc__ or "").strip())
         return 0
-    options = {"--rc-dir": "", "--log": "", "--code": "1"}
+    options = {"--rc-dir": "", "--log": "", "--code": "1", "--requeue-code": ""}
     while args:
         name = args.pop(0)
         if name not in options or not args:
             print(f"report: unknown option or missing value: {name}; see --help", file=sys.stderr)
             return 2
         options[name] = args.pop(0)
-    if not options["--rc-dir"] or not options["--code"].isdigit():
-        print("report: --rc-dir DIR and a numeric --code are required; see --help", file=sys.stderr)
+    requeue = options["--requeue-code"]
+    if not options["--rc-dir"] or not options["--code"].isdigit() or (requeue and not requeue.isdigit()):
+        print("report: --rc-dir DIR and a numeric --code (and --requeue-code) are required; see --help",
+              file=sys.stderr)
         return 2
-    print(report(Path(options["--rc-dir"]), options["--log"], int(options["--code"])))
+    print(report(Path(options["--rc-dir"]), options["--log"], int(options["--code"]),
+                 int(requeue) if requeue else None, os.environ.get("NODE_RANK", "0")))
     return 0
 
 

@@ -129,13 +129,6 @@ primus_entry_cleanup() {
 
 # ---------------------------------------------------------------- requeue
 
-# primus_requeue_code: PRIMUS_REQUEUE_EXIT_CODE (default 85).
-primus_requeue_code() {
-  local code=${PRIMUS_REQUEUE_EXIT_CODE:-85}
-  [[ $code =~ ^[0-9]{1,3}$ ]] && ((10#$code <= 255)) || code=85
-  echo "$((10#$code))"
-}
-
 # primus_requeue_marker: the file by which another node tells node 0 that one
 # of its ranks exited with the requeue code (in the workspace, which the nodes
 # share with their logs and checkpoints).

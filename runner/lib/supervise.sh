@@ -344,6 +344,14 @@ primus_cleanup_run() {
   [[ -z $PRIMUS_SUPERVISE_CLEANUP ]] || "$PRIMUS_SUPERVISE_CLEANUP"
 }
 
+# primus_requeue_code: PRIMUS_REQUEUE_EXIT_CODE (default 85), the one reading
+# of it (supervise, the Slurm entry's requeue, the failure report).
+primus_requeue_code() {
+  local code=${PRIMUS_REQUEUE_EXIT_CODE:-85}
+  [[ $code =~ ^[0-9]{1,3}$ ]] && ((10#$code <= 255)) || code=85
+  echo "$((10#$code))"
+}
+
 # primus_failure_report TORCHRUN_RC LOG_FILE: on a failed torchrun run, the
 # report naming the rank that failed first (python/primus_runner/report.py,
 # on stderr) and, on stdout, the exit code of the launch: that rank's own code
@@ -353,7 +361,7 @@ primus_failure_report() {
   local rc=$1 log_file=$2 code
   ((rc != 0)) || { echo 0; return; }
   code=$(PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.report \
-    --rc-dir "$PRIMUS_RC_DIR" --log "$log_file" --code "$rc") || code=""
+    --rc-dir "$PRIMUS_RC_DIR" --log "$log_file" --code "$rc" --requeue-code "$(primus_requeue_code)") || code=""
   [[ $code =~ ^[0-9]+$ ]] || code=$rc
   echo "$code"
 }
@@ -442,7 +450,7 @@ primus_run_workload() {
   fi
   if ((rc == 0)); then
     LOG_INFO "workload finished successfully; log: $log_file"
-  elif [[ $rc == "${PRIMUS_REQUEUE_EXIT_CODE:-85}" ]]; then
+  elif [[ $rc == "$(primus_requeue_code)" ]]; then
     LOG_WARN "workload exited with the requeue code $rc (PRIMUS_REQUEUE_EXIT_CODE); log: $log_file"
   else
     LOG_ERROR "workload failed with exit code $rc; log: $log_file"

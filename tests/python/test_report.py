@@ -95,11 +95,10 @@ def test_tail_keeps_the_last_lines() -> None:
     assert report.tail("", 5) == []
 
 
-def test_format_report_names_rank_node_code_exception_and_others(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NODE_RANK", "1")
+def test_format_report_names_rank_node_code_exception_and_others() -> None:
     first = Failure(7, 100, 5, 1, "/r/5/stdout.log", "/r/5/stderr.log", "")
     others = [failure(143, 300, 6), failure(143, 200, 4)]
-    lines = report.format_report(first, others, "ValueError: boom", ["x", "y"], "/logs/run.log")
+    lines = report.format_report(first, others, "ValueError: boom", ["x", "y"], "/logs/run.log", "1")
     assert lines[0] == "failure report: global rank 5 (local rank 1 of node 1) failed first, exit code 7."
     assert "  exception: ValueError: boom" in lines
     assert "    | y" in lines
@@ -119,7 +118,7 @@ def test_report_end_to_end_picks_the_rank_and_appends_torchrun_error(
     (rc_dir / "failed-0").write_bytes(record(143, 900, 0))
     (rc_dir / "torchrun.err").write_text("Traceback\nChildFailedError: table\n")
     log_file.write_text("before\n")
-    assert report.report(rc_dir, str(log_file), 1) == 3
+    assert report.report(rc_dir, str(log_file), 1, 85, "0") == 3
     stderr = capsys.readouterr().err
     assert "global rank 1 (local rank 1 of node" in stderr
     assert "exception: ValueError: boom" in stderr
@@ -143,3 +142,25 @@ def test_cli_prints_the_code_and_refuses_bad_options(tmp_path: Path,
     assert "unknown option" in capsys.readouterr().err
     assert report.main(["--help"]) == 0
     assert "--rc-dir" in capsys.readouterr().out
+
+
+def test_torchruns_traceback_is_masked_in_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_reportSecret123")
+    (tmp_path / "torchrun.err").write_text("Traceback\nRuntimeError: bad token hf_reportSecret123\n")
+    log_file = tmp_path / "run.log"
+    assert report.report(tmp_path, str(log_file), 1) == 1
+    kept = log_file.read_text()
+    assert "hf_reportSecret123" not in kept and "bad token ****" in kept
+    assert "hf_reportSecret123" not in capsys.readouterr().err
+
+
+def test_cli_requeue_code_wins_over_an_earlier_failure(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "failed-0").write_bytes(record(1, 100, 0))
+    (tmp_path / "failed-1").write_bytes(record(42, 200, 1))
+    assert report.main(["--rc-dir", str(tmp_path), "--code", "1", "--requeue-code", "42"]) == 0
+    assert capsys.readouterr().out.strip() == "42"
+    assert report.main(["--rc-dir", str(tmp_path), "--code", "1"]) == 0
+    assert capsys.readouterr().out.strip() == "1"
+    assert report.main(["--rc-dir", str(tmp_path), "--code", "1", "--requeue-code", "x"]) == 2
