@@ -142,10 +142,16 @@ check_env_item() {
 # (python/primus_runner/envfile.py: '#' comments, optional 'export ', literal
 # values) reads them; a bad file is exit 2 naming the line, as every mode.
 read_env_file() {
-  local item
+  local item rc=0
   local -a items=()
   primus_pick_python
   mapfile -d '' -t items < <(PYTHONPATH="$PRIMUS_ROOT/python" "$PRIMUS_PYTHON" -m primus_runner.envfile "$1")
+  wait "$!" || rc=$?
+  if ((rc != 0)); then
+    # A parser that did not run must not read as an empty file.
+    LOG_ERROR "--env file $1: the parser ($PRIMUS_PYTHON -m primus_runner.envfile) failed with exit $rc; nothing was started."
+    exit "$PRIMUS_EXIT_MISSING"
+  fi
   if [[ ${items[0]:-} =~ ^!([0-9]+)\ (.*)$ ]]; then
     LOG_ERROR "${BASH_REMATCH[2]}"
     exit "${BASH_REMATCH[1]}"

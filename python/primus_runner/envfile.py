@@ -60,9 +60,12 @@ def read(path: str, what: str = "--env file") -> list[tuple[str, str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or args[0] in ("-h", "--help"):
-        print((__doc__ or "").strip(), file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    if args in (["-h"], ["--help"]):
+        print((__doc__ or "").strip())
+        return 0
+    if len(args) != 1:
+        print("usage: python3 -m primus_runner.envfile FILE (see --help)", file=sys.stderr)
+        return 2
     out = sys.stdout.buffer
     try:
         items = read(args[0])

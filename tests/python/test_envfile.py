@@ -46,3 +46,10 @@ def test_every_python_entry_point_reads_files_the_same_way(tmp_path: Path) -> No
     expected = [("A", "1"), ("B", "'q'")]
     assert container.env_item(str(path), "--env", {}) == expected
     assert list(env_cmd.read_env_file(str(path)).items()) == expected
+
+
+def test_cli_help_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert envfile.main(["--help"]) == 0
+    assert "KEY=VALUE" in capsys.readouterr().out
+    assert envfile.main([]) == 2
+    assert "usage:" in capsys.readouterr().err
