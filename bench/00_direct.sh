@@ -5,15 +5,12 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export PRIMUS_WORKSPACE=$work/ws PRIMUS_SYSFS_ROOT=$work/sys PRIMUS_DEV_ROOT=$work/dev
-export GPUS_PER_NODE=2 PRIMUS_LOG_COLOR=0
+bench_empty_host
+export GPUS_PER_NODE=2
 # The workload interpreter as a user has it: an activated venv (the project's
 # .venv, which has torch) first on PATH, so `python3` is no pyenv shim.
 export PATH=$PRIMUS_ROOT/.venv/bin:$PATH
 unset PRIMUS_WORKLOAD_PYTHON
-mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
 cli=$PRIMUS_ROOT/runner/primus-cli
 cfg=$PRIMUS_ROOT/examples/cpu_pretrain.yaml
 

@@ -9,11 +9,8 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export PRIMUS_WORKSPACE=$work/ws PRIMUS_SYSFS_ROOT=$work/sys PRIMUS_DEV_ROOT=$work/dev
-export GPUS_PER_NODE=8 PRIMUS_LOG_COLOR=0
-mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+bench_empty_host
+export GPUS_PER_NODE=8
 unset MASTER_ADDR NNODES NODE_RANK SLURM_CONF
 entry=$PRIMUS_ROOT/runner/primus-cli-slurm-entry.sh
 

@@ -8,11 +8,8 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export PRIMUS_WORKSPACE=$work/ws PRIMUS_SYSFS_ROOT=$work/sys PRIMUS_DEV_ROOT=$work/dev
-export PRIMUS_LOG_COLOR=0 GPUS_PER_NODE=2
-mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+bench_empty_host
+export GPUS_PER_NODE=2
 python=$PRIMUS_ROOT/.venv/bin/python
 export PRIMUS_WORKLOAD_PYTHON=$python
 cat >"$work/barrier.py" <<'PY'
@@ -50,6 +47,5 @@ for ((i = 0; i < runs; i++)); do
 done
 bench_report "torchrun alone, 2-process gloo barrier" "${plain[@]}"
 bench_report "primus-cli direct, same script" "${ours[@]}"
-median() { printf '%s\n' "$@" | sort -g | sed -n "$(($# / 2 + 1))p"; }
-a=$(median "${plain[@]}") b=$(median "${ours[@]}")
+a=$(bench_median_of "${plain[@]}") b=$(bench_median_of "${ours[@]}")
 awk -v a="$a" -v b="$b" 'BEGIN { printf "%-58s %+.3f s (%+.0f %%; target +0.15 s)\n", "launch overhead (median difference)", b - a, (b - a) / a * 100 }'

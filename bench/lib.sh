@@ -39,6 +39,14 @@ bench_elapsed() {
   printf '%d.%06d' $((us / 1000000)) $((us % 1000000))
 }
 
+# bench_median_of T1 T2 ...: the median of the given seconds (the upper one
+# of an even count).
+bench_median_of() {
+  local -a sorted
+  mapfile -t sorted < <(printf '%s\n' "$@" | sort -g)
+  echo "${sorted[${#sorted[@]} / 2]}"
+}
+
 # bench_report LABEL T1 T2 ...: print median, min and max of the given seconds.
 bench_report() {
   local label=$1
@@ -47,5 +55,17 @@ bench_report() {
   mapfile -t sorted < <(printf '%s\n' "$@" | sort -g)
   local n=${#sorted[@]}
   printf '%-58s median %.3f s  (min %.3f, max %.3f, %d runs)\n' \
-    "$label" "${sorted[n / 2]}" "${sorted[0]}" "${sorted[n - 1]}" "$n"
+    "$label" "$(bench_median_of "$@")" "${sorted[0]}" "${sorted[n - 1]}" "$n"
+}
+
+# bench_empty_host: a scratch directory $work (removed on exit) holding an
+# empty sysfs and /dev (no GPU, NIC or Neuron device) and the workspace; no
+# colours in the launcher's output.
+bench_empty_host() {
+  work=$(mktemp -d)
+  # shellcheck disable=SC2064  # the path is fixed now, on purpose
+  trap "rm -rf '$work'" EXIT
+  export PRIMUS_WORKSPACE=$work/ws PRIMUS_SYSFS_ROOT=$work/sys PRIMUS_DEV_ROOT=$work/dev
+  export PRIMUS_LOG_COLOR=0
+  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
 }
