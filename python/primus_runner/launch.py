@@ -71,7 +71,7 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
 def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
     """`train pretrain --config FILE` (PRIMUS_EXPERIMENT_CONFIG, set by the
     launcher for this process only): when FILE names no framework whatever the
-    environment (experiment.static_framework), the framework hook ends
+    environment (experiment_config.static_framework), the framework hook ends
     without a Python start if the variables FILE requires are set by then."""
     if not config:
         return

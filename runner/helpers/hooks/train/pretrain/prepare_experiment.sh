@@ -8,7 +8,9 @@
 # DIR, --backend NAME. <repo> = $PRIMUS_PATH, else $PRIMUS_ROOT.
 # No --config: a warning, nothing else. Framework = --backend, else
 # pre_trainer.framework of the config (both and different: exit 78, launch
-# exit 2); none: nothing runs. Then the steps of hooks/train/pretrain/<framework>/
+# exit 2); none: nothing runs (no python3 at all when the launcher already
+# found so, see known_without_framework). Then the steps of
+# hooks/train/pretrain/<framework>/
 # (*.sh sorted, then prepare.py), all in one python3 process
 # (python/primus_runner/experiment.py):
 #   megatron      pip flash-linear-attention==0.5.2 causal-conv1d~=1.5; Emerging-
@@ -39,7 +41,7 @@ if ((has_config == 0)); then
 fi
 # known_without_framework ARGS...: the launch helper found that this --config
 # names no framework whatever the environment (PRIMUS_EXPERIMENT_NO_FRAMEWORK,
-# python/primus_runner/experiment.py static_framework), no --backend names
+# python/primus_runner/experiment_config.py static_framework), no --backend names
 # one, and every variable the file requires (PRIMUS_EXPERIMENT_REQUIRED) is
 # set, so rendering it cannot fail either. Otherwise Python decides.
 known_without_framework() {
