@@ -419,11 +419,8 @@ requeue_if_asked() {
   local reason text
   primus_requeue_reason reason "$1"
   [[ -n $reason ]] || return 0
-  if text=$(primus_requeue_job "$reason"); then
-    entry_log WARN "$text"
-  else
-    entry_log ERROR "$text"
-  fi
+  entry_log WARN "$(primus_requeue_announcement "$reason")"
+  text=$(primus_requeue_job "$reason") || entry_log ERROR "$text"
 }
 
 # fix_hostname: HOSTNAME exported by the submitting shell reaches every node

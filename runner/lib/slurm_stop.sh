@@ -168,17 +168,23 @@ primus_requeue_reason() {
   fi
 }
 
-# primus_requeue_job REASON: scontrol requeue this job, once.
+# primus_requeue_announcement REASON: the line said before the requeue. It
+# comes first because `scontrol requeue` ends this step at once, and a line
+# printed after it may never leave srun's output forwarding.
+primus_requeue_announcement() {
+  local restart=${SLURM_RESTART_COUNT:-0}
+  echo "requeue: job $SLURM_JOB_ID is being requeued ($1); its next run is restart $((restart + 1))."
+}
+
+# primus_requeue_job REASON: scontrol requeue this job, once. Prints nothing on
+# success; on failure, why and the fix.
 primus_requeue_job() {
-  local restart=${SLURM_RESTART_COUNT:-0} out rc=0
+  local out rc=0
   out=$(scontrol requeue "$SLURM_JOB_ID" 2>&1) || rc=$?
   rm -f -- "$(primus_requeue_marker)" 2>/dev/null || true
-  if ((rc == 0)); then
-    echo "requeue: job $SLURM_JOB_ID requeued ($1); its next run is restart $((restart + 1))."
-    return 0
-  fi
+  ((rc != 0)) || return 0
   echo "requeue: 'scontrol requeue $SLURM_JOB_ID' failed (exit $rc: ${out:-no output}): $1," \
-    "but the job cannot be requeued. Submit it with sbatch (srun allocations cannot be requeued)" \
+    "so the job is not requeued. Submit it with sbatch (srun allocations cannot be requeued)" \
     "and slurm.requeue: true (sbatch --requeue)."
   return 1
 }

@@ -200,8 +200,8 @@ ancestor() {
   run cat "$TEST_DIR/job.out"
   # Every rank exits 85 at once: node 0 sees its own ranks' code, or, when
   # node 1 ended first and srun cancelled the step, node 1's marker.
-  assert_output --regexp "\[NODE-0\(node1\)\] \[WARN\] slurm-entry: requeue: job $job requeued \((the workload|a rank on another node) exited with the requeue code 85"
-  [[ $(grep -c "slurm-entry: requeue: job $job requeued" <<<"$output") == 1 ]]
+  assert_output --regexp "\[NODE-0\(node1\)\] \[WARN\] slurm-entry: requeue: job $job is being requeued \((the workload|a rank on another node) exited with the requeue code 85"
+  [[ $(grep -c "slurm-entry: requeue: job $job is being requeued" <<<"$output") == 1 ]]
   assert_output --regexp "slurm-entry: job $job step 0: 2 node\(s\) node\[1-2\], this is node 0 .*, restart 0"
   assert_output --regexp "slurm-entry: job $job step 0: 2 node\(s\) node\[1-2\], this is node 0 .*, restart 1"
   [[ $(scontrol show job -o "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p') == 1 ]]
