@@ -285,17 +285,6 @@ def config_records(cfg: Config) -> Iterator[tuple[str, str, str]]:
             yield "cfg", dotted, scalar_text(value)
 
 
-def encode_records(records: Iterator[tuple[str, str, str]]) -> bytes:
-    """NUL-delimited kind\\0key\\0value\\0 records (runner/lib/config.sh reads them)."""
-    out = []
-    for kind, key, value in records:
-        for part in (kind, key, value):
-            if "\0" in part:
-                raise UsageError(f"config value for '{key}' holds a NUL byte; remove it.")
-        out.append(f"{kind}\0{key}\0{value}\0")
-    return "".join(out).encode("utf-8", "surrogateescape")
-
-
 if __name__ == "__main__":
     if sys.argv[1:] == ["--write-json"]:
         print(write_system_json())

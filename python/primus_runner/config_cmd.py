@@ -18,8 +18,9 @@ from typing import Any
 
 from primus_runner import config as cfgmod
 from primus_runner import log
-from primus_runner.config import config_records, encode_records
+from primus_runner.config import config_records
 from primus_runner.masking import mask
+from primus_runner.shellfmt import nul_records
 
 
 def _display(dotted: str, value: Any) -> str:
@@ -69,5 +70,5 @@ def main(argv: list[str]) -> int:
     if args.action == "show":
         sys.stdout.write(show(cfg, args.format))
         return 0
-    sys.stdout.buffer.write(encode_records(config_records(cfg)))
+    sys.stdout.buffer.write(nul_records(config_records(cfg)))
     return 0

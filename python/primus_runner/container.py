@@ -30,8 +30,8 @@ from collections.abc import Mapping
 
 from primus_runner import config as cfgmod
 from primus_runner import container_opts as copts
-from primus_runner.config import encode_records
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.shellfmt import nul_records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -372,9 +372,9 @@ def main(argv: list[str]) -> int:
         sys.stdout = saved
     out = sys.stdout.buffer
     if code:
-        out.write(encode_records(iter([r for r in plan.records if r[0] == "log"])))
+        out.write(nul_records([r for r in plan.records if r[0] == "log"]))
         out.flush()
         return code
-    out.write(encode_records(iter(plan.records)))
+    out.write(nul_records(plan.records))
     out.flush()
     return 0

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from primus_runner import config as cfgmod
 from primus_runner.errors import PrimusError, UsageError
 from primus_runner.facts import ACCELERATORS
+from primus_runner.shellfmt import nul_records
 
 DIST_KEYS = {
     "MASTER_ADDR": "direct.master_addr",
@@ -224,7 +225,7 @@ def main(argv: list[str]) -> int:
         records += [("fail", step, reason) for step, reason, _ in failures]
         records.append(("end", "", ""))
         sys.stdout.flush()
-        sys.stdout.buffer.write(cfgmod.encode_records(iter(records)))
+        sys.stdout.buffer.write(nul_records(records))
         sys.stdout.buffer.flush()
         return 0
     from primus_runner import log

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from primus_runner.errors import MissingError, PrimusError, UsageError
+from primus_runner.shellfmt import nul_records
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -70,10 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         items = read(args[0])
     except PrimusError as exc:
-        out.write(f"!{exc.exit_code} {exc}\0".encode("utf-8", "surrogateescape"))
+        out.write(nul_records([(f"!{exc.exit_code} {exc}",)]))
         return 0
-    for key, value in items:
-        out.write(f"{key}={value}\0".encode("utf-8", "surrogateescape"))
+    out.write(nul_records((f"{key}={value}",) for key, value in items))
     return 0
 
 

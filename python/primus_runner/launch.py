@@ -33,9 +33,10 @@ from collections.abc import Iterator, Mapping
 
 from primus_runner import config as cfgmod
 from primus_runner import log, rendezvous
-from primus_runner.config import config_records, encode_records
+from primus_runner.config import config_records
 from primus_runner.detect import detected_env
 from primus_runner.facts import ACCELERATORS
+from primus_runner.shellfmt import nul_records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -200,13 +201,13 @@ def main(argv: list[str]) -> int:
                                    opts["sysfs_root"], opts["dev_root"]))
     out = sys.stdout.buffer
     if opts["action"] == "prepare":
-        out.write(encode_records(iter(records)))
+        out.write(nul_records(records))
         return 0
     records.append(("end", "", ""))
-    out.write(encode_records(iter(records)))
+    out.write(nul_records(records))
     out.flush()
     code = serve_check(int(opts["console_fd"]) if opts["console_fd"] else None)
-    out.write(f"rc\0{code}\0\0".encode())
+    out.write(nul_records([("rc", str(code), "")]))
     out.flush()
     sys.stderr.flush()
     # The launcher waits for this process to end before going on: skip the

@@ -2,14 +2,19 @@
 
 - ``export_lines``: ``export NAME=VALUE`` lines quoted for bash, for users who
   ``source <(python3 -m primus_runner ... --format shell)``.
-- ``nul_records``: NAME\\0VALUE\\0 pairs; the launcher reads them with
-  ``read -r -d ''`` and assigns with ``printf -v``, so no value is ever executed.
+- ``nul_records``: the one NUL record encoder. Every field of every record is
+  ended by a NUL byte (pairs ``NAME\\0VALUE\\0`` for detection, triples
+  ``kind\\0key\\0value\\0`` for the launch helper and the config, single items
+  for ``--env`` files); the bash side reads a fixed number of fields per record
+  with ``read -r -d ''`` (or ``mapfile -d ''``) and assigns with ``printf -v``,
+  so no value is ever executed.
 """
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+
+from primus_runner.errors import UsageError
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -20,6 +25,8 @@ def is_valid_name(name: str) -> bool:
 
 def bash_quote(value: str) -> str:
     """Quote for bash; newlines survive (single quotes keep them literal)."""
+    import shlex  # here, not at the top: the launch path imports this module and never quotes
+
     return shlex.quote(value)
 
 
@@ -32,10 +39,19 @@ def export_lines(values: Mapping[str, str]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def nul_records(pairs: Iterable[tuple[str, str]]) -> bytes:
+def nul_records(records: Iterable[Sequence[str]]) -> bytes:
+    """Each field of each record followed by NUL, UTF-8 (undecodable bytes kept).
+
+    A field that holds a NUL byte cannot be carried: UsageError naming the
+    record's key (the field before the value; an item's text before '=').
+    """
     chunks = []
-    for key, value in pairs:
-        if "\0" in key or "\0" in value:
-            raise ValueError(f"NUL byte in {key!r}")
-        chunks.append(f"{key}\0{value}\0")
+    for record in records:
+        for part in record:
+            if "\0" in part:
+                key = record[-2] if len(record) > 1 else record[0].partition("=")[0]
+                raise UsageError(f"the value for '{key}' holds a NUL byte, which no environment "
+                                 "variable can carry; remove it.")
+            chunks.append(part)
+            chunks.append("\0")
     return "".join(chunks).encode("utf-8", "surrogateescape")

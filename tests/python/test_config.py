@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from primus_runner import config as cfgmod
-from primus_runner.config_cmd import config_records, encode_records
+from primus_runner.config_cmd import config_records
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.shellfmt import nul_records
 
 
 def write(path: Path, text: str) -> str:
@@ -97,7 +98,7 @@ def test_records_encode_lists_and_booleans() -> None:
         ("list", "direct.env", "2"), ("item", "direct.env", "A=1"), ("item", "direct.env", "B=x y"),
         ("cfg", "direct.numa", "1"), ("cfg", "direct.log", ""),
     ]
-    assert encode_records(iter(records)).count(b"\0") == 15
+    assert nul_records(records).count(b"\0") == 15
 
 
 def test_system_json_copy_matches_runner_primus_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
