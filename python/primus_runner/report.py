@@ -32,10 +32,10 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from primus_runner import log
+from primus_runner.records import dataclass
 
 TAIL_LINES = 12
 FIELDS = ("code", "time", "rank", "local_rank", "stdout", "stderr", "error_file")

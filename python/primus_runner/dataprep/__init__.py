@@ -55,7 +55,6 @@ import sys
 import time
 from array import array
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +62,7 @@ from primus_runner import log
 from primus_runner.dataprep import indexed_dataset as idx
 from primus_runner.dataprep import tokenizer
 from primus_runner.errors import MissingError, PrimusError, RuntimeFailure, UsageError, closest
+from primus_runner.records import dataclass
 
 FORMAT_VERSION = 1
 DEFAULT_TIMEOUT_SECONDS = 3600.0

@@ -34,9 +34,10 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import BinaryIO
+
+from primus_runner.records import dataclass
 
 INDEX_HEADER = b"MMIDIDX\x00\x00"
 INDEX_VERSION = 1

@@ -19,12 +19,12 @@ import argparse
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from primus_runner.config import load_rendered_yaml
 from primus_runner.errors import UsageError
+from primus_runner.records import dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -44,16 +44,17 @@ def settings_from(cfg: Mapping[str, Any]) -> TrainSettings:
     train = dict(cfg.get("train") or {})
     model = dict(cfg.get("model") or {})
     merged = {**model, **train}
-    known = TrainSettings.__dataclass_fields__
+    known = fields(TrainSettings)
     unknown = sorted(set(merged) - set(known))
     if unknown:
         raise UsageError(f"unknown train/model keys {unknown} in the workload config; "
                          f"accepted: {sorted(known)}.")
     values: dict[str, Any] = {}
-    for name, field in known.items():
+    defaults = TrainSettings()
+    for name in known:
         if name not in merged:
             continue
-        kind = float if field.type in ("float", float) else int
+        kind = float if isinstance(getattr(defaults, name), float) else int
         try:
             values[name] = kind(merged[name])
         except (TypeError, ValueError):
@@ -167,7 +168,7 @@ def main(argv: list[str]) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", choices=["pretrain"], help="training stage (only 'pretrain')")
     parser.add_argument("--config", required=True, help="workload YAML (${VAR:default} allowed)")
-    for name in TrainSettings.__dataclass_fields__:
+    for name in fields(TrainSettings):
         parser.add_argument(f"--{name}", dest=f"override_{name}", metavar="N",
                             help=f"override train.{name} from the config")
     args, extra = parser.parse_known_args(argv)
