@@ -40,6 +40,21 @@ def _words(values: list[str]) -> str:
     return " ".join(values)
 
 
+def secret_glob(facts: dict[str, Any]) -> str:
+    """The secret-name rule as one extended glob (``[[ ${NAME^^} == $GLOB ]]``)."""
+    names = _words(sorted(facts["secret_names"])).split()
+    suffixes = ["*" + s for s in _words(facts["secret_suffixes"]).split()]
+    return "@(" + "|".join(names + suffixes) + ")"
+
+
+def secret_name_regex(facts: dict[str, Any]) -> str:
+    """The same rule as a bash ERE group matching a whole name (case-insensitively
+    under nocasematch): a name ending in a suffix, or one of the names."""
+    names = _words(sorted(facts["secret_names"])).split()
+    suffixes = _words(facts["secret_suffixes"]).split()
+    return "([A-Za-z0-9_]*(" + "|".join(suffixes) + ")|" + "|".join(names) + ")"
+
+
 def shell_text(facts: dict[str, Any]) -> str:
     levels = " ".join(f"[{k}]={int(v)}" for k, v in facts["log_levels"].items())
     return ("# shellcheck shell=bash disable=SC2034\n"
@@ -47,6 +62,9 @@ def shell_text(facts: dict[str, Any]) -> str:
             "# A library: sourced by runner/lib/common.sh; it only defines these read-only values.\n"
             f"PRIMUS_SECRET_NAMES=({_words(sorted(facts['secret_names']))})\n"
             f"PRIMUS_SECRET_SUFFIXES=({_words(facts['secret_suffixes'])})\n"
+            "# The same rule as one extended glob and as an ERE group (for masking loops).\n"
+            f"PRIMUS_SECRET_GLOB='{secret_glob(facts)}'\n"
+            f"PRIMUS_SECRET_NAME_RE='{secret_name_regex(facts)}'\n"
             f"declare -gA PRIMUS_LOG_LEVELS=({levels})\n"
             f"PRIMUS_LOG_LEVEL_DEFAULT={_words([facts['log_level_default']])}\n"
             f"PRIMUS_LOG_SWITCH_ON=({_words(facts['log_switch_on'])})\n"

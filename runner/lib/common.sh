@@ -66,10 +66,8 @@ __primus_switch_on() {
 # The names and suffixes come from runner/lib/facts.sh (registry shared_facts), the
 # data Python's primus_runner.masking.is_secret reads too.
 primus_is_secret_name() {
-  local name=${1^^} word
-  for word in "${PRIMUS_SECRET_NAMES[@]}"; do [[ $name == "$word" ]] && return 0; done
-  for word in "${PRIMUS_SECRET_SUFFIXES[@]}"; do [[ $name == *"$word" ]] && return 0; done
-  return 1
+  # shellcheck disable=SC2053  # the right side is the rule's glob, unquoted on purpose
+  [[ ${1^^} == $PRIMUS_SECRET_GLOB ]]
 }
 
 # __primus_all_var_names: every shell variable name, by pure expansion (no
@@ -97,12 +95,10 @@ primus_mask_into() {
   local __out=$1 __text=$2 __name __value
   __primus_all_var_names
   for __name in "${__PRIMUS_NAMES[@]}"; do
-    # Inline twin of primus_is_secret_name: a function call per variable per
-    # log line would cost milliseconds.
-    case ${__name^^} in
-      HF_TOKEN | WANDB_API_KEY | DATABRICKS_TOKEN | *_TOKEN | *_API_KEY | *_SECRET | *_PASSWORD) ;;
-      *) continue ;;
-    esac
+    # The rule's glob inline (primus_is_secret_name): a function call per
+    # variable per log line would cost milliseconds.
+    # shellcheck disable=SC2053
+    [[ ${__name^^} == $PRIMUS_SECRET_GLOB ]] || continue
     __value=${!__name-}
     [[ ${#__value} -ge 3 ]] || continue
     __text=${__text//"$__value"/****}
@@ -150,10 +146,8 @@ primus_mask_stream() (
   local __name __value __line __re __n
   __primus_all_var_names
   for __name in "${__PRIMUS_NAMES[@]}"; do
-    case ${__name^^} in
-      HF_TOKEN | WANDB_API_KEY | DATABRICKS_TOKEN | *_TOKEN | *_API_KEY | *_SECRET | *_PASSWORD) ;;
-      *) continue ;;
-    esac
+    # shellcheck disable=SC2053
+    [[ ${__name^^} == $PRIMUS_SECRET_GLOB ]] || continue
     [[ $__name == __* ]] && continue
     __value=${!__name-}
     ((${#__value} >= 3)) && __values+=("$__value")
@@ -162,7 +156,7 @@ primus_mask_stream() (
     ((${#__value} >= 3)) && __values+=("$__value")
   done
   # NAME=VALUE or `-v NAME %s VALUE` (printf -v in a trace) with a secret NAME.
-  __re='(^|[^A-Za-z0-9_])([A-Za-z0-9_]*(TOKEN|API_KEY|SECRET|PASSWORD)(=|[[:space:]]+%s[[:space:]]+))('"'[^']*'|[^*'\"[:space:]][^'\"[:space:]]*)"
+  __re='(^|[^A-Za-z0-9_])('"$PRIMUS_SECRET_NAME_RE"'(=|[[:space:]]+%s[[:space:]]+))('"'[^']*'|[^*'\"[:space:]][^'\"[:space:]]*)"
   shopt -s nocasematch
   while IFS= read -r __line || [[ -n $__line ]]; do
     for __value in "${__values[@]}"; do
@@ -170,7 +164,8 @@ primus_mask_stream() (
     done
     __n=0
     while ((__n++ < 20)) && [[ $__line =~ $__re ]]; do
-      __line=${__line/"${BASH_REMATCH[2]}${BASH_REMATCH[5]}"/"${BASH_REMATCH[2]}****"}
+      # [2]: NAME= (or -v NAME %s ); the value is the last group.
+      __line=${__line/"${BASH_REMATCH[2]}${BASH_REMATCH[-1]}"/"${BASH_REMATCH[2]}****"}
     done
     printf '%s\n' "$__line"
   done

@@ -84,3 +84,20 @@ def test_srun_native_words_are_the_registry_values() -> None:
     var = registry.load().get("PRIMUS_SLURM_SRUN_NATIVE")
     assert var is not None and var.values is not None
     assert tuple(var.values) == facts.SRUN_NATIVE_ON + facts.SRUN_NATIVE_OFF
+
+
+def test_stream_masking_follows_the_same_secret_rule() -> None:
+    # NAME=VALUE words in a hook's output: masked exactly when Python calls NAME secret.
+    text = "".join(f"{n}=value-of-{n}\n" for n in NAMES)
+    bash = subprocess.run(["bash", "--norc", "-c", f"source '{COMMON}'; primus_mask_stream"],
+                          input=text, env=_base_env(), capture_output=True, text=True, check=True)
+    for name, line in zip(NAMES, bash.stdout.splitlines(), strict=True):
+        masked = line == f"{name}=****"
+        assert masked == masking.is_secret(name), line
+
+
+def test_no_hand_copy_of_the_secret_rule_in_runner() -> None:
+    # The suffixes live in data/variables.yaml and the generated facts.sh only.
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "runner").rglob("*.sh")
+                 if p.name != "facts.sh" and "_PASSWORD" in p.read_text()]
+    assert offenders == []
