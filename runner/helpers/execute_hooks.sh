@@ -35,7 +35,10 @@
 #
 # This script's own stdout carries only NUL-delimited records, in order:
 #   env\0NAME\0VALUE\0     and     extra\0NAME\0VALUE\0
-# Logs (each hook's duration) go to stderr.
+# Logs (each hook's duration) go to stderr. Everything on stderr (the hooks'
+# own stderr, live, and this script's lines) passes through one masking
+# process, in order; it is restarted only when a hook emits a secret env. value,
+# so the next hooks' output masks that value too.
 #
 # Dry run (--dry-run or PRIMUS_DRY_RUN=1): hooks run with PRIMUS_DRY_RUN=1 and
 # must change nothing; they print what they would do and the lines they would emit.
@@ -45,7 +48,8 @@
 #   1  a hook exited 66 (missing file or dependency), or --scripts names a missing file
 #   2  bad arguments; a hook printed an invalid env./extra. line; or a hook
 #      exited 78 (configuration error: EX_CONFIG from sysexits.h)
-#   3  a hook failed with any other non-zero code (its whole output is shown)
+#   3  a hook failed with any other non-zero code (its stdout is shown after
+#      its stderr, which was shown as it ran)
 # The first failing hook stops everything. The dedicated codes 66 / 78 (rather
 # than 1 / 2) keep a stray `grep`/`ls` failure inside a hook from being
 # misreported as a configuration error.
@@ -69,10 +73,32 @@ GROUP="" NAME=""
 declare -a SCRIPTS=() WORKLOAD_ARGS=()
 declare -a ENV_NAMES=() ENV_VALUES=()
 USE_SCRIPTS=0 EXPLICIT_TARGET=0
-TMP_DIR=""
+ORIG_ERR="" MASK_PID="" MASK_COUNT=0
+PRIMUS_MASK_VALUES=()  # a new process: no values yet (arrays are never inherited)
 
-cleanup() {
-  if [[ -n $TMP_DIR ]]; then rm -rf -- "$TMP_DIR"; fi
+# start_mask_stream: this script's stderr through primus_mask_stream (the
+# secret values known now, PRIMUS_MASK_VALUES included) to the original stderr.
+start_mask_stream() {
+  [[ -n $ORIG_ERR ]] || exec {ORIG_ERR}>&2
+  exec 2> >(primus_mask_stream >&"$ORIG_ERR" {ORIG_ERR}>&-)
+  MASK_PID=$!
+  MASK_COUNT=${#PRIMUS_MASK_VALUES[@]}
+}
+
+# stop_mask_stream: back to the original stderr once the masking process has
+# written everything (so no line comes after this script's exit).
+stop_mask_stream() {
+  [[ -n $MASK_PID ]] || return 0
+  exec 2>&"$ORIG_ERR"
+  wait "$MASK_PID" 2>/dev/null || true
+  MASK_PID=""
+}
+
+# refresh_mask_stream: a new masking process when a hook added secret values.
+refresh_mask_stream() {
+  ((${#PRIMUS_MASK_VALUES[@]} == MASK_COUNT)) && return 0
+  stop_mask_stream
+  start_mask_stream
 }
 
 # parse_args ARGS...: fill the globals above from the command line.
@@ -201,22 +227,20 @@ check_scripts() {
   done
 }
 
-# run_one SCRIPT OUT ERR: run SCRIPT with the current env/extra state, its
-# stdout to OUT, its stderr live to our stderr and copied to ERR. Returns its code.
+# run_one SCRIPT VAR: run SCRIPT with the current env/extra state, its stdout
+# into VAR (the protocol lines), its stderr live on this script's (masked)
+# stderr. Returns its code.
 run_one() {
-  local script=$1 out=$2 err=$3
+  local script=$1
+  local -n __out=$2
   local -a cmd
   if [[ $script == *.py ]]; then
     cmd=("$PRIMUS_PYTHON" "$script")
   else
     cmd=("$BASH" "$script")
   fi
-  local rc=0 errfd teepid
-  # The hook's stderr, live and in ERR, secrets masked (an earlier hook's
-  # secret env. values too: queued in PRIMUS_MASK_VALUES).
-  exec {errfd}> >(primus_mask_stream | tee -- "$err" >&2)
-  teepid=$!
-  (
+  local rc=0
+  __out=$(
     # In a subshell: the hooks' env. values must never alter this script's own
     # variables (a hook may legitimately set PATH or IFS for the job).
     for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
@@ -226,24 +250,20 @@ run_one() {
     if [[ $script == *.py ]]; then
       export PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
     fi
-    exec "${cmd[@]}" "${WORKLOAD_ARGS[@]}"
-  ) >"$out" 2>&"$errfd" </dev/null || rc=$?
-  # Close our end and wait for tee, so ERR is complete before anyone reads it.
-  exec {errfd}>&-
-  wait "$teepid" 2>/dev/null || true
+    exec "${cmd[@]}" "${WORKLOAD_ARGS[@]}" </dev/null {ORIG_ERR}>&-
+  ) || rc=$?
   return "$rc"
 }
 
-# report_failure SCRIPT RC OUT ERR: show the hook's whole output on stderr,
-# secrets masked as on success (its env.SECRET=... lines too).
+# report_failure SCRIPT RC OUT: show the hook's stdout on stderr (its stderr
+# was shown as it ran); the masking stream masks it as on success (its
+# env.SECRET=... lines too).
 report_failure() {
-  local script=$1 rc=$2 out=$3 err=$4
-  LOG_ERROR "$LABEL '$script' failed with exit code $rc; its complete output follows." >&2
+  local script=$1 rc=$2 out=$3
+  LOG_ERROR "$LABEL '$script' failed with exit code $rc; its stderr is above, its stdout follows." >&2
   {
     printf -- '----- %s %s: stdout -----\n' "$LABEL" "${script##*/}"
-    primus_mask_stream <"$out"
-    printf -- '----- %s %s: stderr -----\n' "$LABEL" "${script##*/}"
-    cat -- "$err"
+    [[ -z $out ]] || printf '%s\n' "$out"
     printf -- '----- end of %s %s (exit code %s) -----\n' "$LABEL" "${script##*/}" "$rc"
   } >&2
 }
@@ -270,11 +290,12 @@ log_record() {
   LOG_DEBUG "$LABEL $2: $1 $3=$shown" >&2
 }
 
-# parse_output SCRIPT OUT: read the protocol lines of OUT, print records on
+# parse_output SCRIPT OUT: read the protocol lines of the text OUT, print records on
 # stdout, queue env values for the following hooks, show the other lines.
 parse_output() {
   local script=$1 out=$2
   local line key value lineno=0 shown="" name=${1##*/}
+  [[ -n $out ]] || return 0
   while IFS= read -r line || [[ -n $line ]]; do
     lineno=$((lineno + 1))
     case $line in
@@ -315,7 +336,7 @@ parse_output() {
         shown+=$line$'\n'
         ;;
     esac
-  done <"$out"
+  done <<<"$out"
   if [[ -n $shown ]]; then
     # Masked once for the whole text: per-line masking would cost seconds on a
     # hook that prints thousands of lines.
@@ -346,21 +367,19 @@ main() {
   if [[ $DRY_RUN == 1 ]]; then
     export PRIMUS_DRY_RUN=1
   fi
-  TMP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-hooks.XXXXXX")
-  trap cleanup EXIT
-  local script rc start out err took suffix="" n=0
+  start_mask_stream
+  trap stop_mask_stream EXIT
+  local script rc start out took suffix=""
   if [[ $DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi
   for script in "${SCRIPTS[@]}"; do
     if ! hook_gate_open "$script"; then
       LOG_DEBUG "$LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate variables are off" >&2
       continue
     fi
-    n=$((n + 1))
-    out=$TMP_DIR/$n.out
-    err=$TMP_DIR/$n.err
+    refresh_mask_stream
     start=$EPOCHREALTIME
     rc=0
-    run_one "$script" "$out" "$err" || rc=$?
+    run_one "$script" out || rc=$?
     elapsed_since took "$start"
     if [[ -n $SKIP_EXIT && $rc == "$SKIP_EXIT" ]]; then
       parse_output "$script" "$out"
@@ -369,7 +388,7 @@ main() {
     fi
     if ((rc != 0)); then
       flush_durations
-      report_failure "$script" "$rc" "$out" "$err"
+      report_failure "$script" "$rc" "$out"
       exit "$(exit_code_for "$rc")"
     fi
     parse_output "$script" "$out"

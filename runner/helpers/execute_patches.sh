@@ -14,7 +14,7 @@
 #   0      done
 #   2      skipped (nothing to do here): its env./extra. lines still apply and
 #          the next patch runs
-#   other  failure: everything stops (exit 3, its whole output shown; 66 -> 1,
+#   other  failure: everything stops (exit 3, its stderr and stdout shown; 66 -> 1,
 #          78 -> 2 as for hooks)
 #
 # PRIMUS_PATCHES is not read here: it selects Primus's own Python patches

@@ -157,7 +157,7 @@ env AFTER=/nonexistent"
   run grep -c '^big line [0-9]*$' "$T/err"
   assert_output 10000
   run errors
-  assert_line --partial "hook '$FIX/big_output/00_big.sh' failed with exit code 7; its complete output follows."
+  assert_line --partial "hook '$FIX/big_output/00_big.sh' failed with exit code 7; its stderr is above, its stdout follows."
   assert_line 'big line 1'
   assert_line 'big line 10000'
   assert_line 'big stderr line'
