@@ -50,9 +50,11 @@
 # variable or missing device; otherwise the container's own exit code.
 set -euo pipefail
 
-RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RUNNER_DIR=${BASH_SOURCE[0]%/*}
+[[ $RUNNER_DIR != "${BASH_SOURCE[0]}" ]] || RUNNER_DIR=.
 # shellcheck source=runner/lib/common.sh
 source "$RUNNER_DIR/lib/common.sh"
+primus_abs_path RUNNER_DIR "$RUNNER_DIR"
 # shellcheck source=runner/lib/supervise.sh
 source "$RUNNER_DIR/lib/supervise.sh"
 

@@ -54,9 +54,10 @@
 # than 1 / 2) keep a stray `grep`/`ls` failure inside a hook from being
 # misreported as a configuration error.
 set -euo pipefail
+HERE=${BASH_SOURCE[0]%/*}; [[ $HERE != "${BASH_SOURCE[0]}" ]] || HERE=.
 
 # shellcheck source=runner/lib/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+source "$HERE/../lib/common.sh"
 
 readonly HOOK_EXIT_MISSING=66 HOOK_EXIT_CONFIG=78
 

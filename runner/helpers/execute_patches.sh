@@ -20,9 +20,10 @@
 # PRIMUS_PATCHES is not read here: it selects Primus's own Python patches
 # (reference section 2); every patch you pass with --patch / direct.patch runs.
 set -euo pipefail
+HERE=${BASH_SOURCE[0]%/*}; [[ $HERE != "${BASH_SOURCE[0]}" ]] || HERE=.
 
 # shellcheck source=runner/lib/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+source "$HERE/../lib/common.sh"
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"

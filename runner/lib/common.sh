@@ -16,10 +16,44 @@ if [[ -n ${__PRIMUS_COMMON_SH:-} ]]; then
 fi
 __PRIMUS_COMMON_SH=1
 
+# primus_dir_of VAR PATH: PATH's directory, as dirname(1) gives it, without a
+# process (trailing slashes ignored; "." for a bare name, "/" for /x).
+primus_dir_of() {
+  local __primus_p=$2
+  while [[ $__primus_p == ?*/ ]]; do __primus_p=${__primus_p%/}; done
+  case $__primus_p in
+    /) ;;
+    */*)
+      __primus_p=${__primus_p%/*}
+      while [[ $__primus_p == ?*/ ]]; do __primus_p=${__primus_p%/}; done
+      __primus_p=${__primus_p:-/}
+      ;;
+    *) __primus_p=. ;;
+  esac
+  printf -v "$1" '%s' "$__primus_p"
+}
+
+# primus_abs_path VAR PATH: PATH made absolute against $PWD, '.' and '..'
+# resolved by name as `cd PATH && pwd` does (symlinks kept), without a process.
+primus_abs_path() {
+  local __primus_rest=$2 __primus_part __primus_out=""
+  [[ $__primus_rest == /* ]] || __primus_rest=$PWD/$__primus_rest
+  while [[ -n $__primus_rest ]]; do
+    __primus_part=${__primus_rest%%/*}
+    if [[ $__primus_rest == */* ]]; then __primus_rest=${__primus_rest#*/}; else __primus_rest=""; fi
+    case $__primus_part in
+      "" | .) ;;
+      ..) __primus_out=${__primus_out%/*} ;;
+      *) __primus_out+=/$__primus_part ;;
+    esac
+  done
+  printf -v "$1" '%s' "${__primus_out:-/}"
+}
+
 # Libraries: facts shared with Python (generated from the registry) and the one
 # help printer, primus_usage FILE.
-__primus_lib_dir=${BASH_SOURCE[0]%/*}
-[[ $__primus_lib_dir != "${BASH_SOURCE[0]}" ]] || __primus_lib_dir=.
+__primus_lib_dir=""
+primus_dir_of __primus_lib_dir "${BASH_SOURCE[0]}"
 # shellcheck source=runner/lib/facts.sh
 source "$__primus_lib_dir/facts.sh"
 # shellcheck source=runner/lib/usage.sh
@@ -32,8 +66,11 @@ PRIMUS_EXIT_INVALID=2
 # shellcheck disable=SC2034  # used by the scripts that source this file
 PRIMUS_EXIT_RUNTIME=3
 
-PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-PRIMUS_ROOT=${PRIMUS_ROOT:-$(cd "$PRIMUS_RUNNER_DIR/.." && pwd)}
+if [[ -z ${PRIMUS_RUNNER_DIR:-} ]]; then
+  primus_dir_of PRIMUS_RUNNER_DIR "${BASH_SOURCE[0]}"
+  primus_abs_path PRIMUS_RUNNER_DIR "$PRIMUS_RUNNER_DIR/.."
+fi
+[[ -n ${PRIMUS_ROOT:-} ]] || primus_abs_path PRIMUS_ROOT "$PRIMUS_RUNNER_DIR/.."
 export PRIMUS_RUNNER_DIR PRIMUS_ROOT
 
 # __primus_short_host: set __PRIMUS_HOST to this host's short name (once).

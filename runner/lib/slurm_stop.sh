@@ -146,7 +146,9 @@ primus_requeue_reason() {
   marker=$(primus_requeue_marker)
   if [[ ${SLURM_PROCID:-0} != 0 ]]; then
     if ((rc == code)); then
-      mkdir -p -- "$(dirname -- "$marker")" 2>/dev/null && : >"$marker" 2>/dev/null || true
+      local marker_dir
+      primus_dir_of marker_dir "$marker"
+      mkdir -p -- "$marker_dir" 2>/dev/null && : >"$marker" 2>/dev/null || true
     fi
     return 0
   fi

@@ -35,7 +35,8 @@ PRIMUS_RUN_ID=""
 PRIMUS_WATCH_FD=""
 PRIMUS_TRAPPED=0
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
-PRIMUS_SUPERVISE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+primus_dir_of PRIMUS_SUPERVISE_DIR "${BASH_SOURCE[0]}"
+primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
 
 # primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, digits
 # only, checked by the launcher; default 10; slurm-entry sets it from KillWait).

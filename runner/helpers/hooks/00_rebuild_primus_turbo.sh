@@ -18,8 +18,9 @@
 set -euo pipefail
 
 case ${REBUILD_PRIMUS_TURBO:-0} in 0) exit 0 ;; esac
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 hook_gate REBUILD_PRIMUS_TURBO
 
 # check_gpu_archs VALUE: every ;-separated item looks like gfx942 or gfx90a:xnack+.

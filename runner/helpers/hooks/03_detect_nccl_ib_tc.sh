@@ -22,8 +22,9 @@
 set -uo pipefail
 
 case ${USING_AINIC:-0} in 0) exit 0 ;; esac
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 hook_gate USING_AINIC
 
 skip() {

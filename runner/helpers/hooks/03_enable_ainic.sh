@@ -26,8 +26,9 @@
 set -euo pipefail
 
 case ${USING_AINIC:-0} in 0) exit 0 ;; esac
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 hook_gate USING_AINIC
 
 # rocm_lib_dir: print the ROCm lib directory, or nothing when none exists.

@@ -16,8 +16,9 @@
 set -euo pipefail
 
 case ${REBUILD_UEP:-0} in 0) exit 0 ;; esac
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 hook_gate REBUILD_UEP
 
 readonly DEFAULT_REF=b99aefd263bf89ed79dbb3207dde5a5b979ea530

@@ -16,8 +16,9 @@ set -uo pipefail
 
 REQ=${PRIMUS_PATH:-${PRIMUS_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}}/requirements.txt
 [[ -f $REQ ]] || exit 0
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 
 # requirement_names: print one normalised name per requirement line of $REQ
 # (git+ lines as "git+<line>").

@@ -25,8 +25,9 @@ if [[ ${USING_UEP:-0} == 0 ]]; then
   fi
   exit 0
 fi
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 hook_gate USING_UEP
 
 # emit_if_set NAME VALUE: emit env.NAME=VALUE when VALUE is not empty.

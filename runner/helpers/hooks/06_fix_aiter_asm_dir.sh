@@ -13,8 +13,9 @@
 set -uo pipefail
 
 command -v rocminfo >/dev/null || exit 0
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 
 # aiter_dir: print the directory of the installed aiter package.
 aiter_dir() {

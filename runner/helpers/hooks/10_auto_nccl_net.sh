@@ -27,8 +27,9 @@ fi
 if ((need_hca == 0)) && [[ -n ${NCCL_SOCKET_IFNAME:-} || -n ${GLOO_SOCKET_IFNAME:-} || -z ${MASTER_ADDR:-} ]]; then
   exit 0
 fi
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
+source "$HOOK_HERE/_lib.sh"
 
 hca_list() {
   local dir dev state active="" all=""

@@ -14,8 +14,9 @@ for arg in "$@"; do
   case $arg in --config | --config=*) has_config=1 ;; esac
 done
 ((has_config)) || exit 0
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../_lib.sh"
+source "$HOOK_HERE/../../_lib.sh"
 primus_pick_python
 PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.experiment posttrain \
   --hooks-dir "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" "$@"

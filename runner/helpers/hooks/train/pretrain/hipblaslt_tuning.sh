@@ -44,8 +44,9 @@ if [[ ${PRIMUS_HIPBLASLT_TUNING:-0} == 0 && ${PRIMUS_DETERMINISTIC:-0} != 1 &&
   ${TE_HIPBLASLT_TUNING:-0} == 0 && ${PRIMUS_HIPBLASLT_TUNING_STAGE:-0} == 0 ]]; then
   exit 0
 fi
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../_lib.sh"
+source "$HOOK_HERE/../../_lib.sh"
 
 readonly RESULT_NAME=tune_hipblas_gemm_results.txt
 

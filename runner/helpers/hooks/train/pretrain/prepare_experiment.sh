@@ -66,8 +66,9 @@ if known_without_framework "$@"; then
   echo "[prepare] $PRIMUS_EXPERIMENT_NO_FRAMEWORK names no pre_trainer framework: no framework preparation." >&2
   exit 0
 fi
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../_lib.sh"
+source "$HOOK_HERE/../../_lib.sh"
 primus_pick_python
 PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.experiment pretrain \
   --hooks-dir "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" "$@"

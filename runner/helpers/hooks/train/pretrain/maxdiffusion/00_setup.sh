@@ -3,8 +3,9 @@
 # <repo>/examples/maxdiffusion/setup_maxdiffusion_env.sh (missing: exit 66).
 # PRIMUS_SKIP_PIP=1 skips it. Under PRIMUS_DRY_RUN=1 it is only shown.
 set -euo pipefail
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../../_lib.sh"
+source "$HOOK_HERE/../../../_lib.sh"
 
 repo=""
 while (($#)); do

@@ -4,8 +4,9 @@
 # comments only installs nothing. PRIMUS_SKIP_PIP=1 skips it. Under
 # PRIMUS_DRY_RUN=1 the pip call is only shown.
 set -euo pipefail
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../../_lib.sh"
+source "$HOOK_HERE/../../../_lib.sh"
 
 repo="" data_path=""
 while (($#)); do

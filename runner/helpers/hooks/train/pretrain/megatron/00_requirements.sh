@@ -4,8 +4,9 @@
 # causal-conv1d~=1.5, with PIP_CACHE_DIR (default <data_path>/pip_cache).
 # PRIMUS_SKIP_PIP=1 skips it. Under PRIMUS_DRY_RUN=1 the pip call is only shown.
 set -euo pipefail
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../../_lib.sh"
+source "$HOOK_HERE/../../../_lib.sh"
 
 data_path=""
 while (($#)); do

@@ -9,8 +9,9 @@
 set -euo pipefail
 
 case ${PRIMUS_INSTALL_EMERGING_OPTIMIZERS:-} in 1 | true | True | TRUE | yes | on) ;; *) exit 0 ;; esac
+HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
 # shellcheck source=runner/helpers/hooks/_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../../_lib.sh"
+source "$HOOK_HERE/../../../_lib.sh"
 primus_pick_python
 py=${PYTHON:-$PRIMUS_PYTHON}
 if "$py" -c 'import emerging_optimizers' 2>/dev/null; then
