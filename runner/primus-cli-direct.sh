@@ -52,9 +52,11 @@
 # 128+N when the launcher was stopped by signal N.
 set -euo pipefail
 
-RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RUNNER_DIR=${BASH_SOURCE[0]%/*}
+[[ $RUNNER_DIR != "${BASH_SOURCE[0]}" ]] || RUNNER_DIR=.
 # shellcheck source=runner/lib/common.sh
 source "$RUNNER_DIR/lib/common.sh"
+primus_abs_path RUNNER_DIR "$RUNNER_DIR"
 # shellcheck source=runner/lib/config.sh
 source "$RUNNER_DIR/lib/config.sh"
 # shellcheck source=runner/lib/supervise.sh
@@ -179,8 +181,9 @@ on_prepare_record() {
 }
 
 # The launch helper: ONE Python process (`launch serve`, a coprocess) first
-# resolves config, ranks and device/NIC detection, then loads the variable
-# registry while this shell sources the layers and runs the hooks, and finally
+# resolves config, ranks and device/NIC detection, then reads the experiment
+# config while this shell sources the layers (read_hook_inputs), loads the
+# variable registry while this shell runs the hooks, and finally
 # checks the final environment (run_env_check). One interpreter start instead
 # of two, and the registry loads on the other core (SPEC section 10).
 HELPER_PID=""
@@ -254,6 +257,21 @@ run_prepare() {
     finish_launch_helper || rc=$?
     exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
   fi
+}
+
+# read_hook_inputs: the helper's records the hooks need (the experiment
+# config's framework), up to its `hooks` record; it wrote them while this
+# shell sourced the layers.
+read_hook_inputs() {
+  local kind key value
+  while IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' key <&"$HELPER_OUT" &&
+    IFS= read -r -d '' value <&"$HELPER_OUT"; do
+    [[ $kind != hooks ]] || return 0
+    on_prepare_record "$kind" "$key" "$value"
+  done
+  local rc=0
+  finish_launch_helper || rc=$?
+  exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
 }
 
 # ------------------------------------------------------------------ settings
@@ -522,7 +540,9 @@ default_log_file() {
 # is taken, use name-1.log, name-2.log, ...
 claim_log_file() {
   local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
-  mkdir -p -- "$(dirname -- "$LOG_FILE")" ||
+  local log_dir
+  primus_dir_of log_dir "$LOG_FILE"
+  mkdir -p -- "$log_dir" ||
     primus_die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
   until (set -o noclobber && : >"$candidate") 2>/dev/null; do
     [[ -e $candidate ]] || primus_die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
@@ -562,7 +582,9 @@ flush_launcher_output() {
 # shellcheck disable=SC2329  # used by on_launcher_exit (the EXIT trap)
 claim_early_log_file() {
   local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
-  mkdir -p -- "$(dirname -- "$LOG_FILE")" 2>/dev/null || return 1
+  local log_dir
+  primus_dir_of log_dir "$LOG_FILE"
+  mkdir -p -- "$log_dir" 2>/dev/null || return 1
   until (set -o noclobber && : >"$candidate") 2>/dev/null; do
     [[ -e $candidate ]] || return 1
     n=$((n + 1))
@@ -684,6 +706,7 @@ main() {
   apply_cli_env
   load_layers
   apply_cli_env
+  read_hook_inputs
   run_hooks
   run_patches
   apply_cli_env

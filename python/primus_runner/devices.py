@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from primus_runner.errors import UsageError, closest
 from primus_runner.facts import ACCELERATORS

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ms of every launch
+    from typing import Any
 
 
 def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:

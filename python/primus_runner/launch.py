@@ -17,8 +17,10 @@ and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout: ``cfg``,
 for variables to export. The shell stores them; nothing is evaluated.
 
 ``launch serve`` does the same and then stays alive as the launcher's
-coprocess: it ends its records with ``end\\0\\0\\0``, loads the variable
-registry while the shell sources the layers and runs the hooks, and then
+coprocess: it ends its records with ``end\\0\\0\\0``; then, while the shell
+sources the layers, it reads the experiment config (the records the hooks
+need, ended by ``hooks\\0\\0\\0``: PyYAML's import stays off the critical
+path), loads the variable registry while the shell runs the hooks, and then
 reads the final launch environment from stdin (``check\\0`` or ``skip\\0``,
 then ``env -0`` output, then one empty entry) and runs ``env check`` on it,
 writing findings to ``--console-fd`` / stderr and ``rc\\0N\\0\\0`` on stdout.
@@ -66,7 +68,6 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     from primus_runner.detect import count_source
 
     yield "note", "GPUS_PER_NODE", count_source(origins.get("GPUS_PER_NODE"), env, found, cfg)
-    yield from experiment_records(env.get("PRIMUS_EXPERIMENT_CONFIG", ""))
 
 
 def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
@@ -200,11 +201,15 @@ def main(argv: list[str]) -> int:
     records = list(prepare_records(os.environ, opts["config"] or None, accelerator,
                                    opts["sysfs_root"], opts["dev_root"]))
     out = sys.stdout.buffer
+    experiment = os.environ.get("PRIMUS_EXPERIMENT_CONFIG", "")
     if opts["action"] == "prepare":
-        out.write(nul_records(records))
+        out.write(nul_records(records + list(experiment_records(experiment))))
         return 0
     records.append(("end", "", ""))
     out.write(nul_records(records))
+    out.flush()
+    # The shell reads these just before the hooks (direct's read_hook_inputs).
+    out.write(nul_records([*experiment_records(experiment), ("hooks", "", "")]))
     out.flush()
     code = serve_check(int(opts["console_fd"]) if opts["console_fd"] else None)
     out.write(nul_records([("rc", str(code), "")]))

@@ -27,13 +27,15 @@ def test_records_end_then_the_check_result(tmp_path: Path) -> None:
     end = fields.index("end")
     assert fields[end:end + 3] == ["end", "", ""]
     assert "env" in fields[:end] and "cfg" in fields[:end]
-    assert fields[end + 3:end + 6] == ["rc", "2", ""]
+    # No experiment config: the hooks' records are only their end marker.
+    assert fields[end + 3:end + 6] == ["hooks", "", ""]
+    assert fields[end + 6:end + 9] == ["rc", "2", ""]
     assert "MASTER_PORT='80'" in err
 
 
 def test_a_clean_final_environment_passes(tmp_path: Path) -> None:
     fields, err = serve(tmp_path, b"check\0cpu\0MASTER_PORT=29500\0NNODES=1\0\0")
-    end = fields.index("end")
+    end = fields.index("hooks")
     assert fields[end + 3:end + 5] == ["rc", "0"]
     assert "ERROR" not in err
 
@@ -41,8 +43,18 @@ def test_a_clean_final_environment_passes(tmp_path: Path) -> None:
 def test_skip_and_a_vanished_launcher_end_the_helper_cleanly(tmp_path: Path) -> None:
     for stdin in (b"skip\0", b""):
         fields, _ = serve(tmp_path, stdin)
-        end = fields.index("end")
+        end = fields.index("hooks")
         assert fields[end + 3:end + 5] == ["rc", "0"]
+
+
+def test_the_experiment_config_is_read_after_end_before_the_hooks(tmp_path: Path) -> None:
+    cfg = tmp_path / "exp.yaml"
+    cfg.write_text("modules:\n  pre_trainer:\n    model: x\n")
+    fields, _ = serve(tmp_path, b"skip\0", {"PRIMUS_EXPERIMENT_CONFIG": str(cfg)})
+    end, hooks = fields.index("end"), fields.index("hooks")
+    assert "PRIMUS_EXPERIMENT_NO_FRAMEWORK" not in fields[:end]
+    late = fields[end + 3:hooks]
+    assert late[:3] == ["env", "PRIMUS_EXPERIMENT_NO_FRAMEWORK", str(cfg)]
 
 
 def test_values_are_data_in_the_handed_over_environment(tmp_path: Path) -> None:
@@ -52,3 +64,22 @@ def test_values_are_data_in_the_handed_over_environment(tmp_path: Path) -> None:
     assert "rc" in fields
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
     assert os.path.exists(tmp_path / "sys")
+
+
+def test_the_launch_helper_imports_nothing_heavy(tmp_path: Path) -> None:
+    # The helper starts on every launch (SPEC section 10 budgets): typing,
+    # dataclasses/inspect, yaml, argparse and pathlib each cost milliseconds.
+    # (An experiment config is read after the `end` record, in parallel with
+    # the shell's layers: not here.)
+    (tmp_path / "sys").mkdir()
+    (tmp_path / "dev").mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT / "python"),
+           "PRIMUS_SYSFS_ROOT": str(tmp_path / "sys"), "PRIMUS_DEV_ROOT": str(tmp_path / "dev")}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "primus_runner", "launch",
+                           "prepare"], env=env, capture_output=True, timeout=60, text=True)
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "primus_runner.detect" in imported
+    heavy = {"typing", "dataclasses", "inspect", "yaml", "argparse", "pathlib"} & imported
+    assert heavy == set()
