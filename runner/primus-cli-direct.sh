@@ -187,6 +187,8 @@ on_prepare_record() {
 # checks the final environment (run_env_check). One interpreter start instead
 # of two, and the registry loads on the other core (SPEC section 10).
 HELPER_PID=""
+# `python -m primus_runner` without runpy (whose imports cost ms of every launch).
+readonly HELPER_MAIN='import sys; from primus_runner.cli import main; sys.exit(main(sys.argv[1:]))'
 
 # experiment_config VAR: VAR = the FILE of `train pretrain ... --config FILE`
 # (the last one, as the hook reads it), '' for other workloads. The helper
@@ -217,7 +219,7 @@ start_launch_helper() {
   # Python too, which would otherwise hold the spooled console open.
   coproc LAUNCH_HELPER {
     PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-      exec "$PRIMUS_PYTHON" -m primus_runner "${args[@]}"
+      exec "$PRIMUS_PYTHON" -c "$HELPER_MAIN" "${args[@]}"
   }
   HELPER_PID=$LAUNCH_HELPER_PID
   HELPER_IN=${LAUNCH_HELPER[1]} HELPER_OUT=${LAUNCH_HELPER[0]}

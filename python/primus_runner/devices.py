@@ -455,7 +455,10 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
     instance = instance_override
     if instance is None:
         product = (_read(os.path.join(sysfs_root, "sys/class/dmi/id/product_name")) or "").strip().lower()
-        if _neuron_family(product) in _neuron_tables().get("families", {}) and "." in product:
+        # The registry's tables only when the name looks like an instance type:
+        # loading them costs ms of every launch on a host that is no Neuron one.
+        family = _neuron_family(product) if "." in product else None
+        if family is not None and family in _neuron_tables().get("families", {}):
             instance = product
             detected_by.append("dmi product_name")
     neuron = [] if wanted in ("rocm", "cuda", "cpu") else neuron_devices(sysfs_root, dev_root)

@@ -144,6 +144,7 @@ def read_entries(stream: Any) -> Iterator[str]:
 
 def serve_check(console_fd: int | None) -> int:
     """Wait for the final launch environment on stdin and check it."""
+    import socket  # noqa: F401 - rendezvous.check needs it; loaded while the shell works
     from types import SimpleNamespace
 
     from primus_runner import env_cmd, registry, rules  # noqa: F401 - loaded while the shell works

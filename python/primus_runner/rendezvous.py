@@ -20,9 +20,10 @@ port here, on a single node only; under Slurm a job-derived port is ranks.py's.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Mapping
 
+# ``socket`` is imported inside the functions that use it: the helper's
+# prepare step of a single-node launch needs none of them (ms of every launch).
 from primus_runner.errors import UsageError
 
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp (include/net/tcp_states.h)
@@ -30,6 +31,8 @@ LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp (include/net/tcp_states.h)
 
 def free_port() -> int:
     """A TCP port nobody listens on right now (the kernel's pick, 1024-65535)."""
+    import socket
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("", 0))
         return int(sock.getsockname()[1])
@@ -51,6 +54,8 @@ def check_auto_single_node(nnodes: int) -> None:
 
 
 def _resolve(host: str) -> list[str]:
+    import socket
+
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
@@ -59,6 +64,8 @@ def _resolve(host: str) -> list[str]:
 
 
 def _is_local(ip: str) -> bool:
+    import socket
+
     family = socket.AF_INET6 if ":" in ip else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_STREAM) as sock:
@@ -70,6 +77,8 @@ def _is_local(ip: str) -> bool:
 
 def _bind_error(port: int) -> OSError | None:
     """None when a listener could bind ``port`` on every IPv4 address (as torchrun's store does)."""
+    import socket
+
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             # TIME_WAIT leftovers of an earlier run do not block a listener that sets
