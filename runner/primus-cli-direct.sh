@@ -241,39 +241,39 @@ finish_launch_helper() {
   return "$rc"
 }
 
+# read_helper_records UNTIL HANDLER: hand the helper's kind/key/value records
+# to HANDLER up to its UNTIL record; a helper that ends before it ends the launch
+# with its status (3 when it exited 0).
+read_helper_records() {
+  local until=$1 handler=$2 kind key value
+  while IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' key <&"$HELPER_OUT" &&
+    IFS= read -r -d '' value <&"$HELPER_OUT"; do
+    [[ $kind != "$until" ]] || return 0
+    "$handler" "$kind" "$key" "$value"
+  done
+  local rc=0
+  finish_launch_helper || rc=$?
+  exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
+}
+
+# store_prepare_record KIND KEY VALUE: a config value, else an env/note record.
+# shellcheck disable=SC2329  # called through read_helper_records
+store_prepare_record() {
+  primus_config_store "$1" "$2" "$3" || on_prepare_record "$1" "$2" "$3"
+}
+
 # run_prepare: read the helper's records up to its `end` record.
 run_prepare() {
   start_launch_helper
   declare -gA __PRIMUS_CONFIG_FILL=()
-  local kind key value ended=0
-  while IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' key <&"$HELPER_OUT" &&
-    IFS= read -r -d '' value <&"$HELPER_OUT"; do
-    if [[ $kind == end ]]; then
-      ended=1
-      break
-    fi
-    primus_config_store "$kind" "$key" "$value" || on_prepare_record "$kind" "$key" "$value"
-  done
-  if ((ended == 0)); then
-    local rc=0
-    finish_launch_helper || rc=$?
-    exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
-  fi
+  read_helper_records end store_prepare_record
 }
 
 # read_hook_inputs: the helper's records the hooks need (the experiment
 # config's framework), up to its `hooks` record; it wrote them while this
 # shell sourced the layers.
 read_hook_inputs() {
-  local kind key value
-  while IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' key <&"$HELPER_OUT" &&
-    IFS= read -r -d '' value <&"$HELPER_OUT"; do
-    [[ $kind != hooks ]] || return 0
-    on_prepare_record "$kind" "$key" "$value"
-  done
-  local rc=0
-  finish_launch_helper || rc=$?
-  exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
+  read_helper_records hooks on_prepare_record
 }
 
 # ------------------------------------------------------------------ settings
