@@ -2,8 +2,9 @@
 # tests/lint.sh: the lint gate (`make lint`); each step can fail it:
 #   - shellcheck: every shell file: *.sh, *.bash, *.bats, runner/primus-cli, .ci/run, or any
 #     tracked/untracked (not ignored) file whose first line names bash or sh
-#   - ruff: python/ and tests/ (rules in pyproject.toml [tool.ruff])
-#   - mypy: strict on the package python/primus_runner (pyproject.toml [tool.mypy])
+#   - ruff: python/, tests/ and runner/ (rules in pyproject.toml [tool.ruff])
+#   - mypy: strict on the package python/primus_runner (pyproject.toml [tool.mypy]),
+#     then on the Python scripts under runner/ (torchrun_quiet.py, the hooks' steps)
 # Tools: SHELLCHECK, RUFF, MYPY (default: the project's .venv/bin/...).
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -32,6 +33,10 @@ done < <(git ls-files -z -co --exclude-standard)
 
 "$shellcheck" -x "${files[@]}"
 echo "shellcheck: ${#files[@]} files clean"
-"$ruff" check --quiet python tests
-echo "ruff: python tests clean"
+"$ruff" check --quiet python tests runner
+echo "ruff: python tests runner clean"
 "$mypy"  # files and strictness from pyproject.toml
+scripts=()
+mapfile -t scripts < <(git ls-files -co --exclude-standard -- 'runner/*.py')
+# Several hooks' steps are all named prepare.py: module names from their paths.
+"$mypy" --explicit-package-bases "${scripts[@]}"

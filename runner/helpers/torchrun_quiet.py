@@ -18,10 +18,14 @@ Usage: <python> torchrun_quiet.py [torchrun options] -- as torchrun.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import runpy
 import sys
+import threading
 import traceback
+from typing import NoReturn
 
 
 def keep_traceback(exc: BaseException, rc_dir: str) -> bool:
@@ -43,23 +47,58 @@ def summary(exc: BaseException) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
-def main() -> None:
+def exit_code(code: object) -> int:
+    """The process status ``sys.exit(code)`` gives (a message goes to stderr)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def fast_exit(code: int) -> NoReturn:
+    """End the process with CODE as the interpreter's own exit would, minus the
+    teardown of its modules (see the header). Without CPython's
+    ``threading._shutdown`` the interpreter's own exit is used."""
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None:
+        sys.exit(code)
+    try:
+        shutdown()  # threading's exit functions, then every non-daemon thread joined
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # closed or broken
+                stream.flush()
+        os._exit(code)
+
+
+def run_torchrun() -> int:
+    """Run torch.distributed.run as ``python -m`` does; the exit status."""
     try:
         from torch.distributed.elastic.multiprocessing.api import SignalException
     except ImportError:  # no torch: let runpy report it as torchrun would
-        SignalException = None  # type: ignore[assignment,misc]  # noqa: N806
+        SignalException = None  # type: ignore[assignment,misc]
     try:
         runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
+    except SystemExit as done:
+        return exit_code(done.code)
     except KeyboardInterrupt:
-        sys.exit(130)
+        return 130
     except Exception as exc:
         if SignalException is not None and isinstance(exc, SignalException):
-            sys.exit(128 + int(exc.sigval))
+            return 128 + int(exc.sigval)
         rc_dir = os.environ.get("PRIMUS_RC_DIR", "")
         if not rc_dir or not keep_traceback(exc, rc_dir):
             raise
         print(f"torchrun: {summary(exc)} (full traceback in the log)", file=sys.stderr)
-        sys.exit(1)
+        return 1
+    return 0
+
+
+def main() -> None:
+    fast_exit(run_torchrun())
 
 
 if __name__ == "__main__":
