@@ -71,14 +71,22 @@ elif ((10#${PRIMUS_NEURON_CORES_PER_PROC:-1} > 1)); then
 fi
 
 # link_rank_log: PRIMUS_RANK_LOG_DIR/rank-<RANK>.log -> the file torchrun
-# redirected this worker's stdout to, when it lies in that directory.
+# redirected this worker's stdout to, when it lies in that directory. Found by
+# comparing files (-ef) rather than with readlink, and `ln` runs beside the
+# rank instead of before it: every process started here delays the rank's
+# start (issue 10, launch overhead).
 link_rank_log() {
-  local dir out
-  dir=$(cd -P -- "${PRIMUS_RANK_LOG_DIR:-}" 2>/dev/null && pwd) || return 0
-  out=$(readlink "/proc/$$/fd/1" 2>/dev/null) || return 0
-  [[ $out == "$dir"/* && -f $out ]] || return 0
+  local dir=${PRIMUS_RANK_LOG_DIR%/} file out=""
+  shopt -s globstar nullglob
+  for file in "$dir"/*/**/*.log; do
+    [[ ! -L $file && /proc/$$/fd/1 -ef $file ]] || continue
+    out=$file
+    break
+  done
+  shopt -u globstar nullglob
+  [[ -n $out ]] || return 0
   exec 2>&1
-  ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null || true
+  (trap "" USR1 USR2; exec ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null) &
 }
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
 
