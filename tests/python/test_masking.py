@@ -41,3 +41,18 @@ def test_mask_value_and_text() -> None:
     assert mask("HF_TOKEN", "abc") == "****"
     assert mask("NCCL_DEBUG", "INFO") == "INFO"
     assert mask_text("x hf_abc123 y", {"HF_TOKEN": "hf_abc123"}) == "x **** y"
+
+
+@pytest.mark.parametrize("lister", ["compgen", "prefix expansions"])
+def test_shell_masks_every_kind_of_secret_variable(lister: str) -> None:
+    """Exported, shell-only, lower-case, '_'-prefixed and function-local secrets
+    are all masked, whichever way the variable names are listed (compgen -v,
+    or the fallback when there is no compgen or no fork)."""
+    force = '__PRIMUS_COMPGEN=""; ' if lister != "compgen" else ""
+    script = (f'source "{ROOT}/runner/lib/common.sh"; {force}'
+              'SHELL_SECRET=shell-only-1; my_token=lower-case-2; _UNDER_TOKEN=under-score-3; '
+              'f() { local LOCAL_PASSWORD=local-var-4; '
+              'LOG_INFO "a $HF_TOKEN b $SHELL_SECRET c $my_token d $_UNDER_TOKEN e $LOCAL_PASSWORD"; }; f')
+    env = {"PATH": "/usr/bin:/bin", "HF_TOKEN": "exported-0", "PRIMUS_LOG_TIMESTAMP": "0"}
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=True)
+    assert "a **** b **** c **** d **** e ****" in out.stdout, out.stdout
