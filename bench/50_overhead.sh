@@ -5,7 +5,8 @@
 # torch.distributed.run`), wall time to exit; medians and the difference from
 # one run of this script. Also where the difference goes: the time from the
 # start to the first rank's first line (start-up) and from the last rank's
-# last line to the exit (teardown), each rank stamping time.time() itself.
+# last line to the exit (teardown), each rank stamping time.time() itself;
+# and the medians of the per-run differences, each pair run back to back.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -79,3 +80,19 @@ bench_report "  teardown after the last rank, torchrun alone" "${plain_down[@]}"
 bench_report "  teardown after the last rank, primus-cli direct" "${ours_down[@]}"
 a=$(bench_median_of "${plain[@]}") b=$(bench_median_of "${ours[@]}")
 awk -v a="$a" -v b="$b" 'BEGIN { printf "%-58s %+.3f s (%+.0f %%; target +0.15 s)\n", "launch overhead (median difference)", b - a, (b - a) / a * 100 }'
+
+# paired LABEL OURS_ARRAY PLAIN_ARRAY: the median of the per-run differences
+# (each pair ran back to back, so a machine that slows down or speeds up over
+# the whole bench moves both alike).
+paired() {
+  local -n __ours=$2 __plain=$3
+  local -a diffs=()
+  local i
+  for ((i = 0; i < ${#__ours[@]}; i++)); do
+    diffs+=("$(awk -v o="${__ours[i]}" -v p="${__plain[i]}" 'BEGIN { printf "%.6f", o - p }')")
+  done
+  printf '%-58s %+.3f s\n' "$1" "$(bench_median_of "${diffs[@]}")"
+}
+paired "  paired: median of per-run differences, time to exit" ours plain
+paired "  paired: median of per-run differences, start-up" ours_up plain_up
+paired "  paired: median of per-run differences, teardown" ours_down plain_down

@@ -446,7 +446,7 @@ primus_run_workload() {
   local rc=$PRIMUS_RUN_RC
   PRIMUS_RUN_PID=""
   trap - TERM INT HUP
-  if [[ $PRIMUS_RUN_MODE != single ]]; then
+  if [[ $PRIMUS_RUN_MODE != single ]] && ((rc != 0)); then
     rc=$(primus_failure_report "$rc" "$log_file")
   fi
   if ((rc == 0)); then
