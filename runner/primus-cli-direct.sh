@@ -63,13 +63,20 @@ source "$RUNNER_DIR/lib/config.sh"
 source "$RUNNER_DIR/lib/supervise.sh"
 # shellcheck source=runner/lib/workload.sh
 source "$RUNNER_DIR/lib/workload.sh"
+# shellcheck source=runner/lib/launch_helper.sh
+source "$RUNNER_DIR/lib/launch_helper.sh"
+# shellcheck source=runner/lib/launch_log.sh
+source "$RUNNER_DIR/lib/launch_log.sh"
+# shellcheck source=runner/lib/launch_hooks.sh
+source "$RUNNER_DIR/lib/launch_hooks.sh"
+# shellcheck source=runner/lib/launch_env.sh
+source "$RUNNER_DIR/lib/launch_env.sh"
 
 # ----------------------------------------------------------------- arguments
 
 OPT_CONFIG="" OPT_DEBUG=0 OPT_DRY_RUN=0 OPT_SINGLE="" OPT_SCRIPT="" OPT_LOG_FILE=""
 OPT_NUMA="" OPT_SILENT=0 OPT_ACCELERATOR="" OPT_ALL_RANKS="" OPT_NEURON_CORES=""
 OPT_MODULE="" OPT_PYTHON=""
-CLI_ENV=()      # KEY=VALUE items from --env, in order
 CLI_PATCHES=()  # --patch files
 WORKLOAD=()     # everything after the options
 
@@ -98,7 +105,7 @@ parse_args() {
       --script) need_value "$1" $#; OPT_SCRIPT=$2; shift 2 ;;
       --module) need_value "$1" $#; OPT_MODULE=$2; shift 2 ;;
       --python) need_value "$1" $#; OPT_PYTHON=$2; shift 2 ;;
-      --env) need_value "$1" $#; add_cli_env "$2"; shift 2 ;;
+      --env) need_value "$1" $#; primus_cli_env_add "$2"; shift 2 ;;
       --patch) need_value "$1" $#; CLI_PATCHES+=("$2"); shift 2 ;;
       --log_file | --log-file) need_value "$1" $#; OPT_LOG_FILE=$2; shift 2 ;;
       --log-all-ranks) OPT_ALL_RANKS=1; shift ;;
@@ -112,168 +119,6 @@ parse_args() {
       *) WORKLOAD=("$@"); return ;;
     esac
   done
-}
-
-# add_cli_env ITEM: ITEM is KEY=VALUE, or a file of KEY=VALUE lines, or NAME.
-add_cli_env() {
-  local item=$1
-  if [[ $item != *=* ]]; then
-    if [[ -f $item ]]; then
-      read_env_file "$item"
-    elif [[ $item =~ ^[A-Za-z_][A-Za-z0-9_]*$ && -n ${!item+set} ]]; then
-      # --env NAME: the value NAME has in the environment (how primus-cli
-      # container hands values in without putting them on an argv).
-      CLI_ENV+=("$item=${!item}")
-    else
-      bad_usage "--env '$item' is neither KEY=VALUE, an existing file, nor a variable set in the environment; write --env KEY=VALUE or --env path/to/file.env."
-    fi
-    return
-  fi
-  check_env_item "$item" "--env"
-  CLI_ENV+=("$item")
-}
-
-# check_env_item KEY=VALUE WHERE: the key must be a valid variable name.
-check_env_item() {
-  local key=${1%%=*}
-  [[ $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] ||
-    bad_usage "$2 '$key' is not a valid variable name; accepted: letters, digits and '_', not starting with a digit."
-}
-
-# read_env_file FILE: the KEY=VALUE items of an env file, as the one parser
-# (python/primus_runner/envfile.py: '#' comments, optional 'export ', literal
-# values) reads them; a bad file is exit 2 naming the line, as every mode.
-read_env_file() {
-  local item rc=0
-  local -a items=()
-  primus_pick_python
-  mapfile -d '' -t items < <(PYTHONPATH="$PRIMUS_ROOT/python" "$PRIMUS_PYTHON" -m primus_runner.envfile "$1")
-  wait "$!" || rc=$?
-  if ((rc != 0)); then
-    # A parser that did not run must not read as an empty file.
-    LOG_ERROR "--env file $1: the parser ($PRIMUS_PYTHON -m primus_runner.envfile) failed with exit $rc; nothing was started."
-    exit "$PRIMUS_EXIT_MISSING"
-  fi
-  if [[ ${items[0]:-} =~ ^!([0-9]+)\ (.*)$ ]]; then
-    LOG_ERROR "${BASH_REMATCH[2]}"
-    exit "${BASH_REMATCH[1]}"
-  fi
-  for item in "${items[@]}"; do
-    CLI_ENV+=("$item")
-  done
-}
-
-# ------------------------------------------------------------ prepare (Python)
-
-declare -A PREPARE_NOTE=()  # note records: where a value came from, for the summary
-
-# on_prepare_record KIND KEY VALUE: handler for non-config records.
-# shellcheck disable=SC2329  # called by primus_config_read_records
-on_prepare_record() {
-  case $1 in
-    env)
-      printf -v "$2" '%s' "$3"
-      export "${2?}"
-      ;;
-    note) PREPARE_NOTE[$2]=$3 PREPARE_NOTE[$2=]=${!2-} ;;
-    *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
-  esac
-}
-
-# The launch helper: ONE Python process (`launch serve`, a coprocess) first
-# resolves config, ranks and device/NIC detection, then reads the experiment
-# config while this shell sources the layers (read_hook_inputs), loads the
-# variable registry while this shell runs the hooks, and finally
-# checks the final environment (run_env_check). One interpreter start instead
-# of two, and the registry loads on the other core (SPEC section 10).
-HELPER_PID=""
-# `python -m primus_runner` without runpy (whose imports cost ms of every launch).
-readonly HELPER_MAIN='import sys; from primus_runner.cli import main; sys.exit(main(sys.argv[1:]))'
-
-# experiment_config VAR: VAR = the FILE of `train pretrain ... --config FILE`
-# (the last one, as the hook reads it), '' for other workloads. The helper
-# finds out whether that config names a framework at all (launch.py).
-experiment_config() {
-  local -n __primus_exp=$1
-  __primus_exp=""
-  [[ ${WORKLOAD[0]:-} == train && ${WORKLOAD[1]:-} == pretrain ]] || return 0
-  local i word
-  for ((i = 2; i < ${#WORKLOAD[@]}; i++)); do
-    word=${WORKLOAD[i]}
-    case $word in
-      --config=*) __primus_exp=${word#--config=} ;;
-      --config) __primus_exp=${WORKLOAD[i + 1]:-}; i=$((i + 1)) ;;
-    esac
-  done
-}
-
-start_launch_helper() {
-  local -a args=(launch serve --console-fd "$CONSOLE_FD")
-  [[ -n $OPT_CONFIG ]] && args+=(--config "$OPT_CONFIG")
-  [[ -n $OPT_ACCELERATOR ]] && args+=(--accelerator "$OPT_ACCELERATOR")
-  local experiment
-  experiment_config experiment
-  # Only this launch's helper says so (never an inherited value).
-  unset PRIMUS_EXPERIMENT_NO_FRAMEWORK PRIMUS_EXPERIMENT_REQUIRED
-  # exec: the coprocess IS the helper, so stopping it (an early exit) stops
-  # Python too, which would otherwise hold the spooled console open.
-  coproc LAUNCH_HELPER {
-    PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-      exec "$PRIMUS_PYTHON" -c "$HELPER_MAIN" "${args[@]}"
-  }
-  HELPER_PID=$LAUNCH_HELPER_PID
-  HELPER_IN=${LAUNCH_HELPER[1]} HELPER_OUT=${LAUNCH_HELPER[0]}
-}
-
-# stop_launch_helper: never leave the helper waiting (exit paths, errors).
-# shellcheck disable=SC2329  # installed as the EXIT trap
-stop_launch_helper() {
-  [[ -n $HELPER_PID ]] || return 0
-  kill "$HELPER_PID" 2>/dev/null || true
-  HELPER_PID=""
-}
-
-# finish_launch_helper: the helper has exited; its status is the step's.
-finish_launch_helper() {
-  local rc=0
-  wait "$HELPER_PID" 2>/dev/null || rc=$?
-  HELPER_PID=""
-  return "$rc"
-}
-
-# read_helper_records UNTIL HANDLER: hand the helper's kind/key/value records
-# to HANDLER up to its UNTIL record; a helper that ends before it ends the launch
-# with its status (3 when it exited 0).
-read_helper_records() {
-  local until=$1 handler=$2 kind key value
-  while IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' key <&"$HELPER_OUT" &&
-    IFS= read -r -d '' value <&"$HELPER_OUT"; do
-    [[ $kind != "$until" ]] || return 0
-    "$handler" "$kind" "$key" "$value"
-  done
-  local rc=0
-  finish_launch_helper || rc=$?
-  exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
-}
-
-# store_prepare_record KIND KEY VALUE: a config value, else an env/note record.
-# shellcheck disable=SC2329  # called through read_helper_records
-store_prepare_record() {
-  primus_config_store "$1" "$2" "$3" || on_prepare_record "$1" "$2" "$3"
-}
-
-# run_prepare: read the helper's records up to its `end` record.
-run_prepare() {
-  start_launch_helper
-  declare -gA __PRIMUS_CONFIG_FILL=()
-  read_helper_records end store_prepare_record
-}
-
-# read_hook_inputs: the helper's records the hooks need (the experiment
-# config's framework), up to its `hooks` record; it wrote them while this
-# shell sourced the layers.
-read_hook_inputs() {
-  read_helper_records hooks on_prepare_record
 }
 
 # ------------------------------------------------------------------ settings
@@ -316,10 +161,10 @@ resolve_settings() {
   local item
   for item in "${cfg_env[@]}"; do
     [[ $item == *=* ]] || bad_usage "config direct.env item '$item' has no '='; write KEY=VALUE."
-    check_env_item "$item" "config direct.env"
+    primus_cli_env_check "$item" "config direct.env"
   done
   # Config env first, so a --env of the same name wins.
-  CLI_ENV=("${cfg_env[@]}" "${CLI_ENV[@]}")
+  PRIMUS_CLI_ENV=("${cfg_env[@]}" "${PRIMUS_CLI_ENV[@]}")
   CLI_PATCHES=("${cfg_patch[@]}" "${CLI_PATCHES[@]}")
   [[ -z $OPT_ACCELERATOR ]] || export PRIMUS_ACCELERATOR=$OPT_ACCELERATOR
   ((OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
@@ -340,24 +185,6 @@ resolve_neuron_cores() {
   export PRIMUS_NEURON_CORES_PER_PROC=$((10#$OPT_NEURON_CORES))
 }
 
-# apply_cli_env: export every --env / direct.env item (values are data).
-apply_cli_env() {
-  local item
-  for item in "${CLI_ENV[@]}"; do
-    printf -v "${item%%=*}" '%s' "${item#*=}"
-    export "${item%%=*}"
-    [[ ${item%%=*} != XLA_FLAGS ]] || export PRIMUS_XLA_FLAGS_OWNED=1
-  done
-}
-
-# note_cli_origins: tell env show where the --env values came from.
-note_cli_origins() {
-  local item
-  for item in "${CLI_ENV[@]}"; do
-    primus_env_note_origin "${item%%=*}" cli
-  done
-}
-
 # --------------------------------------------------------------------- layers
 
 load_layers() {
@@ -373,96 +200,12 @@ load_layers() {
 
 # finish_layers: after the last --env, the steps that must see final values.
 finish_layers() {
-  note_cli_origins
+  primus_cli_env_note_origins
   if declare -F primus_xla_apply_append >/dev/null; then
     primus_xla_apply_append
   fi
   if declare -F primus_neuron_slices >/dev/null; then
-    primus_neuron_slices  # the Neuron checks are env check's (run_env_check)
-  fi
-}
-
-# ------------------------------------------------------------ hooks, patches
-
-EXTRA_ARGS=()
-
-# on_hook_record KIND NAME VALUE: env -> export, extra -> --name value.
-on_hook_record() {
-  case $1 in
-    env)
-      printf -v "$2" '%s' "$3"
-      export "${2?}"
-      primus_env_note_origin "$2" hook
-      ;;
-    extra) EXTRA_ARGS+=("--$2" "$3") ;;
-    *) LOG_WARN "ignoring unknown hook record kind '$1'" ;;
-  esac
-}
-
-# read_hook_records: NUL records kind\0name\0value\0 on stdin.
-read_hook_records() {
-  local kind name value
-  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
-    on_hook_record "$kind" "$name" "$value"
-  done
-}
-
-# run_protocol_script SCRIPT ARGS...: run a hook/patch runner, apply its records.
-run_protocol_script() {
-  local -a cmd=("$@")
-  ((OPT_DRY_RUN == 0)) || cmd=("$1" --dry-run "${@:2}")
-  read_hook_records < <("${cmd[@]}")
-  local rc=0
-  wait "$!" || rc=$?
-  ((rc == 0)) || exit "$rc"
-}
-
-run_hooks() {
-  local runner=$RUNNER_DIR/helpers/execute_hooks.sh
-  primus_require_file "$runner" "hook runner"
-  # group and name are the first two workload words (with fewer, empty ones:
-  # only the global hooks run), handed over as option values; the workload
-  # words follow `--` as data, whatever they start with.
-  run_protocol_script "$runner" --group "${WORKLOAD[0]-}" --name "${WORKLOAD[1]-}" -- "${WORKLOAD[@]:2}"
-}
-
-run_patches() {
-  ((${#CLI_PATCHES[@]} > 0)) || return 0
-  local runner=$RUNNER_DIR/helpers/execute_patches.sh patch
-  primus_require_file "$runner" "patch runner"
-  for patch in "${CLI_PATCHES[@]}"; do
-    primus_require_file "$patch" "patch (--patch / direct.patch)"
-  done
-  run_protocol_script "$runner" "${CLI_PATCHES[@]}"
-}
-
-# ----------------------------------------------------------------- validation
-
-# run_env_check: hand the final environment to the launch helper for the
-# registry's checks (env check); errors stop the launch with exit 2.
-run_env_check() {
-  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
-    printf 'skip\0' >&"$HELPER_IN"
-    finish_launch_helper || true
-    LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped; the launch may fail on the nodes instead of here."
-    return 0
-  fi
-  {
-    printf 'check\0%s\0' "${PRIMUS_ACCELERATOR:-}"
-    command -p env -0
-    printf '\0'
-  } >&"$HELPER_IN"
-  local kind="" value="" rc=0
-  IFS= read -r -d '' kind <&"$HELPER_OUT" && IFS= read -r -d '' value <&"$HELPER_OUT" || true
-  finish_launch_helper || rc=$?
-  if [[ $kind == rc && $value =~ ^[0-9]+$ ]]; then
-    rc=$value
-  elif ((rc == 0)); then
-    rc=$PRIMUS_EXIT_RUNTIME
-  fi
-  if ((rc != 0)); then
-    LOG_ERROR "environment check failed (exit $rc): nothing was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1 to launch anyway."
-    exit "$rc"
+    primus_neuron_slices  # the Neuron checks are env check's (primus_helper_env_check)
   fi
 }
 
@@ -501,7 +244,7 @@ console_filter() {
 build_command() {
   local -a script_cmd=("$PRIMUS_WL_EXE" "${PRIMUS_WL_ENTRY[@]}")
   if [[ $PRIMUS_WL_RUN_MODE == single ]]; then
-    LAUNCH_CMD=("${script_cmd[@]}" "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
+    LAUNCH_CMD=("${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}")
     if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
       LAUNCH_CMD=("$RUNNER_DIR/helpers/numa_bind.sh" "${LOCAL_RANK:-0}" -- "${LAUNCH_CMD[@]}")
     fi
@@ -526,73 +269,26 @@ build_command() {
     fi
   fi
   LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}"
-    "${WORKLOAD[@]}" "${EXTRA_ARGS[@]}")
+    "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}")
 }
 
 # --------------------------------------------------------------------- logs
 
 # default_log_file: <workspace>/logs/primus-<UTC>-node<R>.log
 default_log_file() {
-  local stamp
-  TZ=UTC printf -v stamp '%(%Y%m%dT%H%M%SZ)T' -1
-  LOG_FILE=$WORKSPACE/logs/primus-$stamp-node$NODE_RANK.log
+  primus_launch_log_default LOG_FILE "$WORKSPACE" "$NODE_RANK"
 }
 
-# claim_log_file: create LOG_FILE without overwriting anything; when the name
-# is taken, use name-1.log, name-2.log, ...
+# claim_log_file: create LOG_FILE without overwriting anything (runner/lib/launch_log.sh).
 claim_log_file() {
-  local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
-  local log_dir
-  primus_dir_of log_dir "$LOG_FILE"
-  mkdir -p -- "$log_dir" ||
-    primus_die "$PRIMUS_EXIT_INVALID" "cannot create the log directory for '$LOG_FILE'; pass --log_file with a writable path."
-  until (set -o noclobber && : >"$candidate") 2>/dev/null; do
-    [[ -e $candidate ]] || primus_die "$PRIMUS_EXIT_INVALID" "cannot create log file '$candidate'; pass --log_file with a writable path."
-    n=$((n + 1))
-    candidate=$base-$n.log
-  done
-  [[ $candidate == "$LOG_FILE" ]] || LOG_WARN "log file $LOG_FILE exists; writing to $candidate instead (nothing is overwritten)."
-  LOG_FILE=$candidate
-}
-
-# tee_launcher_output: from now on, everything also goes to LOG_FILE. The
-# tees ignore the signals that stop a run: a SIGTERM to the launcher's process
-# group (timeout, kill -- -PGID) must not cut the stop's own lines; they end
-# when the last writer closes.
-tee_launcher_output() {
-  exec 3>&1 4>&2
-  if [[ $OPT_SILENT == 1 ]]; then
-    # shellcheck disable=SC2094  # both only append to the log
-    exec >>"$LOG_FILE" 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
-  else
-    exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&3) \
-      2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$LOG_FILE" >&4)
-  fi
-  TEE_PID=$!
-}
-
-# flush_launcher_output: close the tees so every line is written before exit.
-# shellcheck disable=SC2329  # run by primus_cleanup_run (PRIMUS_SUPERVISE_CLEANUP)
-flush_launcher_output() {
-  [[ -n ${TEE_PID:-} ]] || return 0
-  exec 1>&3 2>&4
-  wait "$TEE_PID" 2>/dev/null || true
-  TEE_PID=""
-}
-
-# claim_early_log_file: claim_log_file for the exit path: false instead of dying.
-# shellcheck disable=SC2329  # used by on_launcher_exit (the EXIT trap)
-claim_early_log_file() {
-  local base=${LOG_FILE%.log} candidate=$LOG_FILE n=0
-  local log_dir
-  primus_dir_of log_dir "$LOG_FILE"
-  mkdir -p -- "$log_dir" 2>/dev/null || return 1
-  until (set -o noclobber && : >"$candidate") 2>/dev/null; do
-    [[ -e $candidate ]] || return 1
-    n=$((n + 1))
-    candidate=$base-$n.log
-  done
-  LOG_FILE=$candidate
+  local wanted=$LOG_FILE rc=0
+  primus_launch_log_claim LOG_FILE || rc=$?
+  case $rc in
+    0) ;;
+    1) primus_die "$PRIMUS_EXIT_INVALID" "cannot create the log directory '$LOG_FILE' for '$wanted'; pass --log_file with a writable path." ;;
+    *) primus_die "$PRIMUS_EXIT_INVALID" "cannot create log file '$LOG_FILE'; pass --log_file with a writable path." ;;
+  esac
+  [[ $LOG_FILE == "$wanted" ]] || LOG_WARN "log file $wanted exists; writing to $LOG_FILE instead (nothing is overwritten)."
 }
 
 # on_launcher_exit: the EXIT trap. Stops the helper; a launch that ends before
@@ -601,7 +297,7 @@ claim_early_log_file() {
 # shellcheck disable=SC2329  # installed as the EXIT trap
 on_launcher_exit() {
   local rc=$?
-  stop_launch_helper
+  primus_helper_stop
   # The helper's console descriptor is a copy of the spooled stdout.
   if [[ -n ${CONSOLE_FD:-} ]]; then
     exec {CONSOLE_FD}>&-
@@ -619,7 +315,7 @@ on_launcher_exit() {
   fi
   local why="stopped before the workload started"
   ((rc <= 128)) || why="interrupted by signal $((rc - 128)) before the workload started"
-  if ! claim_early_log_file; then
+  if ! primus_launch_log_claim LOG_FILE; then
     primus_log_spool_drop
     LOG_ERROR "launch $why (exit code $rc); no log: '$LOG_FILE' cannot be created."
     return 0
@@ -644,8 +340,8 @@ on_launcher_exit() {
 print_summary() {
   # Where the process count came from, while nothing changed it since prepare.
   local count_from=""
-  if [[ -n ${PREPARE_NOTE[GPUS_PER_NODE]-} && ${PREPARE_NOTE[GPUS_PER_NODE=]-} == "$GPUS_PER_NODE" ]]; then
-    count_from=" (${PREPARE_NOTE[GPUS_PER_NODE]})"
+  if [[ -n ${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE]-} && ${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE=]-} == "$GPUS_PER_NODE" ]]; then
+    count_from=" (${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE]})"
   fi
   local -a lines=("launch configuration:"
     "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
@@ -654,7 +350,7 @@ print_summary() {
     "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
   local item shown
-  for item in "${CLI_ENV[@]}"; do
+  for item in "${PRIMUS_CLI_ENV[@]}"; do
     shown=$(primus_mask_value "${item%%=*}" "${item#*=}")
     # A newline or other control character is shown quoted ($'a\nb'): a raw
     # second line would look like a log line of its own.
@@ -673,7 +369,7 @@ print_summary() {
 # run_workload: start LAUNCH_CMD and supervise it (runner/lib/supervise.sh);
 # exits with the workload's code, or 128+N when stopped by signal N.
 run_workload() {
-  PRIMUS_SUPERVISE_CLEANUP=flush_launcher_output
+  PRIMUS_SUPERVISE_CLEANUP=primus_launch_log_flush
   local nproc=$GPUS_PER_NODE
   [[ $PRIMUS_WL_RUN_MODE != single ]] || nproc=1
   [[ -z ${RANK_LOG_DIR:-} ]] || export PRIMUS_RANK_LOG_DIR=$RANK_LOG_DIR
@@ -700,25 +396,25 @@ main() {
   trap 'exit 143' TERM
   trap 'exit 129' HUP
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
-  run_prepare
+  primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
   primus_workload_python_pick "$OPT_PYTHON"
   primus_workload_probe_start
   resolve_settings
   primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
-  apply_cli_env
+  primus_cli_env_apply
   load_layers
-  apply_cli_env
-  read_hook_inputs
-  run_hooks
-  run_patches
-  apply_cli_env
+  primus_cli_env_apply
+  primus_helper_hook_inputs
+  primus_hooks_run "$OPT_DRY_RUN" "$RUNNER_DIR" "${WORKLOAD[@]}"
+  primus_hooks_run_patches "$OPT_DRY_RUN" "$RUNNER_DIR" "${CLI_PATCHES[@]}"
+  primus_cli_env_apply
   finish_layers
   resolve_workload
   if [[ ${PRIMUS_SKIP_MAIN_LAUNCH:-0} == 1 ]]; then
     LOG_INFO "PRIMUS_SKIP_MAIN_LAUNCH=1 (set by a hook): stopping after hooks, nothing launched."
     exit 0
   fi
-  run_env_check
+  primus_helper_env_check
   exec {CONSOLE_FD}>&-
   CONSOLE_FD=""
   local need_torch=0
@@ -733,7 +429,7 @@ main() {
   claim_log_file
   [[ -z ${RANK_LOG_DIR:-} ]] || build_command
   primus_log_spool_into "$LOG_FILE"
-  tee_launcher_output
+  primus_launch_log_tee "$LOG_FILE" "$OPT_SILENT"
   print_summary
   run_workload
 }

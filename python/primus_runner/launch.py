@@ -209,7 +209,7 @@ def main(argv: list[str]) -> int:
     records.append(("end", "", ""))
     out.write(nul_records(records))
     out.flush()
-    # The shell reads these just before the hooks (direct's read_hook_inputs).
+    # The shell reads these just before the hooks (direct's primus_helper_hook_inputs, runner/lib/launch_helper.sh).
     out.write(nul_records([*experiment_records(experiment), ("hooks", "", "")]))
     out.flush()
     code = serve_check(int(opts["console_fd"]) if opts["console_fd"] else None)

@@ -1,0 +1,162 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # PRIMUS_PREPARE_NOTE and PRIMUS_HELPER_IN are read by the launcher
+# runner/lib/launch_helper.sh: the direct launcher's one Python process.
+# Sourced by runner/primus-cli-direct.sh; defines only primus_* / PRIMUS_*
+# names and never changes shell options.
+#
+# The launch helper (`python -m primus_runner launch serve`, a coprocess) first
+# resolves config, ranks and device/NIC detection, then reads the experiment
+# config while the launcher sources the layers, loads the variable registry
+# while the launcher runs the hooks, and finally checks the final environment.
+# One interpreter start instead of two, and the registry loads on the other
+# core (SPEC section 10). Its stdout carries NUL records kind\0key\0value\0.
+#
+#   primus_helper_prepare CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]
+#       start it and take its records up to `end`: config values (config.sh),
+#       env records (exported), note records (PRIMUS_PREPARE_NOTE)
+#   primus_helper_hook_inputs   its records up to `hooks` (what the hooks need)
+#   primus_helper_env_check     the registry's checks of the final environment;
+#                               errors exit with the helper's code (2)
+#   primus_helper_stop          never leave it waiting (exit paths)
+# A helper that ends before the record awaited ends the launch with its
+# status (3 when it exited 0).
+
+if [[ -n ${__PRIMUS_LAUNCH_HELPER_SH:-} ]]; then
+  return 0
+fi
+__PRIMUS_LAUNCH_HELPER_SH=1
+
+PRIMUS_HELPER_PID="" PRIMUS_HELPER_IN="" PRIMUS_HELPER_OUT=""
+# note records: where a value came from (KEY), and the value it had then (KEY=).
+declare -gA PRIMUS_PREPARE_NOTE=()
+# `python -m primus_runner` without runpy (whose imports cost ms of every launch).
+readonly __PRIMUS_HELPER_MAIN='import sys; from primus_runner.cli import main; sys.exit(main(sys.argv[1:]))'
+
+# primus_helper_experiment VAR WORKLOAD...: VAR = the FILE of `train pretrain
+# ... --config FILE` (the last one, as the hook reads it), '' for other
+# workloads. The helper finds out whether that config names a framework.
+primus_helper_experiment() {
+  local -n __primus_exp=$1
+  shift
+  __primus_exp=""
+  [[ ${1:-} == train && ${2:-} == pretrain ]] || return 0
+  shift 2
+  while (($# > 0)); do
+    case $1 in
+      --config=*) __primus_exp=${1#--config=} ;;
+      --config) __primus_exp=${2:-}; (($# < 2)) || shift ;;
+    esac
+    shift
+  done
+}
+
+# primus_helper_start CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]
+primus_helper_start() {
+  local -a args=(launch serve --console-fd "$1")
+  [[ -z $2 ]] || args+=(--config "$2")
+  [[ -z $3 ]] || args+=(--accelerator "$3")
+  shift 3
+  local experiment
+  primus_helper_experiment experiment "$@"
+  # Only this launch's helper says so (never an inherited value).
+  unset PRIMUS_EXPERIMENT_NO_FRAMEWORK PRIMUS_EXPERIMENT_REQUIRED
+  # exec: the coprocess IS the helper, so stopping it (an early exit) stops
+  # Python too, which would otherwise hold the spooled console open.
+  coproc PRIMUS_LAUNCH_HELPER {
+    PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+      exec "$PRIMUS_PYTHON" -c "$__PRIMUS_HELPER_MAIN" "${args[@]}"
+  }
+  # shellcheck disable=SC2154  # set by coproc
+  PRIMUS_HELPER_PID=$PRIMUS_LAUNCH_HELPER_PID
+  PRIMUS_HELPER_IN=${PRIMUS_LAUNCH_HELPER[1]} PRIMUS_HELPER_OUT=${PRIMUS_LAUNCH_HELPER[0]}
+}
+
+# primus_helper_stop: never leave the helper waiting (exit paths, errors).
+primus_helper_stop() {
+  [[ -n $PRIMUS_HELPER_PID ]] || return 0
+  kill "$PRIMUS_HELPER_PID" 2>/dev/null || true
+  PRIMUS_HELPER_PID=""
+}
+
+# primus_helper_finish: the helper has exited; its status is the step's.
+primus_helper_finish() {
+  local rc=0
+  wait "$PRIMUS_HELPER_PID" 2>/dev/null || rc=$?
+  PRIMUS_HELPER_PID=""
+  return "$rc"
+}
+
+# primus_helper_read_records UNTIL HANDLER: hand the helper's records to
+# HANDLER KIND KEY VALUE up to its UNTIL record; a helper that ends before it
+# ends the launch with its status (3 when it exited 0).
+primus_helper_read_records() {
+  local until=$1 handler=$2 kind key value
+  while IFS= read -r -d '' kind <&"$PRIMUS_HELPER_OUT" && IFS= read -r -d '' key <&"$PRIMUS_HELPER_OUT" &&
+    IFS= read -r -d '' value <&"$PRIMUS_HELPER_OUT"; do
+    [[ $kind != "$until" ]] || return 0
+    "$handler" "$kind" "$key" "$value"
+  done
+  local rc=0
+  primus_helper_finish || rc=$?
+  exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
+}
+
+# primus_helper_on_record KIND KEY VALUE: env -> export, note -> PRIMUS_PREPARE_NOTE.
+primus_helper_on_record() {
+  case $1 in
+    env)
+      printf -v "$2" '%s' "$3"
+      export "${2?}"
+      ;;
+    note) PRIMUS_PREPARE_NOTE[$2]=$3 PRIMUS_PREPARE_NOTE[$2=]=${!2-} ;;
+    *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
+  esac
+}
+
+# primus_helper_store_record KIND KEY VALUE: a config value, else env/note.
+primus_helper_store_record() {
+  primus_config_store "$1" "$2" "$3" || primus_helper_on_record "$1" "$2" "$3"
+}
+
+# primus_helper_prepare CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]: start the
+# helper and read its records up to its `end` record.
+primus_helper_prepare() {
+  primus_helper_start "$@"
+  declare -gA __PRIMUS_CONFIG_FILL=()
+  primus_helper_read_records end primus_helper_store_record
+}
+
+# primus_helper_hook_inputs: the records the hooks need (the experiment
+# config's framework), up to the `hooks` record; the helper wrote them while
+# the launcher sourced the layers.
+primus_helper_hook_inputs() {
+  primus_helper_read_records hooks primus_helper_on_record
+}
+
+# primus_helper_env_check: hand the final environment to the helper for the
+# registry's checks (env check); errors stop the launch with exit 2.
+primus_helper_env_check() {
+  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
+    printf 'skip\0' >&"$PRIMUS_HELPER_IN"
+    primus_helper_finish || true
+    LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped; the launch may fail on the nodes instead of here."
+    return 0
+  fi
+  {
+    printf 'check\0%s\0' "${PRIMUS_ACCELERATOR:-}"
+    command -p env -0
+    printf '\0'
+  } >&"$PRIMUS_HELPER_IN"
+  local kind="" value="" rc=0
+  IFS= read -r -d '' kind <&"$PRIMUS_HELPER_OUT" && IFS= read -r -d '' value <&"$PRIMUS_HELPER_OUT" || true
+  primus_helper_finish || rc=$?
+  if [[ $kind == rc && $value =~ ^[0-9]+$ ]]; then
+    rc=$value
+  elif ((rc == 0)); then
+    rc=$PRIMUS_EXIT_RUNTIME
+  fi
+  if ((rc != 0)); then
+    LOG_ERROR "environment check failed (exit $rc): nothing was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1 to launch anyway."
+    exit "$rc"
+  fi
+}

@@ -1,0 +1,76 @@
+# shellcheck shell=bash
+# runner/lib/launch_hooks.sh: the direct launcher's side of the hook protocol
+# (SPEC section 8): run the hook runner or the patch runner and apply the NUL
+# records it prints (runner/helpers/execute_hooks.sh says what they are).
+# Sourced by runner/primus-cli-direct.sh; defines only primus_* / PRIMUS_*
+# names and never changes shell options.
+#
+#   primus_hooks_run DRY_RUN RUNNER_DIR [WORKLOAD...]
+#       global hooks, then hooks/<group>/<name>/ for the first two workload words
+#   primus_hooks_run_patches DRY_RUN RUNNER_DIR PATCH...
+#       the patches (--patch, direct.patch), after the hooks
+# env records are exported (their origin noted for env show), extra records
+# are appended to PRIMUS_EXTRA_ARGS as --name value. A failing runner ends the
+# launch with its exit code.
+
+if [[ -n ${__PRIMUS_LAUNCH_HOOKS_SH:-} ]]; then
+  return 0
+fi
+__PRIMUS_LAUNCH_HOOKS_SH=1
+
+PRIMUS_EXTRA_ARGS=()
+
+# primus_hooks_on_record KIND NAME VALUE: env -> export, extra -> --name value.
+primus_hooks_on_record() {
+  case $1 in
+    env)
+      printf -v "$2" '%s' "$3"
+      export "${2?}"
+      primus_env_note_origin "$2" hook
+      ;;
+    extra) PRIMUS_EXTRA_ARGS+=("--$2" "$3") ;;
+    *) LOG_WARN "ignoring unknown hook record kind '$1'" ;;
+  esac
+}
+
+# primus_hooks_read_records: NUL records kind\0name\0value\0 on stdin.
+primus_hooks_read_records() {
+  local kind name value
+  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
+    primus_hooks_on_record "$kind" "$name" "$value"
+  done
+}
+
+# primus_hooks_apply DRY_RUN RUNNER ARGS...: run a hook/patch runner (with
+# --dry-run when DRY_RUN is 1) and apply its records.
+primus_hooks_apply() {
+  local -a cmd=("${@:2}")
+  [[ $1 != 1 ]] || cmd=("$2" --dry-run "${@:3}")
+  primus_hooks_read_records < <("${cmd[@]}")
+  local rc=0
+  wait "$!" || rc=$?
+  ((rc == 0)) || exit "$rc"
+}
+
+# primus_hooks_run DRY_RUN RUNNER_DIR [WORKLOAD...]: group and name are the
+# first two workload words (with fewer, empty ones: only the global hooks
+# run), handed over as option values; the workload words follow `--` as data,
+# whatever they start with.
+primus_hooks_run() {
+  local dry=$1 runner=$2/helpers/execute_hooks.sh
+  shift 2
+  primus_require_file "$runner" "hook runner"
+  primus_hooks_apply "$dry" "$runner" --group "${1-}" --name "${2-}" -- "${@:3}"
+}
+
+# primus_hooks_run_patches DRY_RUN RUNNER_DIR PATCH...: every patch must exist.
+primus_hooks_run_patches() {
+  local dry=$1 runner=$2/helpers/execute_patches.sh patch
+  shift 2
+  (($# > 0)) || return 0
+  primus_require_file "$runner" "patch runner"
+  for patch in "$@"; do
+    primus_require_file "$patch" "patch (--patch / direct.patch)"
+  done
+  primus_hooks_apply "$dry" "$runner" "$@"
+}

@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# runner/lib/launch_log.sh: the direct launcher's log file: its default name,
+# claiming it without overwriting anything, and copying the launcher's output
+# into it. Sourced by runner/primus-cli-direct.sh; defines only primus_* /
+# PRIMUS_* names and never changes shell options.
+#
+#   primus_launch_log_default VAR WORKSPACE NODE_RANK
+#       VAR = WORKSPACE/logs/primus-<UTC>-node<NODE_RANK>.log
+#   primus_launch_log_claim VAR
+#       create the file VAR names, or name-1.log, name-2.log, ... when taken
+#   primus_launch_log_tee FILE SILENT
+#       from now on stdout and stderr also go to FILE (SILENT=1: stdout only
+#       to FILE); the console stays on descriptors 3 and 4
+#   primus_launch_log_flush
+#       close the copies so every line is written before the launcher exits
+
+if [[ -n ${__PRIMUS_LAUNCH_LOG_SH:-} ]]; then
+  return 0
+fi
+__PRIMUS_LAUNCH_LOG_SH=1
+
+PRIMUS_LOG_TEE_PID=""
+
+# primus_launch_log_default VAR WORKSPACE NODE_RANK: the default log file.
+primus_launch_log_default() {
+  local __primus_stamp
+  TZ=UTC printf -v __primus_stamp '%(%Y%m%dT%H%M%SZ)T' -1
+  printf -v "$1" '%s' "$2/logs/primus-$__primus_stamp-node$3.log"
+}
+
+# primus_launch_log_claim VAR: create the file VAR names without overwriting
+# anything: when the name is taken, name-1.log, name-2.log, ... VAR becomes the
+# file created. Returns 1 when the directory cannot be created and 2 when the
+# file cannot (VAR then names the directory or the file that failed).
+primus_launch_log_claim() {
+  local -n __primus_log=$1
+  local base=${__primus_log%.log} candidate=$__primus_log n=0 log_dir
+  primus_dir_of log_dir "$__primus_log"
+  if [[ ! -d $log_dir ]] && ! mkdir -p -- "$log_dir" 2>/dev/null; then
+    __primus_log=$log_dir
+    return 1
+  fi
+  until (set -o noclobber && : >"$candidate") 2>/dev/null; do
+    if [[ ! -e $candidate ]]; then
+      __primus_log=$candidate
+      return 2
+    fi
+    n=$((n + 1))
+    candidate=$base-$n.log
+  done
+  __primus_log=$candidate
+}
+
+# primus_launch_log_tee FILE SILENT: from now on, everything also goes to
+# FILE. The tees ignore the signals that stop a run: a SIGTERM to the
+# launcher's process group (timeout, kill -- -PGID) must not cut the stop's own
+# lines; they end when the last writer closes.
+primus_launch_log_tee() {
+  local file=$1
+  exec 3>&1 4>&2
+  if [[ $2 == 1 ]]; then
+    # shellcheck disable=SC2094  # both only append to the log
+    exec >>"$file" 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$file" >&4)
+  else
+    exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$file" >&3) \
+      2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$file" >&4)
+  fi
+  PRIMUS_LOG_TEE_PID=$!
+}
+
+# primus_launch_log_flush: close the tees so every line is written before exit.
+primus_launch_log_flush() {
+  [[ -n $PRIMUS_LOG_TEE_PID ]] || return 0
+  exec 1>&3 2>&4
+  wait "$PRIMUS_LOG_TEE_PID" 2>/dev/null || true
+  PRIMUS_LOG_TEE_PID=""
+}
