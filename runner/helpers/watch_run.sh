@@ -34,8 +34,8 @@ done
 WATCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$WATCH_DIR/lib/common.sh"
-# shellcheck source=runner/lib/supervise.sh
-source "$WATCH_DIR/lib/supervise.sh"
+# shellcheck source=runner/lib/processes.sh
+source "$WATCH_DIR/lib/processes.sh"
 
 members=()
 mapfile -t members < <(primus_run_members "$run_id")

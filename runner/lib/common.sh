@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# runner/lib/common.sh: logging, errors, secret masking and the Python entry.
+# runner/lib/common.sh: logging, errors, paths and the Python entry; secret
+# masking is runner/lib/secrets.sh, which it sources.
 #
 # Sourced by every runner script (and safe to source by hand): it defines
 # functions and a few PRIMUS_* variables, never changes shell options, never
@@ -58,6 +59,9 @@ primus_dir_of __primus_lib_dir "${BASH_SOURCE[0]}"
 source "$__primus_lib_dir/facts.sh"
 # shellcheck source=runner/lib/usage.sh
 source "$__primus_lib_dir/usage.sh"
+# The secret-name rule, masking and argv hygiene (SPEC section 3).
+# shellcheck source=runner/lib/secrets.sh
+source "$__primus_lib_dir/secrets.sh"
 unset __primus_lib_dir
 
 # Exit codes (SPEC section 3).
@@ -97,150 +101,6 @@ __primus_switch_on() {
   local on
   for on in "${PRIMUS_LOG_SWITCH_ON[@]}"; do [[ $1 == "$on" ]] && return 0; done
   return 1
-}
-
-# primus_is_secret_name NAME: true when NAME's value must never be printed.
-# The names and suffixes come from runner/lib/facts.sh (registry shared_facts), the
-# data Python's primus_runner.masking.is_secret reads too.
-primus_is_secret_name() {
-  # shellcheck disable=SC2053  # the right side is the rule's glob, unquoted on purpose
-  [[ ${1^^} == $PRIMUS_SECRET_GLOB ]]
-}
-
-# __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES. This
-# runs for every log line. `compgen -v` in a command substitution (one fork)
-# lists them all at once; a `${!X@}` expansion collects and sorts every
-# variable to return the names starting with X, so the 52 of them the fallback
-# needs (53 with "_") cost 3-6 ms with the launcher's ~200 variables, against ~1 ms
-# (measured on the 2-core development machine). The fallback serves a bash
-# without programmable completion (no compgen) and a fork that fails: a
-# secret must be masked even when the machine is out of processes.
-__PRIMUS_COMPGEN=""
-if compgen -v >/dev/null 2>&1; then __PRIMUS_COMPGEN=1; fi
-__primus_all_var_names() {
-  local __names
-  if [[ -n ${__PRIMUS_COMPGEN:-} ]] && __names=$(compgen -v 2>/dev/null) && [[ -n $__names ]]; then
-    # Names are identifiers: splitting on newlines alone, no glob can match.
-    local IFS=$'\n'
-    # shellcheck disable=SC2206
-    __PRIMUS_NAMES=($__names)
-    return 0
-  fi
-  __PRIMUS_NAMES=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}"
-    "${!H@}" "${!I@}" "${!J@}" "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}"
-    "${!Q@}" "${!R@}" "${!S@}" "${!T@}" "${!U@}" "${!V@}" "${!W@}" "${!X@}" "${!Y@}"
-    "${!Z@}" "${!a@}" "${!b@}" "${!c@}" "${!d@}" "${!e@}" "${!f@}" "${!g@}" "${!h@}"
-    "${!i@}" "${!j@}" "${!k@}" "${!l@}" "${!m@}" "${!n@}" "${!o@}" "${!p@}" "${!q@}"
-    "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}" "${!y@}" "${!z@}" "${!_@}")
-}
-
-# Tracing (set -x) never shows a secret: every function here that handles a
-# secret value starts with `{ local __xt=$-; set +x; } 2>/dev/null` and ends by
-# restoring the caller's xtrace, so a caller's `set -x` traces their call but
-# not the values inside; PRIMUS_DEBUG=1 traces through primus_mask_stream
-# (primus_debug_trace_begin).
-
-# primus_mask_into VAR TEXT: store in VAR the TEXT with the value of every
-# secret variable (see primus_is_secret_name) replaced by ****. The one masking
-# function every shell printer uses.
-primus_mask_into() {
-  { local __xt=$-; set +x; } 2>/dev/null
-  local __out=$1 __text=$2 __name __value
-  __primus_all_var_names
-  for __name in "${__PRIMUS_NAMES[@]}"; do
-    # The rule's glob inline (primus_is_secret_name): a function call per
-    # variable per log line would cost milliseconds.
-    # shellcheck disable=SC2053
-    [[ ${__name^^} == $PRIMUS_SECRET_GLOB ]] || continue
-    __value=${!__name-}
-    [[ ${#__value} -ge 3 ]] || continue
-    __text=${__text//"$__value"/****}
-  done
-  for __value in "${PRIMUS_MASK_VALUES[@]}"; do
-    [[ ${#__value} -ge 3 ]] || continue
-    __text=${__text//"$__value"/****}
-  done
-  printf -v "$__out" '%s' "$__text"
-  [[ $__xt != *x* ]] || set -x
-}
-
-# PRIMUS_MASK_VALUES: more values to mask that no variable of this shell holds
-# (e.g. a secret an earlier hook emitted as env.NAME=VALUE). primus_mask_add
-# NAME VALUE adds VALUE when NAME is a secret.
-declare -ga PRIMUS_MASK_VALUES 2>/dev/null || true
-primus_mask_add() {
-  { local __xt=$-; set +x; } 2>/dev/null
-  if primus_is_secret_name "$1" && ((${#2} >= 3)); then
-    PRIMUS_MASK_VALUES+=("$2")
-  fi
-  [[ $__xt != *x* ]] || set -x
-}
-
-
-# primus_mask_value NAME VALUE: VALUE, or **** when NAME is a secret.
-primus_mask_value() {
-  { local __xt=$-; set +x; } 2>/dev/null
-  if primus_is_secret_name "$1" && [[ -n $2 ]]; then
-    printf '****'
-  else
-    printf '%s' "$2"
-  fi
-  [[ $__xt != *x* ]] || set -x
-}
-
-# primus_mask_stream: copy stdin to stdout line by line, masked: the values of
-# the secret variables this shell holds when it starts (and PRIMUS_MASK_VALUES),
-# and the value of any NAME=VALUE / env.NAME=VALUE word whose NAME is a secret
-# (a secret assigned after the stream started). For hook output and traces;
-# Runs in a subshell of its own (its shell options stay there).
-primus_mask_stream() (
-  set +x
-  local -a __values=()
-  local __name __value __line __re __n
-  __primus_all_var_names
-  for __name in "${__PRIMUS_NAMES[@]}"; do
-    # shellcheck disable=SC2053
-    [[ ${__name^^} == $PRIMUS_SECRET_GLOB ]] || continue
-    [[ $__name == __* ]] && continue
-    __value=${!__name-}
-    ((${#__value} >= 3)) && __values+=("$__value")
-  done
-  for __value in "${PRIMUS_MASK_VALUES[@]}"; do
-    ((${#__value} >= 3)) && __values+=("$__value")
-  done
-  # NAME=VALUE or `-v NAME %s VALUE` (printf -v in a trace) with a secret NAME.
-  __re='(^|[^A-Za-z0-9_])('"$PRIMUS_SECRET_NAME_RE"'(=|[[:space:]]+%s[[:space:]]+))('"'[^']*'|[^*'\"[:space:]][^'\"[:space:]]*)"
-  shopt -s nocasematch
-  while IFS= read -r __line || [[ -n $__line ]]; do
-    for __value in "${__values[@]}"; do
-      __line=${__line//"$__value"/****}
-    done
-    __n=0
-    while ((__n++ < 20)) && [[ $__line =~ $__re ]]; do
-      # [2]: NAME= (or -v NAME %s ); the value is the last group.
-      __line=${__line/"${BASH_REMATCH[2]}${BASH_REMATCH[-1]}"/"${BASH_REMATCH[2]}****"}
-    done
-    printf '%s\n' "$__line"
-  done
-)
-
-# primus_debug_trace_begin: with PRIMUS_DEBUG=1, turn on xtrace with the trace
-# sent through primus_mask_stream to stderr (BASH_XTRACEFD), so a traced
-# assignment or call shows **** instead of a secret. Idempotent.
-primus_debug_trace_begin() {
-  [[ ${PRIMUS_DEBUG:-0} == 1 && -z ${__PRIMUS_TRACE_FD:-} ]] || return 0
-  exec {__PRIMUS_TRACE_FD}> >(primus_mask_stream >&2)
-  BASH_XTRACEFD=$__PRIMUS_TRACE_FD
-  set -x
-}
-
-# primus_debug_trace_end: stop what primus_debug_trace_begin started.
-primus_debug_trace_end() {
-  { [[ -n ${__PRIMUS_TRACE_FD:-} ]] || return 0; } 2>/dev/null
-  set +x
-  # Unsetting BASH_XTRACEFD closes the filter's descriptor (bash(1)).
-  unset BASH_XTRACEFD
-  __PRIMUS_TRACE_FD=""
 }
 
 __primus_log() {
@@ -440,38 +300,6 @@ primus_log_spool_drop() {
   __primus_log_spool_stop
   rm -f -- "$__PRIMUS_SPOOL"
   __PRIMUS_SPOOL=""
-}
-
-# primus_secret_env_args OUT COUNT ARGS...: OUT = ARGS, except that every
-# `--env NAME=VALUE` among the first COUNT words whose NAME is a secret becomes
-# `--env NAME` (by name) and NAME=VALUE is exported instead: a value on an argv
-# is readable by every user of the node (/proc/PID/cmdline) for the whole job.
-# The names moved are in PRIMUS_SECRET_MOVED. Status 0 when one moved, else 1.
-primus_secret_env_args() {
-  { local __xt=$-; set +x; } 2>/dev/null
-  local -n __sea_out=$1
-  local __count=$2 __i __next __name __rc=1
-  shift 2
-  local -a __words=("$@")
-  __sea_out=()
-  PRIMUS_SECRET_MOVED=()
-  for ((__i = 0; __i < ${#__words[@]}; __i++)); do
-    __next=${__words[__i + 1]-}
-    __name=${__next%%=*}
-    if ((__i + 1 < __count)) && [[ ${__words[__i]} == --env && $__next == *=* &&
-      $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && primus_is_secret_name "$__name"; then
-      printf -v "$__name" '%s' "${__next#*=}"
-      export "${__name?}"
-      __sea_out+=(--env "$__name")
-      PRIMUS_SECRET_MOVED+=("$__name")
-      __i=$((__i + 1))
-      __rc=0
-      continue
-    fi
-    __sea_out+=("${__words[__i]}")
-  done
-  [[ $__xt != *x* ]] || set -x
-  return "$__rc"
 }
 
 # primus_read_nul_exports: read NAME\0VALUE\0 records on stdin and export each
