@@ -97,7 +97,7 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     ``origins`` (when given) receives where each value came from; with
     ``failures`` given a failing step is appended there as (step, reason,
     exit code) instead of raised, and the other steps still run."""
-    from primus_runner import devices, nics, ranks
+    from primus_runner import devices, nics, placement, ranks
 
     out: dict[str, str] = {}
     where: dict[str, str] = {} if origins is None else origins
@@ -123,7 +123,7 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         found_devices = devices.detect_devices(sysfs_root, dev_root, view)
         found = found_devices.as_env()
         notes += found_devices.notes
-        local_rank = devices.srun_native_local_rank(env, found_devices)
+        local_rank = placement.srun_native_local_rank(env, found_devices)
         if local_rank is not None:
             out["LOCAL_RANK"], note = local_rank
             where["LOCAL_RANK"] = "detected"

@@ -14,12 +14,16 @@ Sources, all read under ``--sysfs-root`` (``PRIMUS_SYSFS_ROOT``) and
 - Neuron: ``dev/neuron<N>`` under the dev root, ``sys/class/neuron_device/
   neuron<N>/{core_count,device/numa_node}``, and the EC2 instance type from
   ``sys/class/dmi/id/product_name`` (facts: the registry's ``neuron`` tables), and
-  EFA devices under ``sys/class/infiniband`` (``device/driver`` is ``efa``).
+  EFA devices under ``sys/class/infiniband`` (``device/driver`` is ``efa``);
+  those readings and the instance facts are primus_runner.neuron_hw.
 - NVIDIA: ``nvidia-smi -L`` when on PATH (one call).
 - Otherwise ``cpu``.
 
 Overrides win over detection: ``PRIMUS_ACCELERATOR`` (auto|rocm|cuda|neuron|cpu),
 ``PRIMUS_GPU_MODEL`` (MI300X|MI325X|MI355X), ``PRIMUS_NEURON_INSTANCE``.
+
+What a process sees of the devices found (GPU masks, a local rank's NUMA node,
+CPU affinity) is primus_runner.placement.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from collections.abc import Mapping
 
 from primus_runner.errors import UsageError, closest
 from primus_runner.facts import ACCELERATORS
+from primus_runner.placement import gpu_mask, numa_node_for_rank, set_affinity
 from primus_runner.records import asdict, dataclass, field
 
 TYPE_CHECKING = False
@@ -39,35 +44,6 @@ GPU_MODELS = ("MI300X", "MI325X", "MI355X")
 AMD_DEVICE_IDS = {0x74A1: "MI300X", 0x74A5: "MI325X"}
 GFX_FAMILY_MODEL = {90500: "MI355X"}          # gfx950: MI350 series, tuned by the MI355X layer
 GFX_NAMES = {90402: "gfx942", 90500: "gfx950", 90010: "gfx90a", 90008: "gfx908"}
-
-# Neuron hardware facts live in one place, the registry's ``neuron`` tables
-# (data/variables.yaml: families, devices_per_instance, efa_devices_per_instance,
-# each with its AWS source); the helpers below read them.
-_NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
-
-
-def _neuron_tables() -> dict[str, Any]:
-    from primus_runner.registry import load
-
-    return load().neuron
-
-
-def _neuron_family(instance_type: str) -> str | None:
-    """trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
-    match = _NEURON_FAMILY.match(instance_type.strip().lower())
-    return f"{match.group(1)}{match.group(2)}" if match else None
-
-
-def neuron_instances() -> dict[str, tuple[int, int, int]]:
-    """EC2 instance type -> (Neuron devices, physical NeuronCores per device, default LNC)."""
-    tables = _neuron_tables()
-    families = tables.get("families", {})
-    out = {}
-    for itype, devices in tables.get("devices_per_instance", {}).items():
-        fam = families.get(_neuron_family(itype) or "", {})
-        out[itype] = (devices, fam.get("cores_per_device"), fam.get("default_lnc"))
-    return out
-
 
 @dataclass
 class Device:
@@ -266,99 +242,6 @@ def amd_model(props: dict[str, str], env: Mapping[str, str], notes: list[str],
     return None
 
 
-# -- Neuron ---------------------------------------------------------------------
-def _untabled_families() -> list[str]:
-    tabled = {_neuron_family(name) for name in neuron_instances()}
-    return [f for f in _neuron_tables().get("families", {}) if f not in tabled]
-
-
-def neuron_instance_facts(instance_type: str) -> dict[str, Any]:
-    """Facts for an EC2 instance type: devices, cores per device, default LNC."""
-    itype = instance_type.strip().lower()
-    family = _neuron_family(itype)
-    families = _neuron_tables().get("families", {})
-    instances = neuron_instances()
-    if itype in instances:
-        devices, cores, lnc = instances[itype]
-    elif family in _untabled_families() and "." in itype and families[family].get("cores_per_device"):
-        # A family whose sizes are not in the table (e.g. trn3): facts per device only.
-        cores, lnc = families[family]["cores_per_device"], families[family]["default_lnc"]
-        devices = None
-    else:
-        hint = closest(itype, list(instances))
-        raise UsageError(f"PRIMUS_NEURON_INSTANCE='{instance_type}' is not a known Neuron instance "
-                         f"type; accepted: {', '.join(instances)} (or any size of "
-                         f"{', '.join(_untabled_families())})"
-                         + (f". Did you mean '{hint}'?" if hint else ""))
-    return {"instance": itype, "family": family, "devices": devices, "cores_per_device": cores,
-            "default_lnc": lnc,
-            "logical_cores": devices * cores // lnc if devices is not None else None}
-
-
-def efa_devices(root: str) -> list[str]:
-    """EFA devices: ``sys/class/infiniband/<dev>`` whose ``device/driver`` is the
-    kernel's ``efa`` module (drivers/infiniband/hw/efa, DRV_MODULE_NAME "efa")."""
-    base = os.path.join(root, "sys/class/infiniband")
-    out = []
-    for name in _listdir(base):
-        driver = os.path.join(base, name, "device/driver")
-        if os.path.islink(driver) and os.path.basename(os.readlink(driver)) == "efa":
-            out.append(name)
-    return sorted(out)
-
-
-def neuron_devices(root: str, dev_root: str) -> list[Device]:
-    names = [n for n in _listdir(os.path.join(dev_root, "dev")) if re.fullmatch(r"neuron\d+", n)]
-    out: list[Device] = []
-    for name in sorted(names, key=lambda n: int(n[6:])):
-        sys_dir = os.path.join(root, "sys/class/neuron_device", name)
-        cores = _int(_read(os.path.join(sys_dir, "core_count")), 0) or None
-        out.append(Device("neuron", int(name[6:]), name, None,
-                          _int(_read(os.path.join(sys_dir, "device/numa_node"))), cores))
-    return out
-
-
-def _effective_lnc(env: Mapping[str, str], cores: int, default: int, notes: list[str]) -> int:
-    for name in ("NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VIRTUAL_CORE_SIZE"):
-        value = (env.get(name) or "").strip()
-        if not value:
-            continue
-        if value.isdigit() and int(value) > 0 and cores % int(value) == 0 and \
-                int(value) & (int(value) - 1) == 0:
-            return int(value)
-        notes.append(f"{name}={value} is not a power of two dividing {cores} cores per device; "
-                     f"logical cores computed with the default LNC {default}")
-        return default
-    return default
-
-
-def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
-                   instance: str | None, notes: list[str]) -> dict[str, Any]:
-    facts: dict[str, Any] = {}
-    if instance:
-        facts = neuron_instance_facts(instance)
-    cores = next((d.cores for d in devices if d.cores), None) or facts.get("cores_per_device")
-    default_lnc = facts.get("default_lnc")
-    if default_lnc is None and cores:
-        # Instance type unknown: the family default of devices with this many cores.
-        lncs = {f.get("default_lnc") for f in _neuron_tables().get("families", {}).values()
-                if f.get("cores_per_device") == cores}
-        default_lnc = lncs.pop() if len(lncs) == 1 else None
-    count = len(devices) if devices else facts.get("devices")
-    if devices and facts.get("devices") not in (None, len(devices)):
-        notes.append(f"{facts['instance']} has {facts['devices']} Neuron devices but "
-                     f"{len(devices)} are visible here; using {len(devices)}")
-    summary = {"instance": facts.get("instance", instance), "devices": count,
-               "cores_per_device": cores, "default_lnc": default_lnc, "lnc": None,
-               "logical_cores": None, "efa_devices": len(efa_devices(root)) if devices else None}
-    if cores and default_lnc:
-        lnc = _effective_lnc(env, cores, default_lnc, notes)
-        summary["lnc"] = lnc
-        if count is not None:
-            summary["logical_cores"] = count * cores // lnc
-    return summary
-
-
 # -- NVIDIA -----------------------------------------------------------------------
 def _which(name: str, env: Mapping[str, str]) -> str | None:
     """Like shutil.which, without importing shutil on every launch."""
@@ -399,6 +282,8 @@ def _override(env: Mapping[str, str], name: str) -> str | None:
 
 def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
                    env: Mapping[str, str] | None = None) -> Devices:
+    from primus_runner import neuron_hw  # imports this module: not at its top
+
     env = os.environ if env is None else env
     notes: list[str] = []
     overrides: dict[str, str] = {}
@@ -423,7 +308,7 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
         overrides["PRIMUS_GPU_MODEL"] = model_override
     instance_override = _override(env, "PRIMUS_NEURON_INSTANCE")
     if instance_override is not None:
-        neuron_instance_facts(instance_override)      # validates
+        neuron_hw.neuron_instance_facts(instance_override)      # validates
         overrides["PRIMUS_NEURON_INSTANCE"] = instance_override.lower()
     if wanted is None and model_override is not None:
         wanted = "rocm"                                  # a GPU model names the accelerator
@@ -457,18 +342,18 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
         product = (_read(os.path.join(sysfs_root, "sys/class/dmi/id/product_name")) or "").strip().lower()
         # The registry's tables only when the name looks like an instance type:
         # loading them costs ms of every launch on a host that is no Neuron one.
-        family = _neuron_family(product) if "." in product else None
-        if family is not None and family in _neuron_tables().get("families", {}):
+        family = neuron_hw.neuron_family(product) if "." in product else None
+        if family is not None and family in neuron_hw.neuron_tables().get("families", {}):
             instance = product
             detected_by.append("dmi product_name")
-    neuron = [] if wanted in ("rocm", "cuda", "cpu") else neuron_devices(sysfs_root, dev_root)
+    neuron = [] if wanted in ("rocm", "cuda", "cpu") else neuron_hw.neuron_devices(sysfs_root, dev_root)
     if neuron:
         detected_by.append("/dev/neuron*")
     if (neuron and wanted is None) or wanted == "neuron":
         if wanted == "neuron" and not neuron and instance is None:
             notes.append("PRIMUS_ACCELERATOR=neuron but no /dev/neuron* device and no instance "
                          "type; set PRIMUS_NEURON_INSTANCE")
-        summary = neuron_summary(sysfs_root, env, neuron, instance, notes)
+        summary = neuron_hw.neuron_summary(sysfs_root, env, neuron, instance, notes)
         return Devices("neuron", None, neuron, summary, cpus, detected_by, overrides, notes)
 
     if wanted in (None, "cuda"):
@@ -483,114 +368,11 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
 
 
 # -- GPU masks ------------------------------------------------------------------
-# ROCm applies ROCR_VISIBLE_DEVICES first (indices or UUIDs of the host's GPUs);
-# HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES, which HIP also reads) then
-# indexes the GPUs ROCR left. Sources: ROCm docs "GPU isolation techniques"
-# (https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html) and
-# PyTorch's device count with both set (pytorch/pytorch#142292: ROCR=1,2,3 with
-# HIP=0 is one GPU). On CUDA only CUDA_VISIBLE_DEVICES applies.
-@dataclass
-class GpuMask:
-    visible: list[int] | None     # physical indices left (None: a mask uses UUIDs)
-    count: int
-    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (variable, why, fix)
-
-
-def _mask_items(value: str) -> list[str]:
-    return [p.strip() for p in value.split(",") if p.strip()]
-
-
-def gpu_mask(env: Mapping[str, str], physical: int, accelerator: str = "rocm") -> GpuMask:
-    """The GPUs a process sees after the masks, and the mask items that name nothing."""
-    problems: list[tuple[str, str, str]] = []
-    visible: list[int] | None = list(range(physical))
-    count = physical
-    layers = (("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
-              if accelerator == "rocm" else ("CUDA_VISIBLE_DEVICES",))
-    applied: list[str] = []
-    for name in layers:
-        value = (env.get(name) or "").strip()
-        if not value or (name == "CUDA_VISIBLE_DEVICES" and "HIP_VISIBLE_DEVICES" in applied):
-            continue
-        items = _mask_items(value)
-        base = " after " + applied[0] + "=" + env[applied[0]] if applied else ""
-        if visible is not None and all(i.isdigit() for i in items):
-            beyond = [i for i in items if int(i) >= len(visible)]
-            if beyond and physical > 0:
-                if applied:
-                    why = (f"indexes the {len(visible)} GPU(s) left{base} ({name} applies on top of "
-                           f"it, counting from 0): {', '.join(beyond)} name(s) nothing")
-                    fix = (f"unset {name} ({applied[0]} already chooses the GPUs), or list "
-                           f"indices 0-{len(visible) - 1}")
-                else:
-                    why = (f"names GPU(s) {', '.join(beyond)}, but this host has {physical} "
-                           f"(0-{physical - 1})")
-                    fix = f"list indices 0-{physical - 1}"
-                problems.append((name, why, fix))
-            visible = [visible[int(i)] for i in items if int(i) < len(visible)]
-            count = len(visible)
-        else:
-            visible = None
-            count = len(items)
-        applied.append(name)
-    return GpuMask(visible, count, problems)
-
-
 def _masked(found: Devices, env: Mapping[str, str]) -> Devices:
     mask = gpu_mask(env, len(found.devices), found.accelerator)
     if mask.count != len(found.devices):
         found.visible_count = mask.count
     return found
-
-
-def _visible(env: Mapping[str, str], found: Devices) -> list[int] | None:
-    return gpu_mask(env, len(found.devices), found.accelerator).visible
-
-
-def numa_node_for_rank(found: Devices, local_rank: int, env: Mapping[str, str]) -> int:
-    """NUMA node of the device a local rank uses (-1 when unknown)."""
-    if found.accelerator in ("rocm", "cuda"):
-        visible = _visible(env, found)
-        index = visible[local_rank] if visible and local_rank < len(visible) else local_rank
-        by_index = {d.index: d for d in found.devices}
-        return by_index[index].numa_node if index in by_index else -1
-    if found.accelerator == "neuron" and found.devices and found.neuron:
-        cores = found.neuron.get("cores_per_device") or 1
-        lnc = found.neuron.get("lnc") or 1
-        per_device = max(cores // lnc, 1)
-        index = local_rank // per_device
-        return found.devices[index].numa_node if index < len(found.devices) else -1
-    if found.numa_cpus:
-        nodes = list(found.numa_cpus)
-        return nodes[local_rank % len(nodes)]
-    return -1
-
-
-def set_affinity(pid: int, cpus: list[int]) -> str:
-    """Pin ``pid`` to ``cpus`` (those it may use); 'set', 'empty' or 'failed:<why>'."""
-    try:
-        import psutil
-
-        proc = psutil.Process(pid)
-        allowed = set(proc.cpu_affinity())
-        target = sorted(set(cpus) & allowed)
-        if not target:
-            return "empty"
-        proc.cpu_affinity(target)
-        return "set"
-    except ImportError:
-        pass
-    except Exception as exc:  # noqa: BLE001 (psutil.Error, OSError: reported, not raised)
-        return f"failed:{type(exc).__name__}"
-    try:
-        allowed = os.sched_getaffinity(pid)
-        target = sorted(set(cpus) & allowed)
-        if not target:
-            return "empty"
-        os.sched_setaffinity(pid, target)
-        return "set"
-    except OSError as exc:
-        return f"failed:{exc.strerror or type(exc).__name__}"
 
 
 def _table(found: Devices) -> str:
@@ -663,23 +445,3 @@ def main(argv: list[str]) -> int:
     else:
         sys.stdout.write(_table(found))
     return 0
-
-
-def srun_native_local_rank(env: Mapping[str, str], found: Devices) -> tuple[str, str] | None:
-    """srun-native (one Slurm task per worker): with a per-task GPU mask (srun
-    --gpu-bind gives task N ROCR_VISIBLE_DEVICES=N), the worker sees fewer GPUs
-    than there are tasks on the node, so its device is index 0 of its own mask,
-    not SLURM_LOCALID. Returns (LOCAL_RANK, note) when it must change."""
-    if env.get("PRIMUS_SRUN_NATIVE") != "1" or found.accelerator not in ("rocm", "cuda"):
-        return None
-    local, size = env.get("LOCAL_RANK", ""), env.get("LOCAL_WORLD_SIZE", "")
-    if not (local.isdigit() and size.isdigit()) or int(local) == 0:
-        return None
-    names = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
-    masks = [f"{n}={env[n]}" for n in names if env.get(n)]
-    mask = gpu_mask(env, len(found.devices), found.accelerator)
-    if not masks or mask.count == 0 or mask.count >= int(size) or int(local) < mask.count:
-        return None
-    return "0", (f"srun-native task with LOCAL_RANK {local} of {size} has a per-task GPU mask "
-                 f"({', '.join(masks)}: {mask.count} GPU(s) visible); LOCAL_RANK=0 selects the "
-                 "first GPU of its own mask")

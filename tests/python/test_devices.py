@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner.devices import detect_devices, neuron_instance_facts, numa_node_for_rank, parse_cpulist
+from primus_runner.devices import detect_devices, parse_cpulist
 from primus_runner.errors import UsageError
+from primus_runner.neuron_hw import neuron_instance_facts
+from primus_runner.placement import numa_node_for_rank
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "sysfs"
@@ -87,22 +89,22 @@ def test_neuron_instance_facts(itype, devices, cores, lnc, logical) -> None:
 
 def test_neuron_facts_come_from_the_registry_tables() -> None:
     """One place for hardware facts: devices.py reads the registry's neuron tables."""
-    from primus_runner import devices, registry
+    from primus_runner import neuron_hw, registry
 
     tables = registry.load().neuron
-    assert set(devices.neuron_instances()) == set(tables["devices_per_instance"])
-    for itype, (count, cores, lnc) in devices.neuron_instances().items():
-        family = tables["families"][devices._neuron_family(itype)]
+    assert set(neuron_hw.neuron_instances()) == set(tables["devices_per_instance"])
+    for itype, (count, cores, lnc) in neuron_hw.neuron_instances().items():
+        family = tables["families"][neuron_hw.neuron_family(itype)]
         assert (count, cores, lnc) == (tables["devices_per_instance"][itype],
                                        family["cores_per_device"], family["default_lnc"])
     # Inf1 (NeuronCore-v1) is in neither: the runtime reference covers Inf2/Trn1/Trn2/Trn3.
-    assert not any(name.startswith("inf1") for name in devices.neuron_instances())
+    assert not any(name.startswith("inf1") for name in neuron_hw.neuron_instances())
     with pytest.raises(UsageError):
         neuron_instance_facts("inf1.24xlarge")
 
 
 def test_efa_devices_need_the_efa_driver(tmp_path) -> None:
-    from primus_runner.devices import efa_devices
+    from primus_runner.neuron_hw import efa_devices
 
     assert efa_devices(str(FIX / "trn1.32xlarge")) == sorted(
         f"rdmap{16 + 16 * k}s27" for k in range(8))
@@ -282,7 +284,7 @@ def test_numa_node_follows_rocr_then_hip() -> None:
 
 
 def test_hip_beyond_the_rocr_list_is_a_problem_naming_both() -> None:
-    from primus_runner.devices import gpu_mask
+    from primus_runner.placement import gpu_mask
 
     mask = gpu_mask({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, 8)
     assert mask.count == 4 and mask.visible == [4, 5, 6, 7]

@@ -338,7 +338,7 @@ def _gpu_masks_on_host(s: _State) -> Iterator[Finding]:
     root = _host_root(s)
     if root is None or s.accel not in ("rocm", "cuda") or not any(s.get(n) for n in names):
         return
-    from primus_runner import devices
+    from primus_runner import devices, placement
 
     if s.accel == "rocm":
         physical = len(devices.amd_gpus_kfd(root) or devices.amd_gpus_drm(root))
@@ -347,5 +347,5 @@ def _gpu_masks_on_host(s: _State) -> Iterator[Finding]:
             "CUDA_VISIBLE_DEVICES") else 0
     if physical == 0:
         return
-    for name, why, fix in devices.gpu_mask(s.env, physical, s.accel).problems:
+    for name, why, fix in placement.gpu_mask(s.env, physical, s.accel).problems:
         yield s.found("error", name, why, fix)
