@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ranks": ("primus_runner.ranks", "map scheduler variables to NNODES/NODE_RANK/MASTER_ADDR"),
     "nics": ("primus_runner.nics", "detect RDMA HCAs, RoCE GID index and the socket interface"),
     "devices": ("primus_runner.devices", "detect AMD GPUs, Neuron devices, NVIDIA GPUs and NUMA nodes"),
-    "data": ("primus_runner.dataprep", "prepare tokenized data once for all nodes"),
+    "data": ("primus_runner.dataprep.cli", "prepare tokenized data once for all nodes"),
     "train": ("primus_runner.workload.train", "embedded CPU workload: train pretrain --config FILE"),
     "preflight": ("primus_runner.workload.preflight", "check the distributed environment on all ranks"),
 }
