@@ -183,10 +183,10 @@ def _container_name(base: str, env: Mapping[str, str], node_rank: str) -> str:
 
 
 def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> dict[str, str]:
-    from primus_runner import ranks
+    from primus_runner import ranks, schedulers
 
-    # One owner for "which scheduler is this" (ranks.detect_source, SPEC section 5).
-    if ranks.detect_source(env) is None:
+    # One owner for "which scheduler is this" (schedulers.detect_source, SPEC section 5).
+    if schedulers.detect_source(env) is None:
         return {}
     from primus_runner import detect
 

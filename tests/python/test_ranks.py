@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from primus_runner.errors import UsageError
-from primus_runner.ranks import RankMap, parse_tasks_per_node, resolve
+from primus_runner.ranks import RankMap, resolve
+from primus_runner.schedulers import parse_tasks_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
 
