@@ -314,23 +314,24 @@ ip -4 route get 10.0.0.6
 ip -4 route get 10.0.0.7"
 }
 
-@test "10_auto_nccl_net: a loopback MASTER_ADDR (localhost, 127.x.y.z) is not looked up and selects nothing" {
+@test "10_auto_nccl_net: a MASTER_ADDR among the loopback names is not looked up; 127.0.0.1 is, and selects nothing" {
   mkdir -p "$T/ipbin"
   printf '#!/usr/bin/env bash\necho "ip $*" >>"$STUB_LOG"\necho "127.0.0.1 dev lo src 127.0.0.1 uid 0"\n' >"$T/ipbin/ip"
   chmod +x "$T/ipbin/ip"
   local addr
-  for addr in localhost 127.0.0.1 127.0.1.1; do
+  for addr in localhost LOCALHOST localhost.localdomain; do
     PATH="$T/ipbin:$PATH" NCCL_IB_HCA=x MASTER_ADDR=$addr one_hook 10_auto_nccl_net.sh train pretrain
     assert_success
     [[ ! -s $T/rec ]]
   done
   run stub_calls
   assert_output ""
-  # A name that only starts like a loopback address is looked up as before.
-  printf '10.0.0.9 STREAM 127.0.0.1.example\n' >"$STUB_OUT/getent.out"
-  PATH="$T/ipbin:$PATH" NCCL_IB_HCA=x MASTER_ADDR=127.0.0.1.example one_hook 10_auto_nccl_net.sh train pretrain
+  # An address is looked up as before: its route is lo, which is never chosen.
+  printf '127.0.0.1 STREAM 127.0.0.1\n' >"$STUB_OUT/getent.out"
+  PATH="$T/ipbin:$PATH" NCCL_IB_HCA=x MASTER_ADDR=127.0.0.1 one_hook 10_auto_nccl_net.sh train pretrain
   assert_success
+  [[ ! -s $T/rec ]]
   run stub_calls
-  assert_output "getent ahostsv4 127.0.0.1.example
-ip -4 route get 10.0.0.9"
+  assert_output "getent ahostsv4 127.0.0.1
+ip -4 route get 127.0.0.1"
 }

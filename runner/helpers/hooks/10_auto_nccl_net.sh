@@ -13,9 +13,11 @@
 #   `ip -4 route get <addr>`; lo, docker0, veth* and devices missing from
 #   /sys/class/net are ignored; the first ib* device wins, else the first
 #   acceptable one; emitted as both NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME.
-#   A loopback MASTER_ADDR (localhost, 127.x.y.z) routes through lo, which is
-#   never chosen, so it is not looked up at all (getent and ip cost ~15 ms of
-#   every single-node launch).
+#   A MASTER_ADDR that is one of the loopback names (PRIMUS_LOOPBACK_NAMES,
+#   runner/lib/facts.sh, generated from the registry) routes through lo, which
+#   is never chosen, so it is not looked up (getent and ip cost ~15 ms of every
+#   single-node launch; the default MASTER_ADDR is localhost). A shortcut only:
+#   any other address, 127.x.y.z included, is looked up as before.
 # Changes no file.
 set -uo pipefail
 
@@ -30,9 +32,14 @@ fi
 # need_route: the socket interfaces are empty and MASTER_ADDR may route
 # through something other than lo.
 need_route=1
-if [[ -n ${NCCL_SOCKET_IFNAME:-} || -n ${GLOO_SOCKET_IFNAME:-} || -z ${MASTER_ADDR:-} ||
-  $MASTER_ADDR == localhost || $MASTER_ADDR =~ ^127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]]; then
+if [[ -n ${NCCL_SOCKET_IFNAME:-} || -n ${GLOO_SOCKET_IFNAME:-} || -z ${MASTER_ADDR:-} ]]; then
   need_route=0
+else
+  # shellcheck source=runner/lib/facts.sh
+  source "${PRIMUS_RUNNER_DIR:-${BASH_SOURCE[0]%/*}/../..}/lib/facts.sh"
+  for name in "${PRIMUS_LOOPBACK_NAMES[@]}"; do
+    [[ ${MASTER_ADDR,,} != "$name" ]] || need_route=0
+  done
 fi
 ((need_hca == 1 || need_route == 1)) || exit 0
 HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_HERE=.
