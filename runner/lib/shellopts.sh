@@ -6,7 +6,7 @@
 #   primus_opts_save      remember errexit/nounset/xtrace (outermost call only),
 #                         then switch errexit, nounset and xtrace off (a caller's
 #                         `set -x` neither traces the layers nor shows a secret);
-#                         PRIMUS_DEBUG=1 traces them through common.sh's masking
+#                         PRIMUS_DEBUG=1 traces them through secrets.sh's masking
 #                         filter (primus_debug_trace_begin)
 #   primus_opts_restore   put back what the outermost primus_opts_save found
 #
