@@ -17,7 +17,7 @@ cli=$ROOT/runner/primus-cli
 
 # full_env: NAME=VALUE words of the full environment, one per array item.
 mapfile -t full_env < <(PYTHONPATH=$ROOT/python "$py" -c '
-from primus_runner.registry import full_environment
+from primus_runner.env.registry import full_environment
 for name, value in full_environment().items():
     print(f"{name}={value}")')
 
@@ -30,7 +30,7 @@ bench_median "python3 -m primus_runner env check, full environment" "$BENCH_RUNS
   env -i "${full_env[@]}" "${own[@]}" PYTHONPATH="$ROOT/python" "$py" -m primus_runner env check
 PYTHONPATH=$ROOT/python "$py" -c '
 import time
-from primus_runner import registry, rules
+from primus_runner.env import registry, rules
 env = registry.full_environment()
 rules.check(env)
 runs = 200

@@ -1,5 +1,5 @@
 """Facts shared with bash: generated from data/variables.yaml shared_facts by
-python3 -m primus_runner.registry --write-json; do not edit."""
+python3 -m primus_runner.env.registry --write-json; do not edit."""
 from __future__ import annotations
 
 SECRET_NAMES = frozenset(['DATABRICKS_TOKEN', 'HF_TOKEN', 'WANDB_API_KEY'])

@@ -9,7 +9,7 @@
 # each worker runs through this wrapper, which on a non-zero status writes
 # $PRIMUS_RC_DIR/failed-<RANK>: NUL-terminated fields code, end time (us since
 # the epoch), RANK, LOCAL_RANK, the files behind its stdout and stderr (torchrun's
-# per-rank logs) and TORCHELASTIC_ERROR_FILE; python/primus_runner/report.py
+# per-rank logs) and TORCHELASTIC_ERROR_FILE; python/primus_runner/launch/report.py
 # reads them.
 # Per worker it also applies:
 #   PRIMUS_NEURON_CORE_SLICES       one core list per local rank, space separated

@@ -6,7 +6,7 @@
 #
 # The launcher writes "done" before it exits on purpose. End of file without
 # it means the launcher was killed (SIGKILL, the OOM killer): its workload got
-# SIGTERM from the parent-death signal (python/primus_runner/spawn.py; torchrun
+# SIGTERM from the parent-death signal (python/primus_runner/launch/spawn.py; torchrun
 # sends it on to every worker), so this waits GRACE seconds for every process
 # of the run (environment PRIMUS_RUN_ID=RUN_ID), sends SIGKILL to the rest and
 # prints the closing line. Signals that end a process group are ignored here.

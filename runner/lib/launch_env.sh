@@ -45,17 +45,17 @@ primus_cli_env_check() {
 }
 
 # primus_cli_env_read_file FILE: the KEY=VALUE items of an env file, as the one
-# parser (python/primus_runner/envfile.py: '#' comments, optional 'export ',
+# parser (python/primus_runner/env/envfile.py: '#' comments, optional 'export ',
 # literal values) reads them; a bad file is exit 2 naming the line, as every mode.
 primus_cli_env_read_file() {
   local item rc=0
   local -a items=()
   primus_pick_python
-  mapfile -d '' -t items < <(PYTHONPATH="$PRIMUS_ROOT/python" "$PRIMUS_PYTHON" -m primus_runner.envfile "$1")
+  mapfile -d '' -t items < <(PYTHONPATH="$PRIMUS_ROOT/python" "$PRIMUS_PYTHON" -m primus_runner.env.envfile "$1")
   wait "$!" || rc=$?
   if ((rc != 0)); then
     # A parser that did not run must not read as an empty file.
-    LOG_ERROR "--env file $1: the parser ($PRIMUS_PYTHON -m primus_runner.envfile) failed with exit $rc; nothing was started."
+    LOG_ERROR "--env file $1: the parser ($PRIMUS_PYTHON -m primus_runner.env.envfile) failed with exit $rc; nothing was started."
     exit "$PRIMUS_EXIT_MISSING"
   fi
   if [[ ${items[0]:-} =~ ^!([0-9]+)\ (.*)$ ]]; then

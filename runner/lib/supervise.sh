@@ -4,7 +4,7 @@
 # options. README "Stopping, preemption and requeue" is the user's view.
 #
 #   primus_run_workload MODE LOG_FILE NPROC CMD...
-#       MODE single|torchrun. Runs CMD through python/primus_runner/spawn.py
+#       MODE single|torchrun. Runs CMD through python/primus_runner/launch/spawn.py
 #       (a session of its own, SIGTERM when the launcher dies; torchrun runs
 #       in-process there with SIGUSR1/SIGUSR2 caught), starts the watcher
 #       (runner/helpers/watch_run.sh), waits, and exits with the workload's
@@ -188,14 +188,14 @@ primus_requeue_code() {
 }
 
 # primus_failure_report TORCHRUN_RC LOG_FILE: on a failed torchrun run, the
-# report naming the rank that failed first (python/primus_runner/report.py,
+# report naming the rank that failed first (python/primus_runner/launch/report.py,
 # on stderr) and, on stdout, the exit code of the launch: that rank's own code
 # (PRIMUS_REQUEUE_EXIT_CODE wins), else torchrun's. A report that cannot run
 # leaves torchrun's code.
 primus_failure_report() {
   local rc=$1 log_file=$2 code
   ((rc != 0)) || { echo 0; return; }
-  code=$(PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.report \
+  code=$(PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.launch.report \
     --rc-dir "$PRIMUS_RC_DIR" --log "$log_file" --code "$rc" --requeue-code "$(primus_requeue_code)") || code=""
   [[ $code =~ ^[0-9]+$ ]] || code=$rc
   echo "$code"
@@ -216,7 +216,7 @@ primus_start_watcher() {
 primus_spawn_command() {
   local -n __primus_cmd=$1
   shift
-  local spawn=$PRIMUS_ROOT/python/primus_runner/spawn.py first="" program
+  local spawn=$PRIMUS_ROOT/python/primus_runner/launch/spawn.py first="" program
   program=$(command -v -- "$1" 2>/dev/null) || program=$1
   if [[ $PRIMUS_RUN_MODE == torchrun && -f $program ]]; then
     { IFS= read -r first <"$program"; } 2>/dev/null || first=""

@@ -3,7 +3,7 @@
 #
 #   primus_env_check WHO [env check options...]
 #
-# Every validation rule lives once, in Python (python/primus_runner/rules/:
+# Every validation rule lives once, in Python (python/primus_runner/env/rules/:
 # distributed.py for host names, the MASTER_PORT range, NNODES/NODE_RANK/
 # GPUS_PER_NODE and loopback; primus.py, neuron.py, neuron_launch.py for the
 # rest). This function runs `python3 -m primus_runner env check` on the current

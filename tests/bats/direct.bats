@@ -97,7 +97,7 @@ teardown() {
   printf 'PRIMUS_T_OK=1\n' >ok.env
   PRIMUS_PYTHON=/bin/false run "$PRIMUS_CLI" direct --dry-run --env ok.env --module primus_runner -- preflight
   assert_failure 1
-  assert_output --partial "--env file ok.env: the parser (/bin/false -m primus_runner.envfile) failed with exit 1"
+  assert_output --partial "--env file ok.env: the parser (/bin/false -m primus_runner.env.envfile) failed with exit 1"
 }
 
 @test "--env without '=' that is not a file exits 2 naming it" {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# primus-cli env list|explain|check|docs (python/primus_runner/env_cmd.py) through the
+# primus-cli env list|explain|check|docs (python/primus_runner/env/commands.py) through the
 # real entry point, and a direct launch stopped by an env check error.
 
 bats_require_minimum_version 1.5.0

@@ -82,7 +82,7 @@ teardown() {
 
 @test "direct: a config naming no framework costs the hook no Python start; a required variable unset still stops the launch there" {
   # An interpreter that notes every start of the experiment module.
-  printf '#!/usr/bin/env bash\n[[ " $* " == *" primus_runner.experiment "* ]] && echo start >>"%s"\nexec "%s" "$@"\n' \
+  printf '#!/usr/bin/env bash\n[[ " $* " == *" primus_runner.config.experiment "* ]] && echo start >>"%s"\nexec "%s" "$@"\n' \
     "$TEST_DIR/experiment.starts" "$TOOLS/python3" >"$TEST_DIR/python3"
   chmod +x "$TEST_DIR/python3"
   printf 'exp: ${PRIMUS_T_NAME:x}\nneeds: ${PRIMUS_T_NEEDED}\nmodules:\n  pre_trainer:\n    steps: 2\n' >"$TEST_DIR/exp.yaml"

@@ -2,7 +2,7 @@
 # Two "nodes" on one machine: two primus-cli direct processes running the
 # embedded preflight (or train) across 2-4 ranks (gloo over loopback), each on
 # its own fake sysfs tree where the scenario needs one. The launcher's cluster
-# check (python/primus_runner/clustercheck.py) runs before the workload on
+# check (python/primus_runner/cluster/clustercheck.py) runs before the workload on
 # every multi-node launch.
 
 setup() {

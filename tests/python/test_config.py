@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import config as cfgmod
-from primus_runner.config_cmd import config_records
+from primus_runner.config import files as cfgmod
+from primus_runner.config.commands import config_records
 from primus_runner.errors import MissingError, UsageError
 from primus_runner.shellfmt import nul_records
 
@@ -102,7 +102,7 @@ def test_records_encode_lists_and_booleans() -> None:
 
 
 def test_system_json_copy_matches_runner_primus_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stale copy: run `python3 -m primus_runner.config --write-json`."""
+    """Stale copy: run `python3 -m primus_runner.config.files --write-json`."""
     import json
 
     monkeypatch.delenv("PRIMUS_ROOT", raising=False)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import config as cfgmod
-from primus_runner import config_schema as schema
+from primus_runner.config import files as cfgmod
+from primus_runner.config import schema as schema
 from primus_runner.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]

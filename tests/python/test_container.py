@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from primus_runner import container, container_opts
-from primus_runner.config import Config
+from primus_runner.config.files import Config
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.launch import container, container_opts
 
 
 class _Plan:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner.devices import detect_devices, parse_cpulist
 from primus_runner.errors import UsageError
-from primus_runner.neuron_hw import neuron_instance_facts
-from primus_runner.placement import numa_node_for_rank
+from primus_runner.hardware.devices import detect_devices, parse_cpulist
+from primus_runner.hardware.neuron import neuron_instance_facts
+from primus_runner.hardware.placement import numa_node_for_rank
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "sysfs"
@@ -89,7 +89,8 @@ def test_neuron_instance_facts(itype, devices, cores, lnc, logical) -> None:
 
 def test_neuron_facts_come_from_the_registry_tables() -> None:
     """One place for hardware facts: devices.py reads the registry's neuron tables."""
-    from primus_runner import neuron_hw, registry
+    from primus_runner.env import registry
+    from primus_runner.hardware import neuron as neuron_hw
 
     tables = registry.load().neuron
     assert set(neuron_hw.neuron_instances()) == set(tables["devices_per_instance"])
@@ -104,7 +105,7 @@ def test_neuron_facts_come_from_the_registry_tables() -> None:
 
 
 def test_efa_devices_need_the_efa_driver(tmp_path) -> None:
-    from primus_runner.neuron_hw import efa_devices
+    from primus_runner.hardware.neuron import efa_devices
 
     assert efa_devices(str(FIX / "trn1.32xlarge")) == sorted(
         f"rdmap{16 + 16 * k}s27" for k in range(8))
@@ -284,7 +285,7 @@ def test_numa_node_follows_rocr_then_hip() -> None:
 
 
 def test_hip_beyond_the_rocr_list_is_a_problem_naming_both() -> None:
-    from primus_runner.placement import gpu_mask
+    from primus_runner.hardware.placement import gpu_mask
 
     mask = gpu_mask({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, 8)
     assert mask.count == 4 and mask.visible == [4, 5, 6, 7]

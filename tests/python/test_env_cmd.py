@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import cli, env_cmd
-from primus_runner.registry import full_environment, load
+from primus_runner import cli
+from primus_runner.env import commands as env_cmd
+from primus_runner.env.registry import full_environment, load
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "environment.md"

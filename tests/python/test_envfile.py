@@ -1,12 +1,14 @@
-"""The one --env FILE parser (python/primus_runner/envfile.py)."""
+"""The one --env FILE parser (python/primus_runner/env/envfile.py)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from primus_runner import container, env_cmd, envfile
+from primus_runner.env import commands as env_cmd
+from primus_runner.env import envfile
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.launch import container
 
 
 def test_parse_keeps_values_literal_and_skips_comments_and_blanks() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import launch
-from primus_runner.experiment_config import static_framework
+from primus_runner.config.experiment_config import static_framework
+from primus_runner.launch import helper as launch
 
 
 def write(tmp_path: Path, text: str) -> str:

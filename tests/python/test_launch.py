@@ -80,6 +80,6 @@ def test_the_launch_helper_imports_nothing_heavy(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
                 if line.startswith("import time:")}
-    assert "primus_runner.detect" in imported
+    assert "primus_runner.launch.detect" in imported
     heavy = {"typing", "dataclasses", "inspect", "yaml", "argparse", "pathlib"} & imported
     assert heavy == set()

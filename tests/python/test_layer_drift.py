@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import registry
+from primus_runner.env import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVS = ROOT / "runner" / "helpers" / "envs"

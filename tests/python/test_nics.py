@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from primus_runner.errors import UsageError
-from primus_runner.nics import Route, detect_nics
+from primus_runner.network import Route, detect_nics
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from primus_runner.nics import Route
+    from primus_runner.network import Route
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "sysfs"
@@ -156,7 +156,7 @@ def test_user_values_are_never_replaced() -> None:
     assert detect_nics(str(FIX / "mi300x-roce"), env).as_env() == {
         "NCCL_IB_HCA": EXPECTED["mi300x-roce"][0], "NCCL_IB_GID_INDEX": "5",
         "IP_INTERFACE": "ens1f0"}
-    from primus_runner.nics.check import host_problems
+    from primus_runner.network.check import host_problems
 
     problems = host_problems({"IP_INTERFACE": "ens99"}, str(FIX / "no-accel"))
     assert [(p.severity, p.variable, p.value) for p in problems] == [("error", "IP_INTERFACE", "ens99")]
@@ -203,7 +203,7 @@ def _route(iface: str, dest: str, bits: int) -> Route:
 
 
 def test_proc_tables_place_addresses_and_flag_a_shared_subnet(tmp_path: Path) -> None:
-    from primus_runner.nics import local_addresses_from_proc
+    from primus_runner.network import local_addresses_from_proc
 
     (tmp_path / "proc/net").mkdir(parents=True)
     (tmp_path / "proc/net/fib_trie").write_text(
@@ -218,7 +218,7 @@ def test_proc_tables_place_addresses_and_flag_a_shared_subnet(tmp_path: Path) ->
 
 # -- the launch-failure trees (issue 15) ---------------------------------------------------
 def _problems(machine: str, **env: str) -> list[tuple[str, str, str]]:
-    from primus_runner.nics.check import host_problems
+    from primus_runner.network.check import host_problems
 
     return [(p.severity, p.variable, p.message) for p in host_problems(env, str(FIX / machine))]
 
@@ -307,7 +307,7 @@ def test_user_gid_index_on_a_link_local_or_absent_gid_is_an_error_with_the_fix()
     found = _problems("roce-linklocal", NCCL_IB_GID_INDEX="1")
     assert found == [("error", "NCCL_IB_GID_INDEX", "points at no routable GID on this host's RoCE "
                       "ports (mlx5_0:1: RoCE v2 link-local): the queue pairs cannot connect across nodes")]
-    from primus_runner.nics.check import host_problems
+    from primus_runner.network.check import host_problems
 
     absent = host_problems({"NCCL_IB_GID_INDEX": "6"}, str(FIX / "roce-linklocal"))
     assert absent[0].message.startswith("points at no routable GID") and "mlx5_0:1: absent" in absent[0].message

@@ -83,7 +83,7 @@ def _free_port() -> int:
 
 
 def _fp(node: int, algo: str) -> dict:
-    from primus_runner.clustercheck import PROTOCOL
+    from primus_runner.cluster.clustercheck import PROTOCOL
 
     return {"protocol": PROTOCOL, "node": node, "host": f"n{node}", "uniform": {"NCCL_ALGO": algo},
             "meaning": {}, "raw": {}, "versions": {}}
@@ -92,7 +92,7 @@ def _fp(node: int, algo: str) -> dict:
 def test_exchange_gives_every_node_the_same_verdict() -> None:
     import threading
 
-    from primus_runner.clustercheck import join, serve
+    from primus_runner.cluster.clustercheck import join, serve
 
     port = _free_port()
     results: dict[str, list[str]] = {}
@@ -113,7 +113,7 @@ def test_exchange_gives_every_node_the_same_verdict() -> None:
 def test_a_node_that_never_hears_from_node_0_fails_with_exit_3_naming_the_endpoint() -> None:
     import pytest
 
-    from primus_runner.clustercheck import CheckFailed, join
+    from primus_runner.cluster.clustercheck import CheckFailed, join
 
     port = _free_port()
     with pytest.raises(CheckFailed) as err:
@@ -125,7 +125,7 @@ def test_a_node_that_never_hears_from_node_0_fails_with_exit_3_naming_the_endpoi
 def test_node_0_names_the_missing_nodes_after_its_timeout() -> None:
     import pytest
 
-    from primus_runner.clustercheck import CheckFailed, serve
+    from primus_runner.cluster.clustercheck import CheckFailed, serve
 
     with pytest.raises(CheckFailed) as err:
         serve(_fp(0, "Ring"), 3, _free_port(), 0.5)
@@ -134,7 +134,7 @@ def test_node_0_names_the_missing_nodes_after_its_timeout() -> None:
 
 
 def test_the_check_is_skipped_for_one_node_dry_runs_and_when_switched_off() -> None:
-    from primus_runner.clustercheck import wanted
+    from primus_runner.cluster.clustercheck import wanted
 
     assert wanted({"NNODES": "2", "NODE_RANK": "1"})
     assert not wanted({"NNODES": "1"})

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from primus_runner.cluster.ranks import RankMap, resolve
+from primus_runner.cluster.schedulers import parse_tasks_per_node
 from primus_runner.errors import UsageError
-from primus_runner.ranks import RankMap, resolve
-from primus_runner.schedulers import parse_tasks_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -310,7 +310,7 @@ def test_bare_rank_and_world_size_outside_a_scheduler_are_refused() -> None:
 
 
 def test_master_addr_must_resolve_on_nonzero_ranks(tmp_path: Path) -> None:
-    from primus_runner.ranks import check_master_resolves
+    from primus_runner.cluster.ranks import check_master_resolves
 
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc/hosts").write_text("127.0.0.1 localhost\n10.0.0.1 node0\n")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from primus_runner import registry as registry_mod
-from primus_runner import rules as rules_mod
-from primus_runner.registry import load
+from primus_runner.env import registry as registry_mod
+from primus_runner.env import rules as rules_mod
+from primus_runner.env.registry import load
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "reference_names.txt"
@@ -390,7 +390,7 @@ def test_every_documented_rule_is_implemented(reg):
 
 def test_json_copy_is_current():
     assert registry_mod.main(["--check-json"]) == 0, \
-        "run: python3 -m primus_runner.registry --write-json"
+        "run: python3 -m primus_runner.env.registry --write-json"
 
 
 def test_json_copy_is_used_only_when_it_matches(tmp_path, monkeypatch):
@@ -437,7 +437,7 @@ def test_runner_config_allowlist_matches_the_registry(reg):
 
 
 def test_every_variable_has_a_scope(reg):
-    from primus_runner.registry import SCOPES
+    from primus_runner.env.registry import SCOPES
 
     assert {v.scope for v in reg.variables} == set(SCOPES)
     assert reg.get("NCCL_SOCKET_IFNAME").scope == "per-node"
@@ -450,7 +450,7 @@ def test_every_variable_has_a_scope(reg):
 
 
 def test_a_scope_the_loader_does_not_know_is_refused():
-    from primus_runner.registry import Registry, read_data
+    from primus_runner.env.registry import Registry, read_data
 
     data = read_data()
     import copy

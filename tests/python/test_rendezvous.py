@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from primus_runner import rendezvous
+from primus_runner.cluster import rendezvous
 from primus_runner.errors import UsageError
 
 

@@ -1,4 +1,4 @@
-"""The failure report of a torchrun launch (python/primus_runner/report.py)."""
+"""The failure report of a torchrun launch (python/primus_runner/launch/report.py)."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import report
-from primus_runner.report import Failure
+from primus_runner.launch import report
+from primus_runner.launch.report import Failure
 
 
 def record(code: int, time_us: int, rank: int, local_rank: int = 0, stdout: str = "",

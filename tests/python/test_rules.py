@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from primus_runner.registry import load
-from primus_runner.rules import RULES, CheckContext, Finding, check, exit_code, neuron_family
+from primus_runner.env.registry import load
+from primus_runner.env.rules import RULES, CheckContext, Finding, check, exit_code, neuron_family
 
 UNKNOWN = CheckContext(cpu_count=8)          # instance unknown
 TRN1 = CheckContext(cpu_count=8, neuron_instance_type="trn1.2xlarge", neuron_family="trn1")

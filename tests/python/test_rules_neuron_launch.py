@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from primus_runner.registry import load
-from primus_runner.rules import CheckContext, Finding, check, exit_code, neuron_launch
+from primus_runner.env.registry import load
+from primus_runner.env.rules import CheckContext, Finding, check, exit_code, neuron_launch
 
 TRN1 = CheckContext(cpu_count=8, neuron_instance_type="trn1.32xlarge", neuron_family="trn1")
 TRN1_SMALL = CheckContext(cpu_count=8, neuron_instance_type="trn1.2xlarge", neuron_family="trn1")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from primus_runner import masking, registry, shared_facts
+from primus_runner import masking
+from primus_runner.env import registry, shared_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = ROOT / "runner" / "lib" / "common.sh"

@@ -46,7 +46,7 @@ def _cfg_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[di
     cfg: dict[str, Any] = {}
     workspace = args.workspace
     if args.config:
-        from primus_runner.config import load_rendered_yaml
+        from primus_runner.config.files import load_rendered_yaml
 
         loaded = load_rendered_yaml(args.config, env)
         cfg.update(dict(loaded.get("data") or {}))

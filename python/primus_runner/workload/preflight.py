@@ -2,7 +2,7 @@
 
 Run under torchrun (``primus-cli direct -- preflight``). Every rank reports its
 host, RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and backend plus the cluster
-check's fingerprint (python/primus_runner/clustercheck.py) and the versions torch
+check's fingerprint (python/primus_runner/cluster/clustercheck.py) and the versions torch
 itself reports; the job all-gathers the reports and checks:
 
 - WORLD_SIZE = NNODES x processes per node (LOCAL_WORLD_SIZE);
@@ -34,7 +34,7 @@ EXIT_MISMATCH = 2
 def comm_vars(env: Mapping[str, str]) -> dict[str, str]:
     """The variables that must agree on every rank: the registry's cluster-uniform ones
     (secret values as a digest)."""
-    from primus_runner.clustercheck import uniform_values
+    from primus_runner.cluster.clustercheck import uniform_values
 
     return uniform_values(env)
 
@@ -61,7 +61,7 @@ def torch_versions() -> dict[str, str]:
 
 
 def rank_report(env: Mapping[str, str], backend: str) -> dict[str, Any]:
-    from primus_runner.clustercheck import fingerprint
+    from primus_runner.cluster.clustercheck import fingerprint
 
     rank = int(env.get("RANK", "0"))
     cluster = fingerprint(env, env.get("PRIMUS_SYSFS_ROOT") or "/", rank)
@@ -108,7 +108,7 @@ def find_problems(reports: Sequence[Mapping[str, Any]]) -> list[str]:
 def mismatch_table(reports: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per cluster-uniform variable, per-node meaning or version that differs
     between ranks (the cluster check's comparison, per rank)."""
-    from primus_runner.clustercheck import compare
+    from primus_runner.cluster.clustercheck import compare
 
     fps = [dict(r.get("cluster") or {"node": r["rank"], "host": r["host"], "uniform": r["vars"]},
                 node=r["rank"], host=r["host"]) for r in reports]

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from primus_runner.config import load_rendered_yaml
+from primus_runner.config.files import load_rendered_yaml
 from primus_runner.errors import UsageError
 from primus_runner.records import dataclass, fields
 

@@ -75,7 +75,7 @@ __primus_is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
 
 # ---------------------------------------------------------------------------
 # Detection: `python3 -m primus_runner detect`, the launcher's own code
-# (python/primus_runner/detect.py), in one python3 start.
+# (python/primus_runner/launch/detect.py), in one python3 start.
 # ---------------------------------------------------------------------------
 
 # __primus_detection_needed: true unless the launcher did it or every value
@@ -174,7 +174,7 @@ __primus_base_network() {
     primus_env_fallback NCCL_SOCKET_IFNAME "$IP_INTERFACE" default
   fi
   # Gloo takes a plain interface name: from IP_INTERFACE, never a copy of
-  # NCCL's ^/=/prefix-list syntax (python/primus_runner/nics/interfaces.py).
+  # NCCL's ^/=/prefix-list syntax (python/primus_runner/network/interfaces.py).
   if [[ -n ${IP_INTERFACE:-} ]]; then
     primus_env_fallback GLOO_SOCKET_IFNAME "$IP_INTERFACE" default
   fi

@@ -4,7 +4,7 @@
 # Every value is a default: a value the user exported is kept (SPEC section 3).
 # This layer only sets values; every Neuron check (LNC, visible cores, core
 # partitioning, topology, root comm, EFA, host limits) is a rule of the rules
-# engine (python/primus_runner/rules/neuron*.py), run by `env check` and by
+# engine (python/primus_runner/env/rules/neuron*.py), run by `env check` and by
 # `primus-cli direct` alike, so both give the same verdict and message.
 #
 # Inputs: the instance facts from detection (`devices`): PRIMUS_NEURON_INSTANCE,
@@ -35,7 +35,7 @@
 #   NCCL_IB_*                 unset unless the user set them: Neuron hosts use EFA
 #                             through libfabric, not NCCL's IB transport
 #   NNODES > 1 only:
-#   NEURON_RT_ROOT_COMM_ID    from python/primus_runner/ranks.py (the one
+#   NEURON_RT_ROOT_COMM_ID    from python/primus_runner/cluster/ranks.py (the one
 #                             derivation): MASTER_ADDR:PORT, PORT =
 #                             PRIMUS_NEURON_ROOT_COMM_PORT, else MASTER_PORT+1
 #                             (MASTER_PORT-1 when 65535); IPv6 in brackets

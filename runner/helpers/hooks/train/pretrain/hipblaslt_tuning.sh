@@ -32,7 +32,7 @@
 # TE_HIPBLASLT_TUNING=1 is then warned about.
 # Deterministic mode (PRIMUS_DETERMINISTIC=1): with PRIMUS_HIPBLASLT_TUNING=1 the
 # hook applies nothing and the launcher's env check refuses the launch (the rule
-# lives once, in python/primus_runner/rules/primus.py); otherwise it emits
+# lives once, in python/primus_runner/env/rules/primus.py); otherwise it emits
 # TE_HIPBLASLT_TUNING_RUN_COUNT=0 / ALGO_COUNT=0 (TE_HIPBLASLT_TUNING=1 included).
 # Tuning off and not deterministic: TE_HIPBLASLT_TUNING=1 emits the stage-0 counts;
 # with none of these variables set the hook emits nothing.

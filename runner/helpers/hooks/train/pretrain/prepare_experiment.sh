@@ -12,7 +12,7 @@
 # found so, see known_without_framework). Then the steps of
 # hooks/train/pretrain/<framework>/
 # (*.sh sorted, then prepare.py), all in one python3 process
-# (python/primus_runner/experiment.py):
+# (python/primus_runner/config/experiment.py):
 #   megatron      pip flash-linear-attention==0.5.2 causal-conv1d~=1.5; Emerging-
 #                 Optimizers when PRIMUS_INSTALL_EMERGING_OPTIMIZERS is on; data
 #                 prepared once (TOKENIZED_DATA_PATH, default <data>/bookcorpus/
@@ -41,7 +41,7 @@ if ((has_config == 0)); then
 fi
 # known_without_framework ARGS...: the launch helper found that this --config
 # names no framework whatever the environment (PRIMUS_EXPERIMENT_NO_FRAMEWORK,
-# python/primus_runner/experiment_config.py static_framework), no --backend names
+# python/primus_runner/config/experiment_config.py static_framework), no --backend names
 # one, and every variable the file requires (PRIMUS_EXPERIMENT_REQUIRED) is
 # set, so rendering it cannot fail either. Otherwise Python decides.
 known_without_framework() {
@@ -70,5 +70,5 @@ HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_
 # shellcheck source=runner/helpers/hooks/_lib.sh
 source "$HOOK_HERE/../../_lib.sh"
 primus_pick_python
-PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.experiment pretrain \
+PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner.config.experiment pretrain \
   --hooks-dir "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" "$@"

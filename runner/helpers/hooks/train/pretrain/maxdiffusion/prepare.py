@@ -1,4 +1,4 @@
-"""maxdiffusion prepare step (behaviour sheet section 4), run by primus_runner.experiment.
+"""maxdiffusion prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
 
 Needs pre_trainer dataset_type (else exit 78). Emits extra.backend_path only
 when the checkout (MAXDIFFUSION_PATH, dir maxdiffusion) exists,
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from primus_runner.experiment import Context, emit_env, emit_extra, require_dataset_type, step_main
+from primus_runner.config.experiment import Context, emit_env, emit_extra, require_dataset_type, step_main
 
 
 def main(ctx: Context) -> None:

@@ -1,4 +1,4 @@
-"""maxtext prepare step (behaviour sheet section 4), run by primus_runner.experiment.
+"""maxtext prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
 
 Needs pre_trainer dataset_type (else exit 78). Emits extra.backend_path
 (MAXTEXT_PATH, dir maxtext; emitted even when absent) and env.RUN_MODE=single:
@@ -9,7 +9,7 @@ done here.)
 """
 from __future__ import annotations
 
-from primus_runner.experiment import Context, emit_env, emit_extra, require_dataset_type, step_main
+from primus_runner.config.experiment import Context, emit_env, emit_extra, require_dataset_type, step_main
 
 
 def main(ctx: Context) -> None:

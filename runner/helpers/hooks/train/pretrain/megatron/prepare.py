@@ -1,4 +1,4 @@
-"""megatron prepare step (behaviour sheet section 4), run by primus_runner.experiment.
+"""megatron prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
 
 Reads pre_trainer mock_data, train_data_path, model_type, trainer_class,
 data_path, tokenizer_type. No dataset work when mock_data is true,
@@ -19,7 +19,7 @@ import os
 import subprocess
 
 from primus_runner import dataprep
-from primus_runner.experiment import (
+from primus_runner.config.experiment import (
     EXIT_MISSING,
     Context,
     HookExit,

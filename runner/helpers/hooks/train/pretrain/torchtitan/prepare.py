@@ -1,4 +1,4 @@
-"""torchtitan prepare step (behaviour sheet section 4), run by primus_runner.experiment.
+"""torchtitan prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
 
 Backend: TORCHTITAN_PATH, dir torchtitan (missing: exit 66); reinstalled
 editable (pip install -e <checkout> --config-settings editable_mode=compat;
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from primus_runner.experiment import (
+from primus_runner.config.experiment import (
     EXIT_CONFIG,
     EXIT_MISSING,
     Context,

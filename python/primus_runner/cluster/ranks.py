@@ -1,0 +1,272 @@
+"""Distributed rank mapping: scheduler variables -> MASTER_ADDR, MASTER_PORT,
+NNODES, NODE_RANK, GPUS_PER_NODE (SPEC section 5).
+
+``resolve(env, defaults)`` is a pure function of an environment mapping. Sources,
+in the order SPEC section 5 gives: Slurm (``SLURM_JOB_ID``), OpenMPI/PMIx
+(``OMPI_COMM_WORLD_*``, ``PMIX_RANK``), Kubernetes PyTorchJob (``PET_*``) and
+JobSet (``JOB_COMPLETION_INDEX``), then plain exported values ("explicit") or a
+single host ("single").
+
+Precedence for every value: what the user exported > what the scheduler says >
+``defaults`` (config files) > the reference defaults (MASTER_ADDR localhost,
+MASTER_PORT 1234, NNODES 1, NODE_RANK 0, GPUS_PER_NODE 8). A user value that
+contradicts the scheduler is an error naming both values (exit 2), as is any
+value out of range.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from primus_runner.cluster.schedulers import (
+    BUILTIN_DEFAULTS,
+    DECIMAL,
+    Resolver,
+    detect_source,
+    get_var,
+    mpi_values,
+    parse_int,
+    pytorchjob_values,
+    same_host,
+    same_number,
+    slurm_values,
+    where_text,
+)
+from primus_runner.env.rules import distributed
+from primus_runner.env.rules.distributed import is_ip_literal
+from primus_runner.errors import UsageError
+from primus_runner.records import asdict, dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
+    from typing import Any
+
+SOURCES = ("explicit", "slurm", "openmpi", "pmix", "pytorchjob", "jobset", "pytorchjob-v1", "single")
+
+@dataclass
+class RankMap:
+    nnodes: int
+    node_rank: int
+    master_addr: str
+    master_port: int
+    gpus_per_node: int
+    source: str
+    tasks_per_node: int = 1
+    nodelist: str | None = None
+    origins: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_env(self) -> dict[str, str]:
+        return {
+            "MASTER_ADDR": self.master_addr,
+            "MASTER_PORT": str(self.master_port),
+            "NNODES": str(self.nnodes),
+            "NODE_RANK": str(self.node_rank),
+            "GPUS_PER_NODE": str(self.gpus_per_node),
+        }
+
+    def neuron_root_comm_id(self, port: int | None = None) -> str:
+        """NEURON_RT_ROOT_COMM_ID for this job (see :func:`neuron_root_comm_id`)."""
+        return neuron_root_comm_id(self.master_addr, self.master_port, port)
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = asdict(self)
+        return data
+
+
+def neuron_root_comm_id(master_addr: str, master_port: int, port: int | None = None) -> str:
+    """The one derivation of NEURON_RT_ROOT_COMM_ID (the Neuron layer asks for it
+    on multi-node jobs): ``host:port`` of the rank-0 node. ``port`` is
+    PRIMUS_NEURON_ROOT_COMM_PORT when given, else MASTER_PORT+1 (MASTER_PORT-1
+    for 65535), so it never collides with the torch rendezvous store on
+    MASTER_PORT; the same on every node because it derives from shared values.
+    An IPv6 host is put in brackets (``[fd00::10]:29501``), as PyTorch/XLA's own
+    Neuron set-up does (torch_xla/_internal/neuron.py, set_rt_root_comm_id)."""
+    host = master_addr.strip()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    if port is None:
+        port = master_port + 1 if master_port < 65535 else master_port - 1
+    return f"{host}:{port}"
+
+
+def check_rendezvous_env(env: Mapping[str, str], notes: list[str]) -> None:
+    """torchrun reads PET_<OPTION> variables as its option defaults
+    (torch.distributed.argparse_util.env), so an exported PET_RDZV_BACKEND=c10d
+    (elastic PyTorchJobs set it) turns the launcher's static rendezvous into an
+    elastic one whose group ranks follow arrival order: NODE_RANK 0 can become
+    rank 1. Refused unless PRIMUS_ELASTIC=1 asks for it."""
+    found = sorted(n for n in env if n.startswith("PET_RDZV_") and get_var(env, n) is not None)
+    if not found:
+        return
+    shown = ", ".join(f"{n}={env[n]}" for n in found)
+    if get_var(env, "PRIMUS_ELASTIC") == "1":
+        notes.append(f"PRIMUS_ELASTIC=1: torchrun uses the exported elastic rendezvous ({shown}); "
+                     "group ranks follow arrival order, not NODE_RANK")
+        return
+    raise UsageError(f"{shown} exported: torchrun reads PET_* variables as its defaults and would "
+                     "run an elastic rendezvous that assigns ranks by arrival, so NODE_RANK would "
+                     "not decide which node is rank 0. Fix: unset " + " ".join(found) + " (the "
+                     "launcher starts torchrun with a static rendezvous from NNODES, NODE_RANK, "
+                     "MASTER_ADDR and MASTER_PORT), or export PRIMUS_ELASTIC=1 to use elastic "
+                     "rendezvous on purpose.")
+
+
+def _refuse_bare_rank(env: Mapping[str, str]) -> None:
+    """RANK/WORLD_SIZE exported outside any known scheduler and without NNODES/NODE_RANK:
+    they may count nodes (an old PyTorchJob without Kubernetes variables) or processes;
+    guessing would start one node alone, so the launch is refused."""
+    if get_var(env, "LOCAL_RANK") is not None or get_var(env, "NNODES") is not None \
+            or get_var(env, "NODE_RANK") is not None:
+        return
+    rank, size = get_var(env, "RANK"), get_var(env, "WORLD_SIZE")
+    if rank is None or size is None or not DECIMAL.match(size) or int(size) <= 1:
+        return
+    raise UsageError(f"RANK={rank} and WORLD_SIZE={size} are exported but NNODES and NODE_RANK are "
+                     "not, outside Slurm, MPI or a Kubernetes pod: the launcher cannot tell whether "
+                     "they count nodes or processes and would start this node alone. Fix: export "
+                     f"NNODES={size} NODE_RANK={rank} when they count nodes (Kubeflow PyTorchJob v1 "
+                     "pod index), or unset RANK and WORLD_SIZE.")
+
+
+def check_master_resolves(mapping: RankMap, root: str) -> None:
+    """On every node but rank 0, MASTER_ADDR must resolve here: otherwise torchrun's
+    rendezvous retries for its whole timeout before failing."""
+    if mapping.nnodes <= 1 or mapping.node_rank == 0:
+        return
+    from primus_runner.network.routes import resolves
+
+    if not resolves(root, mapping.master_addr):
+        origin = mapping.origins.get("MASTER_ADDR", "")
+        where = where_text(origin) if origin else ""
+        raise UsageError(f"MASTER_ADDR='{mapping.master_addr}'{where} does not resolve on this node "
+                         f"(NODE_RANK {mapping.node_rank}): the rendezvous would retry until its "
+                         "timeout and fail. Fix: use node 0's IP address or a name this node's "
+                         "/etc/hosts or DNS knows, the same on every node.")
+
+
+def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> RankMap:
+    """Map an environment to the distributed launch values. Raises UsageError."""
+    # The user's own values first, by the rule env check applies (one verdict, one message).
+    for name in distributed.CHECKED:
+        value = env.get(name)
+        found = distributed.problem(name, value) if value is not None else None
+        if found is not None:
+            raise UsageError(distributed.describe(name, value or "", *found))
+    user_rank, user_nodes = env.get("NODE_RANK"), env.get("NNODES")
+    if user_rank is not None and user_nodes is not None:
+        bound = distributed.rank_problem("NODE_RANK", int(user_rank, 10), "NNODES", int(user_nodes, 10))
+        if bound is not None:
+            raise UsageError(distributed.describe("NODE_RANK", user_rank, *bound))
+    r = Resolver(env, defaults)
+    source = detect_source(env)
+    sched: dict[str, tuple[str, str]] = {}
+    tasks_per_node = 1
+    nodelist = None
+    if source == "slurm":
+        sched, tasks_per_node, nodelist = slurm_values(r)
+    elif source in ("openmpi", "pmix"):
+        sched, tasks_per_node = mpi_values(r, source)
+    elif source == "pytorchjob":
+        sched = pytorchjob_values(r)
+    elif source == "jobset":
+        sched["NODE_RANK"] = (get_var(env, "JOB_COMPLETION_INDEX") or "", "JOB_COMPLETION_INDEX")
+    elif source == "pytorchjob-v1":
+        sched["NNODES"] = (get_var(env, "WORLD_SIZE") or "", "WORLD_SIZE (PyTorchJob v1: pods)")
+        sched["NODE_RANK"] = (get_var(env, "RANK") or "", "RANK (PyTorchJob v1: pod index)")
+        r.notes.append("Kubeflow PyTorchJob v1 environment (no PET_*): NNODES=WORLD_SIZE and "
+                       "NODE_RANK=RANK, as the operator sets them per pod")
+    else:
+        _refuse_bare_rank(env)
+    check_rendezvous_env(env, r.notes)
+
+    for name in ("NNODES", "NODE_RANK", "MASTER_PORT", "GPUS_PER_NODE"):
+        value, origin = sched.get(name, (None, None))
+        if value is not None:
+            parse_int(origin or name, value, 0)   # a scheduler value must be a number too
+        r.take(name, value, origin, compare=same_number)
+    addr, addr_origin = sched.get("MASTER_ADDR", (None, None))
+    r.take("MASTER_ADDR", addr, addr_origin, compare=same_host)
+    if addr is not None and r.origins["MASTER_ADDR"] == "exported" and is_ip_literal(
+            r.values["MASTER_ADDR"]) and not is_ip_literal(addr):
+        r.notes.append(f"MASTER_ADDR={r.values['MASTER_ADDR']} is an IP address; it could not be "
+                       f"compared with {addr_origin} '{addr}' without DNS")
+
+    nnodes = r.number("NNODES", 1)
+    node_rank = r.number("NODE_RANK", 0)
+    port = r.number("MASTER_PORT", 1024, 65535)
+    gpus = r.number("GPUS_PER_NODE", 1)
+    master = r.values["MASTER_ADDR"]
+    bound = distributed.rank_problem("NODE_RANK", node_rank, "NNODES", nnodes)
+    if bound is not None:
+        raise UsageError(distributed.describe("NODE_RANK", str(node_rank), *bound))
+    host_problem = distributed.problem("MASTER_ADDR", master)
+    if host_problem is not None:  # a scheduler's or config's value (the user's was checked first)
+        raise UsageError(distributed.describe("MASTER_ADDR", master, *host_problem)
+                         + f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
+    # An exported loopback address with NNODES > 1 is legitimate: several
+    # "nodes" on one machine (tests, bring-up); env check warns. A default is a mistake.
+    loop = distributed.loopback_problem(master, nnodes, users=r.origins["MASTER_ADDR"] == "exported")
+    if loop is not None and loop[0] == "error":
+        raise UsageError(distributed.describe("MASTER_ADDR", master, loop[1], loop[2])
+                         + f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
+    if source is None:
+        explicit = nnodes > 1 or any(r.user(n) is not None for n in ("NNODES", "NODE_RANK", "MASTER_ADDR"))
+        source = "explicit" if explicit else "single"
+    return RankMap(nnodes=nnodes, node_rank=node_rank, master_addr=master, master_port=port,
+                   gpus_per_node=gpus, source=source, tasks_per_node=tasks_per_node,
+                   nodelist=nodelist, origins=dict(r.origins), notes=r.notes)
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    import json
+    import os
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python3 -m primus_runner ranks",
+        description="Map scheduler variables (Slurm, OpenMPI/PMIx, PyTorchJob PET_*, JobSet) "
+                    "and exported values to MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK and "
+                    "GPUS_PER_NODE. Exported values win unless they contradict the scheduler.")
+    parser.add_argument("--format", choices=("shell", "json", "nul", "table", "neuron-root-comm"),
+                        default="shell",
+                        help="shell: export lines; json: everything incl. source and origins; "
+                             "nul: NAME\\0VALUE\\0 records for the launcher; table: aligned text; "
+                             "neuron-root-comm: the NEURON_RT_ROOT_COMM_ID value alone "
+                             "(port PRIMUS_NEURON_ROOT_COMM_PORT, else MASTER_PORT+1)")
+    parser.add_argument("--default", action="append", default=[], metavar="NAME=VALUE",
+                        help="a config-file value used when neither the environment nor the "
+                             "scheduler gives one (repeatable)")
+    args = parser.parse_args(argv)
+    defaults: dict[str, str] = {}
+    for item in args.default:
+        name, sep, value = item.partition("=")
+        if not sep or name not in BUILTIN_DEFAULTS:
+            raise UsageError(f"--default '{item}': expected NAME=VALUE with NAME one of "
+                             f"{', '.join(BUILTIN_DEFAULTS)}")
+        defaults[name] = value
+    result = resolve(os.environ, defaults)
+    if args.format == "neuron-root-comm":
+        raw = get_var(os.environ, "PRIMUS_NEURON_ROOT_COMM_PORT")
+        port = parse_int("PRIMUS_NEURON_ROOT_COMM_PORT", raw, 1024, 65535) if raw else None
+        print(result.neuron_root_comm_id(port))
+        return 0
+    if args.format == "json":
+        print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+    elif args.format == "nul":
+        from primus_runner.shellfmt import nul_records
+
+        sys.stdout.flush()
+        sys.stdout.buffer.write(nul_records(result.as_env().items()))
+        sys.stdout.buffer.flush()
+    elif args.format == "table":
+        for name, value in result.as_env().items():
+            print(f"{name:<14} {value:<24} {result.origins.get(name, '')}")
+        print(f"{'source':<14} {result.source}")
+    else:
+        from primus_runner.shellfmt import export_lines
+
+        sys.stdout.write(export_lines(result.as_env()))
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0

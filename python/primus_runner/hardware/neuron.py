@@ -1,0 +1,138 @@
+"""AWS Neuron hardware: the instance facts (the registry's ``neuron`` tables,
+each with its AWS source), Neuron devices under the dev root, EFA devices, and
+the logical NeuronCore count an LNC setting gives. Used by
+primus_runner.hardware.devices (detection) and the Neuron rules.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from primus_runner.errors import UsageError, closest
+from primus_runner.hardware.devices import Device, _int, _listdir, _read
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
+    from typing import Any
+
+# Neuron hardware facts live in one place, the registry's ``neuron`` tables
+# (data/variables.yaml: families, devices_per_instance, efa_devices_per_instance,
+# each with its AWS source); the helpers below read them.
+_NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
+
+
+def neuron_tables() -> dict[str, Any]:
+    from primus_runner.env.registry import load
+
+    return load().neuron
+
+
+def neuron_family(instance_type: str) -> str | None:
+    """trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
+    match = _NEURON_FAMILY.match(instance_type.strip().lower())
+    return f"{match.group(1)}{match.group(2)}" if match else None
+
+
+def neuron_instances() -> dict[str, tuple[int, int, int]]:
+    """EC2 instance type -> (Neuron devices, physical NeuronCores per device, default LNC)."""
+    tables = neuron_tables()
+    families = tables.get("families", {})
+    out = {}
+    for itype, devices in tables.get("devices_per_instance", {}).items():
+        fam = families.get(neuron_family(itype) or "", {})
+        out[itype] = (devices, fam.get("cores_per_device"), fam.get("default_lnc"))
+    return out
+
+
+
+def _untabled_families() -> list[str]:
+    tabled = {neuron_family(name) for name in neuron_instances()}
+    return [f for f in neuron_tables().get("families", {}) if f not in tabled]
+
+
+def neuron_instance_facts(instance_type: str) -> dict[str, Any]:
+    """Facts for an EC2 instance type: devices, cores per device, default LNC."""
+    itype = instance_type.strip().lower()
+    family = neuron_family(itype)
+    families = neuron_tables().get("families", {})
+    instances = neuron_instances()
+    if itype in instances:
+        devices, cores, lnc = instances[itype]
+    elif family in _untabled_families() and "." in itype and families[family].get("cores_per_device"):
+        # A family whose sizes are not in the table (e.g. trn3): facts per device only.
+        cores, lnc = families[family]["cores_per_device"], families[family]["default_lnc"]
+        devices = None
+    else:
+        hint = closest(itype, list(instances))
+        raise UsageError(f"PRIMUS_NEURON_INSTANCE='{instance_type}' is not a known Neuron instance "
+                         f"type; accepted: {', '.join(instances)} (or any size of "
+                         f"{', '.join(_untabled_families())})"
+                         + (f". Did you mean '{hint}'?" if hint else ""))
+    return {"instance": itype, "family": family, "devices": devices, "cores_per_device": cores,
+            "default_lnc": lnc,
+            "logical_cores": devices * cores // lnc if devices is not None else None}
+
+
+def efa_devices(root: str) -> list[str]:
+    """EFA devices: ``sys/class/infiniband/<dev>`` whose ``device/driver`` is the
+    kernel's ``efa`` module (drivers/infiniband/hw/efa, DRV_MODULE_NAME "efa")."""
+    base = os.path.join(root, "sys/class/infiniband")
+    out = []
+    for name in _listdir(base):
+        driver = os.path.join(base, name, "device/driver")
+        if os.path.islink(driver) and os.path.basename(os.readlink(driver)) == "efa":
+            out.append(name)
+    return sorted(out)
+
+
+def neuron_devices(root: str, dev_root: str) -> list[Device]:
+    names = [n for n in _listdir(os.path.join(dev_root, "dev")) if re.fullmatch(r"neuron\d+", n)]
+    out: list[Device] = []
+    for name in sorted(names, key=lambda n: int(n[6:])):
+        sys_dir = os.path.join(root, "sys/class/neuron_device", name)
+        cores = _int(_read(os.path.join(sys_dir, "core_count")), 0) or None
+        out.append(Device("neuron", int(name[6:]), name, None,
+                          _int(_read(os.path.join(sys_dir, "device/numa_node"))), cores))
+    return out
+
+
+def _effective_lnc(env: Mapping[str, str], cores: int, default: int, notes: list[str]) -> int:
+    for name in ("NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VIRTUAL_CORE_SIZE"):
+        value = (env.get(name) or "").strip()
+        if not value:
+            continue
+        if value.isdigit() and int(value) > 0 and cores % int(value) == 0 and \
+                int(value) & (int(value) - 1) == 0:
+            return int(value)
+        notes.append(f"{name}={value} is not a power of two dividing {cores} cores per device; "
+                     f"logical cores computed with the default LNC {default}")
+        return default
+    return default
+
+
+def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
+                   instance: str | None, notes: list[str]) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    if instance:
+        facts = neuron_instance_facts(instance)
+    cores = next((d.cores for d in devices if d.cores), None) or facts.get("cores_per_device")
+    default_lnc = facts.get("default_lnc")
+    if default_lnc is None and cores:
+        # Instance type unknown: the family default of devices with this many cores.
+        lncs = {f.get("default_lnc") for f in neuron_tables().get("families", {}).values()
+                if f.get("cores_per_device") == cores}
+        default_lnc = lncs.pop() if len(lncs) == 1 else None
+    count = len(devices) if devices else facts.get("devices")
+    if devices and facts.get("devices") not in (None, len(devices)):
+        notes.append(f"{facts['instance']} has {facts['devices']} Neuron devices but "
+                     f"{len(devices)} are visible here; using {len(devices)}")
+    summary = {"instance": facts.get("instance", instance), "devices": count,
+               "cores_per_device": cores, "default_lnc": default_lnc, "lnc": None,
+               "logical_cores": None, "efa_devices": len(efa_devices(root)) if devices else None}
+    if cores and default_lnc:
+        lnc = _effective_lnc(env, cores, default_lnc, notes)
+        summary["lnc"] = lnc
+        if count is not None:
+            summary["logical_cores"] = count * cores // lnc
+    return summary

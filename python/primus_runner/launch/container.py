@@ -1,0 +1,380 @@
+"""``container plan``: everything ``primus-cli container`` decides, in one Python start.
+
+The shell entry (runner/primus-cli-container.sh) hands over its arguments; this
+module loads the config, parses the container options (ours, and every other
+runtime option, which passes through), maps the scheduler ranks on the host
+(the same ranks.py as direct), picks the runtime, checks the devices, decides
+which host variables are forwarded, runs the registry's checks in container
+context, and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout:
+
+- ``log LEVEL MESSAGE``   a line for the shell to log (it masks secrets)
+- ``env NAME VALUE``      a value the runtime client gets in its environment;
+                          the runtime's argv names it only (``--env NAME``)
+- ``fwd "" NAME``         a name forwarded from the host (for the summary)
+- ``arg "" WORD``         the runtime command, word by word
+- ``set KEY VALUE``       runtime, image, name, label, clean, run, dry_run, grace
+
+Values never reach an argv: ``--env NAME=VALUE`` items (the container's, the
+inner direct's, ``container.options.env``) become runtime environment and the
+inner direct gets ``--env NAME``. The option and config mapping is in
+container_opts.py.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Mapping
+
+from primus_runner.config import files as cfgmod
+from primus_runner.errors import MissingError, UsageError
+from primus_runner.launch import container_opts as copts
+from primus_runner.shellfmt import nul_records
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+RUNTIMES = ("docker", "podman")
+DEFAULT_NAME = "primus-training"  # reference .primus.yaml name (behaviour sheet section 9)
+LABEL = "io.primus-runner.managed"
+LABEL_NAME = "io.primus-runner.name"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Devices the accelerator needs, passed when present (SPEC section 4; the reference
+# .primus.yaml device list: /dev/kfd, /dev/dri, /dev/infiniband).
+ACCEL_DEVICES = {"rocm": ("/dev/kfd", "/dev/dri")}
+RDMA_DEVICE = "/dev/infiniband"
+INSTALL_FIX = ("install one: apt-get install podman runc catatonit (or docker.io), or pass "
+               "--runtime docker|podman / set container.runtime naming one that is on PATH")
+
+
+class Plan:
+    """What the launch will do (filled step by step, then printed as records)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, str, str]] = []
+        self.env: dict[str, str] = {}        # runtime client environment additions
+        self.forwarded: list[str] = []       # host names forwarded as they are
+        self.explicit: list[str] = []        # names passed by --env (any source)
+
+    def log(self, level: str, message: str) -> None:
+        self.records.append(("log", level, message))
+
+    def set(self, key: str, value: str) -> None:
+        self.records.append(("set", key, value))
+
+    def pass_env(self, name: str, value: str) -> None:
+        self.env[name] = value
+        if name not in self.explicit:
+            self.explicit.append(name)
+
+
+# --------------------------------------------------------------------------- runtime
+def _which(name: str, env: Mapping[str, str]) -> str | None:
+    for folder in env.get("PATH", "").split(os.pathsep):
+        path = os.path.join(folder or ".", name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def docker_engine_answers(env: Mapping[str, str]) -> tuple[bool, str]:
+    """(reachable, where): the docker client needs a daemon (podman does not)."""
+    host = env.get("DOCKER_HOST", "")
+    if host and not host.startswith("unix://"):
+        return True, host                    # tcp/ssh: the client finds out itself
+    path = host[len("unix://"):] if host else "/var/run/docker.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    try:
+        sock.connect(path)
+        return True, path
+    except OSError:
+        return False, path
+    finally:
+        sock.close()
+
+
+def pick_runtime(wanted: str, origin: str, env: Mapping[str, str], plan: Plan) -> tuple[str, str]:
+    """(name, path) of the runtime: the one asked for, else docker when its engine
+    answers, else podman. Missing -> MissingError (exit 1), in dry-run too."""
+    if wanted:
+        if wanted not in RUNTIMES:
+            raise UsageError(f"container runtime '{wanted}' ({origin}) is not supported; "
+                             f"accepted: {', '.join(RUNTIMES)}.")
+        path = _which(wanted, env)
+        if path is None:
+            raise MissingError(f"container runtime '{wanted}' ({origin}) not found on PATH. "
+                               f"Fix: {INSTALL_FIX}.")
+        return wanted, path
+    for name in RUNTIMES:
+        path = _which(name, env)
+        if path is None:
+            continue
+        if name == "docker":
+            ok, where = docker_engine_answers(env)
+            if not ok:
+                plan.log("INFO", f"runtime: docker ({path}) skipped: its engine does not answer "
+                                 f"at {where} (start the docker daemon, or set DOCKER_HOST)")
+                continue
+        plan.log("INFO", f"runtime: {name} ({path}), auto-detected (--runtime to choose)")
+        return name, path
+    raise MissingError("no container runtime found: neither docker (with a running engine) nor "
+                       f"podman is on PATH. Fix: {INSTALL_FIX}.")
+
+
+# --------------------------------------------------------------------------- devices
+def device_list(accel: str, detected: list[str], configured: list[tuple[str, str]],
+                dev_root: str, plan: Plan) -> list[str]:
+    """Devices to pass: the accelerator's and /dev/infiniband when present; every
+    configured one, which must exist (else exit 2 naming it)."""
+    def exists(path: str) -> bool:
+        return os.path.exists(os.path.join(dev_root, path.lstrip("/")))
+
+    out: list[str] = []
+    for path in (*ACCEL_DEVICES.get(accel, ()), *detected, RDMA_DEVICE):
+        if exists(path):
+            out.append(path)
+        else:
+            plan.log("DEBUG", f"device {path} not present on this host: not passed")
+    for origin, spec in configured:
+        host = spec.split(":", 1)[0]
+        if not exists(host):
+            where = f" (looked at {os.path.join(dev_root, host.lstrip('/'))})" if dev_root != "/" else ""
+            raise UsageError(f"device '{host}' given by {origin} does not exist on this host"
+                             f"{where}; accepted: an existing device path. Fix: remove it from "
+                             f"{origin}, or load the driver that creates it.")
+        if spec not in out:
+            out.append(spec)
+    return out
+
+
+# --------------------------------------------------------------------------- env items
+def env_item(item: str, what: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``--env`` ITEM: KEY=VALUE, a file of such lines, or a NAME set on the host."""
+    name, sep, value = item.partition("=")
+    if sep:
+        if not _VAR_RE.match(name):
+            raise UsageError(f"{what} '{name}' is not a valid variable name; accepted: letters, "
+                             "digits and '_', not starting with a digit.")
+        return [(name, value)]
+    if os.path.isfile(item):
+        from primus_runner.env import envfile
+
+        return envfile.read(item, f"{what} file")
+    if _VAR_RE.match(item) and item in env:
+        return [(item, env[item])]
+    raise UsageError(f"{what} '{item}' is neither KEY=VALUE, an existing file, nor a variable set "
+                     f"on the host; write {what} KEY=VALUE, {what} path/to/file.env or export "
+                     f"{item} first.")
+
+
+# --------------------------------------------------------------------------- plan
+def _container_name(base: str, env: Mapping[str, str], node_rank: str) -> str:
+    job = env.get("SLURM_JOB_ID", "")
+    if job and env.get("SLURM_STEP_ID"):
+        job = f"{job}.{env['SLURM_STEP_ID']}"
+    if not job:
+        job = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getppid()}"
+    return f"{base}-{job}-{node_rank}"
+
+
+def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> dict[str, str]:
+    from primus_runner.cluster import ranks, schedulers
+
+    # One owner for "which scheduler is this" (schedulers.detect_source, SPEC section 5).
+    if schedulers.detect_source(env) is None:
+        return {}
+    from primus_runner.launch import detect
+
+    mapping = ranks.resolve(env, detect.config_defaults(cfg))
+    values = {k: v for k, v in mapping.as_env().items()
+              if k in ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "GPUS_PER_NODE")}
+    plan.log("INFO", f"scheduler ranks mapped on the host ({mapping.source}): "
+                     + " ".join(f"{k}={v}" for k, v in values.items()))
+    for note in mapping.notes:
+        plan.log("WARN", note)
+    return values
+
+
+def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]:
+    """The plan for ``primus-cli container ARGV``; (plan, env check exit code)."""
+    plan = Plan()
+    opts = copts.parse_args(argv)
+    cfg = cfgmod.load(opts.config or None)
+    for warning in cfg.warnings:
+        plan.log("WARN", warning)
+    root = env.get("PRIMUS_ROOT") or cfgmod.DEFAULT_ROOT
+    dev_root = env.get("PRIMUS_DEV_ROOT") or "/"
+    sysfs_root = env.get("PRIMUS_SYSFS_ROOT") or "/"
+
+    grace = env.get("PRIMUS_KILL_GRACE") or "10"
+    if not re.fullmatch(r"[0-9]{1,5}", grace):
+        raise UsageError(f"PRIMUS_KILL_GRACE='{grace}' is not a whole number of seconds; "
+                         "accepted: 0 to 99999 (default 10).")
+
+    def conf(key: str) -> str:
+        return cfgmod.scalar_text(cfg.get(key))
+
+    image = (opts.image or env.get("DOCKER_IMAGE") or conf("container.image")
+             or conf("container.options.image"))
+    if not image:
+        raise UsageError("no container image: pass --image IMAGE, export DOCKER_IMAGE, or set "
+                         "container.image (or container.options.image) in the config.")
+    wanted, origin = (opts.runtime, "--runtime") if opts.runtime else (conf("container.runtime"),
+                                                                       "config container.runtime")
+    runtime, runtime_path = pick_runtime(wanted, origin, env, plan)
+    base = opts.name or conf("container.name") or conf("container.options.name") or DEFAULT_NAME
+    if not _NAME_RE.match(base):
+        raise UsageError(f"container name '{base}' is not accepted; accepted: letters, digits, "
+                         "'_', '.', '-', starting with a letter or digit.")
+
+    ranks_env = _scheduler_ranks(env, cfg, plan)
+    for name, value in ranks_env.items():
+        plan.pass_env(name, value)
+    node_rank = ranks_env.get("NODE_RANK") or env.get("NODE_RANK") or "0"
+    name = _container_name(base, env, node_rank)
+
+    # Accelerator and its devices (the same detection as direct).
+    from primus_runner.hardware import devices as devmod
+
+    view = dict(env)
+    accel_wanted = (opts.inner_accelerator or env.get("PRIMUS_ACCELERATOR")
+                    or conf("direct.accelerator"))
+    if accel_wanted and accel_wanted != "auto":
+        view["PRIMUS_ACCELERATOR"] = accel_wanted
+    found = devmod.detect_devices(sysfs_root, dev_root, view)
+    accel = found.accelerator
+    detected = [f"/dev/{d.name}" for d in found.devices if d.kind == "neuron"]
+    options = copts.merge_options(cfg, opts.passthrough, plan)
+    configured = [(origin, spec) for origin, spec in options.pop_devices()]
+    devs = device_list(accel, detected, configured, dev_root, plan)
+    plan.log("INFO", f"accelerator {accel}: devices {', '.join(devs) or 'none'}")
+
+    # Variables: allowlist + prefixes by name; --env items as values by name.
+    from primus_runner.env import registry
+
+    reg = registry.load()
+    neuron = accel == "neuron"
+    inner_env: list[str] = []    # names the inner direct gets as --env NAME (top precedence)
+    for entry in copts.as_list(cfg.get("container.options.env")):
+        key, sep, value = entry.partition("=")
+        if sep:
+            plan.pass_env(key, value)          # reference: KEY=VALUE entries verbatim
+            inner_env.append(key)
+        elif key and key not in reg.container_own and env.get(key):
+            plan.forwarded.append(key)
+    for key in sorted(env):
+        if env[key] and key not in plan.forwarded and reg.container_forwards(key, neuron):
+            plan.forwarded.append(key)
+    for item in opts.env_items:
+        for key, value in env_item(item, "--env", env):
+            plan.pass_env(key, value)
+            inner_env.append(key)
+    inner, inner_mounts = copts.rewrite_inner(opts.inner, cwd, env, plan, env_item)
+    plan.forwarded = [n for n in plan.forwarded if n not in plan.env]
+
+    mounts = [f"{root}:{root}"]
+    if cwd != root and not cwd.startswith(root + os.sep):
+        mounts.append(f"{cwd}:{cwd}")
+    config_args: list[str] = []
+    if opts.config:
+        path = os.path.abspath(os.path.join(cwd, opts.config))
+        mounts.append(f"{path}:{path}:ro")
+        config_args = ["--config", path]
+    user_cfg = cfgmod.user_config_path()
+    if env.get("PRIMUS_NO_USER_CONFIG") != "1" and os.path.isfile(user_cfg):
+        user_cfg = os.path.abspath(user_cfg)
+        mounts.append(f"{user_cfg}:{user_cfg}:ro")
+        plan.pass_env("PRIMUS_USER_CONFIG", user_cfg)
+        plan.log("INFO", f"user config {user_cfg} mounted read-only for the inner direct")
+    mounts.extend(inner_mounts)
+    dry = opts.dry_run or cfg.get("main.dry_run") in (True, "1", "true")
+    # An absolute workspace outside those mounts (logs, checkpoints) is mounted
+    # too, or the job's output would stay in the container (created unless dry-run).
+    workspace = env.get("PRIMUS_WORKSPACE", "")
+    if workspace.startswith("/") and not any(
+            workspace == m.split(":")[0] or workspace.startswith(m.split(":")[0] + os.sep)
+            for m in mounts):
+        if not dry:
+            os.makedirs(workspace, exist_ok=True)
+        mounts.append(f"{workspace}:{workspace}")
+    if "PRIMUS_PYTHON" not in plan.env:
+        plan.pass_env("PRIMUS_PYTHON", "python3")   # the image's interpreter, not the host's
+
+    words = [runtime_path, "run"]
+    words += options.render(always=[("--rm", None), ("--name", name),
+                                    ("--label", f"{LABEL}=1"), ("--label", f"{LABEL_NAME}={base}")])
+    for dev in devs:
+        words += ["--device", dev]
+    for mount in mounts:
+        words += ["--volume", mount]
+    if not options.has("--workdir"):
+        words += ["--workdir", cwd]
+    for key in plan.forwarded + list(plan.env):
+        words += ["--env", key]
+    words += [image, os.path.join(root, "runner", "primus-cli")]
+    if opts.debug:
+        words.append("--debug")
+    words += ["direct", *config_args]
+    for key in dict.fromkeys(inner_env):
+        words += ["--env", key]
+    words += inner
+
+    code = 0
+    if env.get("PRIMUS_SKIP_VALIDATION") == "1":
+        plan.log("WARN", "PRIMUS_SKIP_VALIDATION=1: environment checks skipped.")
+    else:
+        code = _check({**env, **plan.env}, accel, tuple(plan.explicit))
+
+    for key, value in (("runtime", runtime), ("runtime_path", runtime_path), ("image", image),
+                       ("name", name), ("label", f"{LABEL}=1"), ("label_name", f"{LABEL_NAME}={base}"),
+                       ("clean", "1" if opts.clean else "0"), ("run", "0" if opts.clean_only else "1"),
+                       ("dry_run", "1" if dry else "0"), ("grace", grace)):
+        plan.set(key, value)
+    plan.records += [("fwd", "", n) for n in plan.forwarded]
+    plan.records += [("env", k, v) for k, v in plan.env.items()]
+    plan.records += [("arg", "", w) for w in words]
+    return plan, code
+
+
+def _check(env: dict[str, str], accel: str, explicit: tuple[str, ...]) -> int:
+    """The registry's checks in container context (findings to the console)."""
+    from types import SimpleNamespace
+
+    from primus_runner.env import commands as env_cmd
+
+    args = SimpleNamespace(env_file=[], container=True, strict=False, format="text",
+                           accelerator=accel)
+    return env_cmd.cmd_check(args, env, forwarded=explicit)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] != "plan":
+        print("usage: python3 -m primus_runner container plan [--console-fd N] ARGS...\n"
+              "internal: the plan of `primus-cli container ARGS` as NUL records",
+              file=sys.stderr if argv[:1] not in (["-h"], ["--help"]) else sys.stdout)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    rest = argv[1:]
+    console: Any = sys.stderr
+    if rest[:1] == ["--console-fd"] and len(rest) >= 2 and rest[1].isdigit():
+        console = os.fdopen(int(rest[1]), "w", closefd=False)
+        rest = rest[2:]
+    saved = sys.stdout
+    sys.stdout = console          # the check's findings go to the console, records to stdout
+    try:
+        plan, code = build(rest, os.environ, os.getcwd())
+    finally:
+        console.flush()
+        sys.stdout = saved
+    out = sys.stdout.buffer
+    if code:
+        out.write(nul_records([r for r in plan.records if r[0] == "log"]))
+        out.flush()
+        return code
+    out.write(nul_records(plan.records))
+    out.flush()
+    return 0

@@ -1,0 +1,223 @@
+"""``launch prepare``: the one Python step before the shell layers of a launch.
+
+The direct launcher calls this once per launch (SPEC section 10 allows two
+Python starts before the workload: this one and ``env check``). It
+
+1. loads and merges the configuration files (runner/.primus.yaml,
+   ~/.primus.yaml, --config FILE);
+2. maps the scheduler environment to MASTER_ADDR, MASTER_PORT, NNODES,
+   NODE_RANK and GPUS_PER_NODE (user exports > scheduler > config > reference
+   defaults; a contradiction is exit 2);
+3. detects the accelerator and, where the user did not set them, the NIC/HCA
+   variables (steps 2 and 3 are ``detect.detected_env``, the code behind
+   ``python3 -m primus_runner detect`` and base_env.sh's detection);
+
+and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout: ``cfg``,
+``list`` and ``item`` for configuration values (runner/lib/config.sh), ``env``
+for variables to export. The shell stores them; nothing is evaluated.
+
+``launch serve`` does the same and then stays alive as the launcher's
+coprocess: it ends its records with ``end\\0\\0\\0``; then, while the shell
+sources the layers, it reads the experiment config (the records the hooks
+need, ended by ``hooks\\0\\0\\0``: PyYAML's import stays off the critical
+path), loads the variable registry while the shell runs the hooks, and then
+reads the final launch environment from stdin (``check\\0`` or ``skip\\0``,
+then ``env -0`` output, then one empty entry) and runs ``env check`` on it,
+writing findings to ``--console-fd`` / stderr and ``rc\\0N\\0\\0`` on stdout.
+One Python start serves both steps, and the registry loads in parallel with
+the shell's work.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping
+
+from primus_runner import log
+from primus_runner.cluster import rendezvous
+from primus_runner.config import files as cfgmod
+from primus_runner.config.files import config_records
+from primus_runner.facts import ACCELERATORS
+from primus_runner.launch.detect import detected_env
+from primus_runner.shellfmt import nul_records
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
+    from typing import Any
+
+def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,
+                    sysfs_root: str, dev_root: str) -> Iterator[tuple[str, str, str]]:
+    cfg = cfgmod.load(config_file)
+    for warning in cfg.warnings:
+        log.warn(warning)
+    # The direct launcher reads only these sections; container.* (a 47-name
+    # allowlist) and slurm.* would only cost record parsing in bash.
+    direct_view = cfgmod.Config({k: v for k, v in cfg.values.items() if k in ("main", "direct")},
+                                cfg.sources, cfg.warnings)
+    yield from config_records(direct_view)
+    # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
+    picked = rendezvous.auto_port(env)
+    origins: dict[str, str] = {}
+    found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root,
+                         origins)
+    if picked is not None:
+        rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
+        found.setdefault("MASTER_PORT", picked["MASTER_PORT"])
+    for name, value in found.items():
+        yield "env", name, value
+    # Where the process count came from, for the launch summary.
+    from primus_runner.launch.detect import count_source
+
+    yield "note", "GPUS_PER_NODE", count_source(origins.get("GPUS_PER_NODE"), env, found, cfg)
+
+
+def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
+    """`train pretrain --config FILE` (PRIMUS_EXPERIMENT_CONFIG, set by the
+    launcher for this process only): when FILE names no framework whatever the
+    environment (experiment_config.static_framework), the framework hook ends
+    without a Python start if the variables FILE requires are set by then."""
+    if not config:
+        return
+    from primus_runner.config.experiment_config import static_framework
+
+    path = os.path.abspath(config)
+    found = static_framework(path)
+    if found is not None and found[0] == "":
+        yield "env", "PRIMUS_EXPERIMENT_NO_FRAMEWORK", path
+        yield "env", "PRIMUS_EXPERIMENT_REQUIRED", " ".join(found[1])
+
+
+def _parser() -> Any:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python3 -m primus_runner launch", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="action", required=True)
+    prep = sub.add_parser("prepare", help="config + ranks + detection as NUL records")
+    prep.add_argument("--config", help="config file (above ~/.primus.yaml and runner/.primus.yaml)")
+    prep.add_argument("--accelerator", choices=ACCELERATORS)
+    prep.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT", "/"))
+    prep.add_argument("--dev-root", default=os.environ.get("PRIMUS_DEV_ROOT", "/"))
+    serve = sub.add_parser("serve", help="prepare, then env check of the final launch environment")
+    for action in prep._actions[1:]:
+        serve._add_action(action)
+    serve.add_argument("--console-fd", help="file descriptor for env check's findings")
+    return p
+
+
+def fast_parse(argv: list[str]) -> dict[str, str] | None:
+    """``prepare``/``serve`` options without argparse (~10 ms per launch); None
+    when the arguments need argparse's help or error messages."""
+    if not argv or argv[0] not in ("prepare", "serve"):
+        return None
+    opts = {"action": argv[0], "config": "", "accelerator": "", "console_fd": "",
+            "sysfs_root": os.environ.get("PRIMUS_SYSFS_ROOT", "/"),
+            "dev_root": os.environ.get("PRIMUS_DEV_ROOT", "/")}
+    rest = argv[1:]
+    while rest:
+        flag = rest[0]
+        key = flag[2:].replace("-", "_")
+        if not flag.startswith("--") or key not in opts or len(rest) < 2:
+            return None
+        opts[key] = rest[1]
+        rest = rest[2:]
+    if opts["accelerator"] and opts["accelerator"] not in ACCELERATORS:
+        return None
+    if opts["console_fd"] and not opts["console_fd"].isdigit():
+        return None
+    return opts
+
+
+def read_entries(stream: Any) -> Iterator[str]:
+    """NUL-terminated entries from a binary stream, until an empty entry or EOF."""
+    pending = b""
+    while True:
+        chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+        if not chunk:
+            return
+        pending += chunk
+        *done, pending = pending.split(b"\0")
+        for raw in done:
+            if raw == b"":
+                return
+            yield raw.decode("utf-8", "surrogateescape")
+
+
+def serve_check(console_fd: int | None) -> int:
+    """Wait for the final launch environment on stdin and check it."""
+    import socket  # noqa: F401 - rendezvous.check needs it; loaded while the shell works
+    from types import SimpleNamespace
+
+    from primus_runner.env import commands as env_cmd
+    from primus_runner.env import registry
+
+    registry.load()
+    entries = read_entries(sys.stdin.buffer)
+    header = next(entries, "skip")
+    if header != "check":
+        return 0
+    accelerator = next(entries, "")
+    environ = {}
+    for entry in entries:
+        name, sep, value = entry.partition("=")
+        if sep:
+            environ[name] = value
+    args = SimpleNamespace(env_file=[], container=False, strict=False, format="text",
+                           accelerator=accelerator or None)
+    saved = sys.stdout
+    console = os.fdopen(console_fd, "w", closefd=False) if console_fd is not None else sys.stderr
+    sys.stdout = console
+    try:
+        code = env_cmd.cmd_check(args, environ)
+        if code == 0 and environ.get("PRIMUS_DRY_RUN") != "1":
+            # Before torchrun starts: the rendezvous host's address and port.
+            for message in rendezvous.check(environ):
+                log.emit("ERROR", message)
+                code = 2
+        several = environ.get("NNODES", "1") not in ("", "1") or environ.get("PRIMUS_SRUN_NATIVE") == "1"
+        if code == 0 and several:
+            from primus_runner.cluster import clustercheck  # multi-node launches only
+        if code == 0 and several and clustercheck.wanted(environ):
+            # One exchange through node 0 before anything starts (see clustercheck).
+            code = clustercheck.run(environ, console)
+        return code
+    finally:
+        console.flush()
+        sys.stdout = saved
+
+
+def main(argv: list[str]) -> int:
+    if "--accelerator" in argv[:-1]:
+        wanted = argv[argv.index("--accelerator") + 1]
+        if wanted not in ACCELERATORS:
+            from primus_runner.errors import UsageError
+
+            raise UsageError(f"--accelerator '{wanted}' is not supported; accepted: "
+                             f"{', '.join(ACCELERATORS)}. Fix: --accelerator auto (detect), or one of those.")
+    opts = fast_parse(argv)
+    if opts is None:
+        args = _parser().parse_args(argv)
+        opts = {"action": args.action, "config": args.config or "",
+                "accelerator": args.accelerator or "", "sysfs_root": args.sysfs_root,
+                "dev_root": args.dev_root, "console_fd": getattr(args, "console_fd", None) or ""}
+    accelerator = None if opts["accelerator"] in ("", "auto") else opts["accelerator"]
+    records = list(prepare_records(os.environ, opts["config"] or None, accelerator,
+                                   opts["sysfs_root"], opts["dev_root"]))
+    out = sys.stdout.buffer
+    experiment = os.environ.get("PRIMUS_EXPERIMENT_CONFIG", "")
+    if opts["action"] == "prepare":
+        out.write(nul_records(records + list(experiment_records(experiment))))
+        return 0
+    records.append(("end", "", ""))
+    out.write(nul_records(records))
+    out.flush()
+    # The shell reads these just before the hooks (direct's primus_helper_hook_inputs, runner/lib/launch_helper.sh).
+    out.write(nul_records([*experiment_records(experiment), ("hooks", "", "")]))
+    out.flush()
+    code = serve_check(int(opts["console_fd"]) if opts["console_fd"] else None)
+    out.write(nul_records([("rc", str(code), "")]))
+    out.flush()
+    sys.stderr.flush()
+    # The launcher waits for this process to end before going on: skip the
+    # interpreter's teardown (~10 ms); everything was written and flushed.
+    os._exit(0)

@@ -1,0 +1,173 @@
+"""The user's network values checked against this host (rules ``nic_values_on_host``).
+
+A value that names nothing on this node is an error on this node: a typo on one
+node of 1,000 is the hang the launcher exists to prevent. Checked (only values
+the user set: names in PRIMUS_DETECTED_VARS were detected here, right by
+construction):
+
+- NCCL_SOCKET_IFNAME (NCCL's list syntax): every item names an interface; the
+  selection holds a usable non-loopback interface (an exclusion list such as
+  ``^docker0`` that leaves only ``lo`` is an error).
+- GLOO_SOCKET_IFNAME: plain interface names (Gloo has no ``^``/``=`` syntax),
+  each an interface here.
+- IP_INTERFACE: an interface here.
+- NCCL_IB_HCA (``^``, ``=``, ``dev:port``): every item names a device (and
+  port) here; the selection is not empty; ports that are not ACTIVE warn.
+- NCCL_IB_GID_INDEX on the selected RoCE ports: an absent or link-local GID is
+  an error naming the detected RoCE v2 IPv4 index as the fix; RoCE v1 warns.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from primus_runner.network.gids import AUTO_GID_INDEX, describe
+from primus_runner.network.hca import select_ports
+from primus_runner.network.interfaces import parse_ifname_list, select_interfaces
+from primus_runner.records import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from primus_runner.network.detect import NicResult
+
+CHECKED = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "IP_INTERFACE", "NCCL_IB_HCA",
+           "NCCL_IB_GID_INDEX")
+
+
+@dataclass
+class Problem:
+    severity: str
+    variable: str
+    value: str
+    message: str
+    fix: str
+
+
+def user_values(env: Mapping[str, str]) -> dict[str, str]:
+    detected = set((env.get("PRIMUS_DETECTED_VARS") or "").split())
+    return {n: env[n] for n in CHECKED if env.get(n) and n not in detected}
+
+
+def _ifnames(result: NicResult) -> str:
+    return ", ".join(i.name for i in result.interfaces) or "(none)"
+
+
+def host_problems(env: Mapping[str, str], root: str, result: NicResult | None = None) -> list[Problem]:
+    values = user_values(env)
+    if not values:
+        return []
+    if not os.path.isdir(os.path.join(root, "sys/class/net")):
+        return []                                   # nothing to compare with (not Linux?)
+    if result is None:
+        from primus_runner.network.detect import detect_nics
+
+        result = detect_nics(root, env)
+    out: list[Problem] = []
+    names = [i.name for i in result.interfaces]
+    by_name = {i.name: i for i in result.interfaces}
+    detected_iface = result.interface
+    hint = f"=<interface>, e.g. ={detected_iface}" if detected_iface else "=<interface>"
+
+    value = values.get("NCCL_SOCKET_IFNAME")
+    if value is not None:
+        exclude, items = parse_ifname_list(value)
+        unknown = [("=" if exact else "") + pat for exact, pat in items
+                   if not any((n == pat if exact else n.startswith(pat)) for n in names)]
+        picked = select_interfaces(value, names)
+        usable = [n for n in picked if by_name[n].usable]
+        real = [n for n in picked if not by_name[n].loopback]
+        if unknown and not exclude:
+            out.append(Problem("error", "NCCL_SOCKET_IFNAME", value,
+                               f"names no interface of this host for {', '.join(unknown)} "
+                               f"(NCCL matches name prefixes; interfaces here: {_ifnames(result)})",
+                               f"export NCCL_SOCKET_IFNAME{hint} (or unset it to detect)"))
+        elif not real:
+            what = "leaves only loopback" if picked else "selects no interface"
+            out.append(Problem("error", "NCCL_SOCKET_IFNAME", value,
+                               f"{what} on this host (interfaces: {_ifnames(result)}); NCCL would "
+                               "bootstrap over lo and the other nodes could never connect",
+                               f"export NCCL_SOCKET_IFNAME{hint}, or exclude less"))
+        elif not usable:
+            out.append(Problem("error", "NCCL_SOCKET_IFNAME", value,
+                               f"selects only {', '.join(picked)}, none of them up with an IPv4 "
+                               f"address ({'; '.join(f'{n}: {by_name[n].reason}' for n in picked)})",
+                               f"export NCCL_SOCKET_IFNAME{hint}"))
+
+    value = values.get("GLOO_SOCKET_IFNAME")
+    if value is not None:
+        if value.startswith(("^", "=")):
+            out.append(Problem("error", "GLOO_SOCKET_IFNAME", value,
+                               "uses NCCL's ^/= syntax, which Gloo does not parse (it takes plain "
+                               "interface names, comma-separated); the job dies at start-up",
+                               f"export GLOO_SOCKET_IFNAME={detected_iface or '<interface>'} "
+                               "(or unset it: the launcher derives it from the chosen interface)"))
+        else:
+            missing = [n for n in value.split(",") if n.strip() and n.strip() not in by_name]
+            if missing:
+                out.append(Problem("error", "GLOO_SOCKET_IFNAME", value,
+                                   f"names {', '.join(missing)}, not an interface of this host "
+                                   f"(Gloo needs exact names; interfaces here: {_ifnames(result)})",
+                                   f"export GLOO_SOCKET_IFNAME={detected_iface or '<interface>'}"))
+
+    value = values.get("IP_INTERFACE")
+    if value is not None and value not in by_name:
+        out.append(Problem("error", "IP_INTERFACE", value,
+                           f"is not an interface of this host (interfaces: {_ifnames(result)})",
+                           f"export IP_INTERFACE={detected_iface or '<interface>'} on this node, "
+                           "or unset it to detect"))
+
+    hca_value = values.get("NCCL_IB_HCA")
+    ports = result.chosen_ports()
+    if hca_value is not None:
+        selected, unknown = select_ports(hca_value, result.ports)
+        here = ", ".join(p.name for p in result.ports) or "(no RDMA device)"
+        fix = (f"export NCCL_IB_HCA={result.nccl_ib_hca}" if result.nccl_ib_hca
+               else "unset NCCL_IB_HCA (this host has no usable RDMA port)")
+        if unknown:
+            out.append(Problem("error", "NCCL_IB_HCA", hca_value,
+                               f"names {', '.join(unknown)}, which matches no RDMA device/port "
+                               f"of this host (ports here: {here})", fix))
+        elif not selected:
+            out.append(Problem("error", "NCCL_IB_HCA", hca_value,
+                               f"selects no RDMA port of this host (ports here: {here})", fix))
+        else:
+            down = [p.name for p in selected if p.state != "ACTIVE"]
+            if down:
+                out.append(Problem("warning", "NCCL_IB_HCA", hca_value,
+                                   f"selects port(s) that are not ACTIVE: {', '.join(down)}", fix))
+        ports = selected
+
+    gid_value = values.get("NCCL_IB_GID_INDEX")
+    if gid_value is not None and gid_value.lstrip("-").isdigit() and int(gid_value) != AUTO_GID_INDEX:
+        index = int(gid_value)
+        bad, v1, meanings = [], [], {}
+        for port in ports:
+            if port.link_layer != "Ethernet":
+                continue
+            meaning = describe(port.gids, index)
+            meanings[port.name] = meaning
+            if meaning == "absent" or meaning.endswith("link-local"):
+                bad.append(f"{port.name}: {meaning}")
+            elif "v1" in meaning:
+                v1.append(f"{port.name}: {meaning}")
+        detected = sorted({p.gid_index for p in ports if p.link_layer == "Ethernet"
+                           and p.gid_index is not None})
+        fix = (f"export NCCL_IB_GID_INDEX={detected[0]} (the RoCE v2 IPv4 GID here)"
+               if len(detected) == 1 else
+               f"export NCCL_IB_GID_INDEX={AUTO_GID_INDEX} (NCCL >= 2.21 picks each port's RoCE v2 "
+               "IPv4 GID), or unset it to detect")
+        if bad:
+            out.append(Problem("error", "NCCL_IB_GID_INDEX", gid_value,
+                               "points at no routable GID on this host's RoCE ports ("
+                               + "; ".join(bad) + "): the queue pairs cannot connect across nodes",
+                               fix))
+        elif v1:
+            out.append(Problem("warning", "NCCL_IB_GID_INDEX", gid_value,
+                               "points at RoCE v1 GIDs (" + "; ".join(v1) + "): not routable "
+                               "across IP subnets", fix))
+        elif len(set(meanings.values())) > 1:
+            out.append(Problem("warning", "NCCL_IB_GID_INDEX", gid_value,
+                               "means different GID types on this host's RoCE ports ("
+                               + "; ".join(f"{n}: {m}" for n, m in meanings.items())
+                               + "): NCCL would mix address families", fix))
+    return out
