@@ -398,9 +398,9 @@ main() {
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
   primus_workload_python_pick "$OPT_PYTHON"
+  primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
   primus_workload_probe_start
   resolve_settings
-  primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
   primus_cli_env_apply
   load_layers
   primus_cli_env_apply
