@@ -260,3 +260,14 @@ primus_workload_single_env() {
   [[ ${PRIMUS_SRUN_NATIVE:-} == 1 ]] && return 0
   export RANK=$((10#${NODE_RANK:-0})) WORLD_SIZE=$((10#${NNODES:-1})) LOCAL_RANK=0 LOCAL_WORLD_SIZE=1
 }
+
+# primus_single_nproc_text VAR: the summary's process count in run mode single:
+# 1, and why (the workload itself uses GPUS_PER_NODE's devices, if it wants).
+primus_single_nproc_text() {
+  local -n __primus_nproc=$1
+  if [[ ${PRIMUS_SRUN_NATIVE:-} == 1 ]]; then
+    __primus_nproc="1 per Slurm task (run mode single under srun-native, from $PRIMUS_WL_RUN_MODE_ORIGIN)"
+  else
+    __primus_nproc="1 (run mode single, from $PRIMUS_WL_RUN_MODE_ORIGIN: one process per node, no torchrun; GPUS_PER_NODE=${GPUS_PER_NODE:-?} devices are the workload's to use)"
+  fi
+}
