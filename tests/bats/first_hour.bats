@@ -59,3 +59,28 @@ teardown() {
   assert_output --partial "processes per node: 2"
   assert_output --partial "--nproc_per_node 2"
 }
+
+@test "train pretrain --config missing.yaml: one clear error naming the file, exit 1, before any hook" {
+  run "$PRIMUS_CLI" direct --module primus_runner -- train pretrain --config missing.yaml
+  assert_failure 1
+  assert_output --partial "experiment config 'missing.yaml' (train pretrain --config) does not exist (relative paths are read from the working directory $PWD)"
+  refute_output --partial "exit code 78"
+  refute_output --partial "stdout -----"
+  refute_output --partial "Bad file descriptor"
+  refute_output --regexp "hook .* done in"
+  # The last line names the log, which holds the cause.
+  assert_line --index -1 --regexp "launch stopped before the workload started \(exit code 1\); log: "
+  grep -q "experiment config 'missing.yaml'" "$PRIMUS_WORKSPACE"/logs/*.log
+  run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- train pretrain --config=missing.yaml
+  assert_failure 1
+}
+
+@test "a failing hook that printed nothing on stdout: no empty stdout box" {
+  mkdir -p hooks/train/pretrain
+  printf '#!/bin/bash\necho "my hook: cannot reach the data mount" >&2\nexit 5\n' >hooks/train/pretrain/00_fail.sh
+  PRIMUS_HOOKS_DIR=$PWD/hooks run "$REPO_ROOT/runner/helpers/execute_hooks.sh" train pretrain
+  assert_failure 3
+  assert_output --partial "my hook: cannot reach the data mount"
+  assert_output --partial "failed with exit code 5; the cause is its stderr above (no stdout)."
+  refute_output --partial "stdout -----"
+}
