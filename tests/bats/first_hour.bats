@@ -12,6 +12,7 @@ setup() {
 }
 
 teardown() {
+  [[ -z ${HOLDER:-} ]] || kill "$HOLDER" 2>/dev/null || true
   launcher_teardown
 }
 
@@ -83,4 +84,34 @@ teardown() {
   assert_output --partial "my hook: cannot reach the data mount"
   assert_output --partial "failed with exit code 5; the cause is its stderr above (no stdout)."
   refute_output --partial "stdout -----"
+}
+
+# hold_port PORT: a listener on PORT until the test ends (or another process
+# already holds it); returns once the port is taken.
+hold_port() {
+  "$REPO_ROOT/.venv/bin/python" -c 'import socket, sys, time
+s = socket.socket()
+try:
+    s.bind(("", int(sys.argv[1]))); s.listen()
+except OSError:
+    pass  # held by another process already
+open(sys.argv[2], "w").close()
+time.sleep(600)' "$1" "$TEST_DIR/held" &
+  HOLDER=$!
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [[ -e $TEST_DIR/held ]] && break
+    sleep 0.1
+  done
+  ! "$REPO_ROOT/.venv/bin/python" -c 'import socket, sys; socket.socket().bind(("", int(sys.argv[1])))' "$1" 2>/dev/null
+}
+
+@test "make demo passes while another process holds port 1234 (it picks a free port)" {
+  unset MASTER_PORT
+  hold_port 1234
+  PRIMUS_TRAIN_STEPS=8 run make -C "$REPO_ROOT" --no-print-directory demo
+  assert_success
+  assert_output --partial "demo OK: "
+  refute_output --partial "MASTER_PORT=1234"
+  assert_output --regexp "MASTER_PORT=[0-9]+"
 }
