@@ -5,7 +5,9 @@
 # fell and a checkpoint was written.
 #   GPUS_PER_NODE (default 2) processes; PRIMUS_WORKSPACE (default ./output);
 #   PRIMUS_WORKLOAD_PYTHON (default: the project's .venv, which `make setup`
-#   fills with torch; your own stack would be your activated env's python3).
+#   fills with torch; your own stack would be your activated env's python3);
+#   MASTER_PORT (default auto: a port free on this host, so another job on
+#   the default port 1234 does not stop the demo).
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   # shellcheck source=runner/lib/usage.sh
@@ -16,6 +18,7 @@ fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export GPUS_PER_NODE=${GPUS_PER_NODE:-2}
+export MASTER_PORT=${MASTER_PORT:-auto}
 export PRIMUS_WORKLOAD_PYTHON=${PRIMUS_WORKLOAD_PYTHON:-$PWD/.venv/bin/python}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

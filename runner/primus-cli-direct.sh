@@ -343,9 +343,11 @@ print_summary() {
   if [[ -n ${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE]-} && ${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE=]-} == "$GPUS_PER_NODE" ]]; then
     count_from=" (${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE]})"
   fi
+  local nproc="$GPUS_PER_NODE$count_from"
+  [[ $PRIMUS_WL_RUN_MODE != single ]] || primus_single_nproc_text nproc
   local -a lines=("launch configuration:"
     "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
-    "  processes per node: $GPUS_PER_NODE$count_from"
+    "  processes per node: $nproc"
     "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} run_mode=$PRIMUS_WL_RUN_MODE ($PRIMUS_WL_RUN_MODE_ORIGIN)"
     "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
@@ -398,9 +400,9 @@ main() {
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
   primus_workload_python_pick "$OPT_PYTHON"
+  primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
   primus_workload_probe_start
   resolve_settings
-  primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
   primus_cli_env_apply
   load_layers
   primus_cli_env_apply

@@ -261,6 +261,11 @@ run_one() {
 # env.SECRET=... lines too).
 report_failure() {
   local script=$1 rc=$2 out=$3
+  if [[ -z $out ]]; then
+    # Nothing on stdout: no empty box between the cause (its stderr) and this line.
+    LOG_ERROR "$LABEL '$script' failed with exit code $rc; the cause is its stderr above (no stdout)." >&2
+    return 0
+  fi
   LOG_ERROR "$LABEL '$script' failed with exit code $rc; its stderr is above, its stdout follows." >&2
   {
     printf -- '----- %s %s: stdout -----\n' "$LABEL" "${script##*/}"

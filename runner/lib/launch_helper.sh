@@ -91,8 +91,10 @@ primus_helper_finish() {
 # ends the launch with its status (3 when it exited 0).
 primus_helper_read_records() {
   local until=$1 handler=$2 kind key value
-  while IFS= read -r -d '' kind <&"$PRIMUS_HELPER_OUT" && IFS= read -r -d '' key <&"$PRIMUS_HELPER_OUT" &&
-    IFS= read -r -d '' value <&"$PRIMUS_HELPER_OUT"; do
+  # A helper that already ended (it said why on stderr) took its descriptors
+  # with it: no "Bad file descriptor" after its message.
+  while { IFS= read -r -d '' kind <&"$PRIMUS_HELPER_OUT" && IFS= read -r -d '' key <&"$PRIMUS_HELPER_OUT" &&
+    IFS= read -r -d '' value <&"$PRIMUS_HELPER_OUT"; } 2>/dev/null; do
     [[ $kind != "$until" ]] || return 0
     "$handler" "$kind" "$key" "$value"
   done

@@ -32,6 +32,7 @@ PRIMUS_RUN_PID=""
 PRIMUS_RUN_MODE=""
 PRIMUS_RUN_NPROC=1
 PRIMUS_RUN_ID=""
+PRIMUS_RUN_LOG=""
 PRIMUS_WATCH_FD=""
 PRIMUS_TRAPPED=0
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
@@ -41,6 +42,8 @@ primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
 source "$PRIMUS_SUPERVISE_DIR/lib/processes.sh"
 # shellcheck source=runner/lib/signal_origin.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/signal_origin.sh"
+# shellcheck source=runner/lib/stop_ranks.sh
+source "$PRIMUS_SUPERVISE_DIR/lib/stop_ranks.sh"
 
 # primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, digits
 # only, checked by the launcher; default 10; slurm-entry sets it from KillWait).
@@ -117,7 +120,8 @@ primus_stop_run() {
   primus_kill_grace grace
   if [[ -n $PRIMUS_RUN_PID ]]; then
     primus_signal_origin origin "$name" "$at"
-    local -a members=()
+    local -a members=() running=()
+    primus_running_ranks running "$PRIMUS_RUN_MODE" "$PRIMUS_RUN_PID"
     mapfile -t members < <(primus_run_members "$PRIMUS_RUN_ID" "$PRIMUS_RUN_PID")
     LOG_WARN "SIG$name received ($(primus_sender_text "$origin")): stopping the run" \
       "(${#members[@]} process(es)), SIGKILL after ${grace} s."
@@ -142,24 +146,26 @@ primus_stop_run() {
       kill -KILL "${left[@]}" 2>/dev/null
     fi
     wait "$PRIMUS_RUN_PID" 2>/dev/null
-    primus_closing_line "$name" "$origin" "$total" "$grace" "$killed" $((128 + num))
+    primus_closing_line "$name" "$origin" "$total" "$grace" "$killed" $((128 + num)) \
+      "$(primus_running_ranks_text "${running[@]}")"
   fi
   primus_cleanup_run
   exit $((128 + num))
 }
 
-# primus_closing_line SIG ORIGIN STOPPED GRACE KILLED EXIT: the one closing
-# line of a stop on this node (also left in PRIMUS_SIGNAL_DIR for the entry).
+# primus_closing_line SIG ORIGIN STOPPED GRACE KILLED EXIT RANKS: the one
+# closing line of a stop on this node (also left in PRIMUS_SIGNAL_DIR for the
+# entry): RANKS says which ranks were still running, and it ends with the log.
 primus_closing_line() {
   local text sender
   sender=$(primus_sender_text "$2")
-  text="stop: SIG$1, $sender; $3 process(es) stopped"
+  text="stop: SIG$1, $sender; $7 at the stop; $3 process(es) stopped"
   if [[ -n $5 ]]; then
     text+=", killed after the $4 s grace: $5"
   else
     text+=" within the $4 s grace, none killed"
   fi
-  text+="; exit status $6."
+  text+="; exit status $6${PRIMUS_RUN_LOG:+; log: $PRIMUS_RUN_LOG}."
   LOG_WARN "$text"
   [[ -z ${PRIMUS_SIGNAL_DIR:-} || ! -d $PRIMUS_SIGNAL_DIR ]] ||
     printf '%s\n' "$text" >"$PRIMUS_SIGNAL_DIR/closing" 2>/dev/null || true
@@ -259,7 +265,7 @@ primus_wait_pid() {
 
 # primus_run_workload MODE LOG_FILE NPROC CMD...: see the header.
 primus_run_workload() {
-  PRIMUS_RUN_MODE=$1
+  PRIMUS_RUN_MODE=$1 PRIMUS_RUN_LOG=$2
   local log_file=$2
   PRIMUS_RUN_NPROC=$3
   shift 3

@@ -12,7 +12,9 @@
 #
 #   primus_workload_python_pick CLI_PYTHON    PRIMUS_WL_PYTHON, PRIMUS_WL_PYTHON_ORIGIN
 #   primus_workload_probe_start               one `<python> -c` in the background
-#   primus_workload_probe_finish NEED_TORCH   PRIMUS_WL_EXE, PRIMUS_WL_TORCH_VERSION/PATH
+#                                             (after primus_workload_entry: it checks -m NAME)
+#   primus_workload_probe_finish NEED_TORCH   PRIMUS_WL_EXE, PRIMUS_WL_TORCH_VERSION/PATH;
+#                                             a --module the interpreter cannot import -> exit 1
 #   primus_workload_entry CLI_SCRIPT CLI_MODULE   PRIMUS_WL_ENTRY (script path or -m NAME)
 #   primus_workload_run_mode CLI_SINGLE FIRST_WORD   PRIMUS_WL_RUN_MODE, _ORIGIN
 #   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* and JAX coordinator
@@ -55,10 +57,38 @@ primus_workload_python_pick() {
   PRIMUS_WL_PYTHON=$found
 }
 
+# The --module check, run by the workload interpreter: is NAME importable, as
+# `python -m NAME` would find it? The parents are found with their finders
+# (PathFinder on the parent's __path__), not imported: a package's __init__
+# may import torch (seconds). A package runs as its __main__ (python -m), so
+# a package without one is refused too. A package that builds its __path__ at
+# import (pkgutil.extend_path) is asked the ordinary way, importing its parents.
+readonly __PRIMUS_WL_MODULE_FINDER='def primus_find_module(name):
+    import importlib.util as u
+    from importlib.machinery import PathFinder
+    parts = name.split(".")
+    try:
+        spec = u.find_spec(parts[0])
+        for i in range(1, len(parts)):
+            if spec is None or spec.submodule_search_locations is None:
+                break
+            spec = PathFinder.find_spec(".".join(parts[:i + 1]), list(spec.submodule_search_locations))
+        if spec is None or spec.name != name:
+            spec = u.find_spec(name)
+        return spec
+    except Exception:
+        return None
+def primus_module_found(name):
+    spec = primus_find_module(name)
+    if spec is not None and spec.submodule_search_locations is not None:
+        spec = primus_find_module(name + ".__main__")
+    return spec is not None'
+
 # The probe: the interpreter's sys.executable, and torch's version and package
 # directory, found with importlib's finder and torch/version.py; importing torch
 # itself would cost about a second of every launch (SPEC section 10).
-readonly __PRIMUS_WL_PROBE='import sys, importlib.util as u
+readonly __PRIMUS_WL_PROBE=$__PRIMUS_WL_MODULE_FINDER'
+import sys, importlib.util as u
 v = p = ""
 s = u.find_spec("torch")
 if s is not None and s.submodule_search_locations:
@@ -71,20 +101,27 @@ if s is not None and s.submodule_search_locations:
                 break
     except OSError:
         pass
-sys.stdout.write(sys.executable + "\0" + v + "\0" + p + "\0")'
+sys.stdout.write(sys.executable + "\0" + v + "\0" + p + "\0")
+if len(sys.argv) > 1:
+    sys.stdout.write(str(int(primus_module_found(sys.argv[1]))) + "\0")'
 
 # primus_workload_probe_start: run the probe concurrently with the launch steps
 # that follow (layers, hooks, env check); its answer is read by _finish.
+# With a module entry (PRIMUS_WL_ENTRY=(-m NAME)), the probe also says whether
+# NAME is importable.
 primus_workload_probe_start() {
-  exec {PRIMUS_WL_PROBE_FD}< <(exec "$PRIMUS_WL_PYTHON" -c "$__PRIMUS_WL_PROBE" 2>/dev/null </dev/null)
+  local -a names=()
+  [[ ${PRIMUS_WL_ENTRY[0]-} != -m ]] || names=("${PRIMUS_WL_ENTRY[1]}")
+  exec {PRIMUS_WL_PROBE_FD}< <(exec "$PRIMUS_WL_PYTHON" -c "$__PRIMUS_WL_PROBE" "${names[@]}" 2>/dev/null </dev/null)
 }
 
 # primus_workload_probe_finish NEED_TORCH: read the probe; NEED_TORCH=1 (torchrun
 # mode) and no torch → exit 1 before anything starts.
 primus_workload_probe_finish() {
-  local need=$1 exe="" version="" path=""
+  local need=$1 exe="" version="" path="" found=""
   if [[ -n $PRIMUS_WL_PROBE_FD ]]; then
-    { IFS= read -r -d '' exe && IFS= read -r -d '' version && IFS= read -r -d '' path; } <&"$PRIMUS_WL_PROBE_FD" || true
+    { IFS= read -r -d '' exe && IFS= read -r -d '' version && IFS= read -r -d '' path &&
+      IFS= read -r -d '' found; } <&"$PRIMUS_WL_PROBE_FD" || true
     exec {PRIMUS_WL_PROBE_FD}<&-
     PRIMUS_WL_PROBE_FD=""
   fi
@@ -95,6 +132,21 @@ primus_workload_probe_finish() {
   if [[ $need == 1 && -z $path ]]; then
     primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with '$exe -m torch.distributed.run'; nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
   fi
+  [[ ${PRIMUS_WL_ENTRY[0]-} != -m || $found == 1 ]] || __primus_wl_module_recheck
+}
+
+# __primus_wl_module_recheck: the probe did not find the module with the
+# environment of its start; hooks, patches and --env may have changed
+# PYTHONPATH since, so ask once more with the final environment (this costs a
+# process only when the module was not found).
+__primus_wl_module_recheck() {
+  local module=${PRIMUS_WL_ENTRY[1]}
+  if "$PRIMUS_WL_EXE" -c "$__PRIMUS_WL_MODULE_FINDER
+import sys
+sys.exit(0 if primus_module_found(sys.argv[1]) else 1)" "$module" </dev/null >/dev/null 2>&1; then
+    return 0
+  fi
+  primus_die "$PRIMUS_EXIT_MISSING" "module '$module' (--module / config direct.module) cannot be imported (or is a package without __main__.py) by the workload interpreter $PRIMUS_WL_EXE (chosen by $PRIMUS_WL_PYTHON_ORIGIN; PYTHONPATH=${PYTHONPATH:-<unset>}, working directory $PWD); nothing was started. Fix: install the package into that environment (pip install -e <your project>), run from the directory that holds it, add its parent to PYTHONPATH, or $PRIMUS_WL_FIX_PYTHON."
 }
 
 # __primus_wl_find_script PATH: sets __PRIMUS_WL_SCRIPT to PATH when it exists
@@ -207,4 +259,15 @@ primus_workload_jax_coordinator() {
 primus_workload_single_env() {
   [[ ${PRIMUS_SRUN_NATIVE:-} == 1 ]] && return 0
   export RANK=$((10#${NODE_RANK:-0})) WORLD_SIZE=$((10#${NNODES:-1})) LOCAL_RANK=0 LOCAL_WORLD_SIZE=1
+}
+
+# primus_single_nproc_text VAR: the summary's process count in run mode single:
+# 1, and why (the workload itself uses GPUS_PER_NODE's devices, if it wants).
+primus_single_nproc_text() {
+  local -n __primus_nproc=$1
+  if [[ ${PRIMUS_SRUN_NATIVE:-} == 1 ]]; then
+    __primus_nproc="1 per Slurm task (run mode single under srun-native, from $PRIMUS_WL_RUN_MODE_ORIGIN)"
+  else
+    __primus_nproc="1 (run mode single, from $PRIMUS_WL_RUN_MODE_ORIGIN: one process per node, no torchrun; GPUS_PER_NODE=${GPUS_PER_NODE:-?} devices are the workload's to use)"
+  fi
 }

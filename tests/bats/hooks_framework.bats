@@ -42,7 +42,7 @@ megatron_checkout() {
   assert_output --partial "names no pre_trainer framework: no framework preparation"
 }
 
-@test "--backend names the framework; contradicting the config is exit 2; a missing config is exit 2" {
+@test "--backend names the framework; contradicting the config is exit 2; a missing config is exit 1" {
   PRIMUS_SKIP_PIP=1 hooks train pretrain --config "$EXP/no_framework.yaml" --backend maxtext
   assert_failure 2
   run errors
@@ -52,9 +52,9 @@ megatron_checkout() {
   run errors
   assert_output --partial "--backend megatron contradicts pre_trainer.framework: maxtext"
   hooks train pretrain --config "$T/none.yaml"
-  assert_failure 2
+  assert_failure 1
   run errors
-  assert_output --partial "experiment config '$T/none.yaml' (--config) does not exist"
+  assert_output --partial "experiment config '$T/none.yaml' (train pretrain --config) does not exist"
 }
 
 @test "megatron: pip step, data prepared once with .done marker, extra.train_data_path and backend_path, make" {

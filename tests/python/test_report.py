@@ -164,3 +164,43 @@ def test_cli_requeue_code_wins_over_an_earlier_failure(tmp_path: Path,
     assert report.main(["--rc-dir", str(tmp_path), "--code", "1"]) == 0
     assert capsys.readouterr().out.strip() == "1"
     assert report.main(["--rc-dir", str(tmp_path), "--code", "1", "--requeue-code", "x"]) == 2
+
+
+def test_exception_line_after_init_process_group_has_torchs_rank_prefix() -> None:
+    # Seen with torch 2.13 (gloo): after init_process_group every line of the
+    # uncaught exception's traceback is prefixed "[rankN]: ".
+    text = "\n".join([
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "/tmp/t.py", line 6, in <module>',
+        "[rank1]:     f()",
+        '[rank1]:   File "/tmp/t.py", line 5, in f',
+        '[rank1]:     raise Boom("bad shard 7")',
+        "[rank1]: Boom: bad shard 7",
+    ])
+    assert report.exception_line(text) == "Boom: bad shard 7"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # torchrun's --tee prefix, with and without torch's own.
+    ("[default0]:Traceback (most recent call last):\n[default0]:  File \"t.py\"\n"
+     "[default0]:KeyError: 'w'\n", "KeyError: 'w'"),
+    ("[default1]:[rank1]: Traceback (most recent call last):\n[default1]:[rank1]:   File \"t\"\n"
+     "[default1]:[rank1]: RuntimeError: NCCL timeout\n", "RuntimeError: NCCL timeout"),
+    # An exception whose name has no Error suffix, and one with no message.
+    ("Traceback (most recent call last):\n  File \"t\"\nmypkg.Boom\n", "mypkg.Boom"),
+    ("Traceback (most recent call last):\n  File \"t\"\nShardMissing: 7\n", "ShardMissing: 7"),
+    # A syntax error: the caret lines are indented.
+    ("Traceback (most recent call last):\n  File \"t.py\", line 3\n    foo(\n       ^\n"
+     "SyntaxError: '(' was never closed\n", "SyntaxError: '(' was never closed"),
+    # Chained: the last traceback's exception.
+    ("Traceback (most recent call last):\n  File \"a\"\nKeyError: 'a'\n\nDuring handling of the "
+     "above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+     "  File \"b\"\nRuntimeError: second\n", "RuntimeError: second"),
+    # An exception group (Python 3.11+).
+    ("  + Exception Group Traceback (most recent call last):\n  |   File \"t\", line 1\n"
+     "  | ExceptionGroup: eg (1 sub-exception)\n  +-+---------------- 1 ----------------\n"
+     "    | ValueError: x\n    +------------------------------------\n",
+     "ExceptionGroup: eg (1 sub-exception)"),
+])
+def test_exception_line_from_any_traceback_form(text: str, expected: str) -> None:
+    assert report.exception_line(text) == expected

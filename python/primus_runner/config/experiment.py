@@ -105,9 +105,11 @@ def split_options(argv: Sequence[str], names: Sequence[str] = STEP_OPTIONS) -> t
 # --------------------------------------------------------------------------- config
 
 def load_config(path: str, env: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    if not os.path.isfile(path):
-        raise HookExit(EXIT_CONFIG, f"experiment config '{path}' (--config) does not exist; "
-                       "give an existing YAML file.")
+    from primus_runner.config.experiment_config import missing_config
+
+    missing = missing_config(path)
+    if missing:
+        raise HookExit(EXIT_MISSING, missing)
     from primus_runner.config.files import load_rendered_yaml
 
     loaded = load_rendered_yaml(path, env)

@@ -4,6 +4,8 @@ kept apart from experiment.py so the launch helper imports only this.
 - ``section``: ``modules.<name>``, else a top-level ``<name>`` (Primus configs).
 - ``static_framework``: ``pre_trainer.framework`` as far as the environment
   cannot change it.
+- ``missing_config``: the one error text of a ``--config`` that does not exist
+  (the launch helper says it before any hook runs; the hook says it too).
 """
 from __future__ import annotations
 
@@ -22,6 +24,19 @@ def section(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
         return dict(modules[name])
     value = cfg.get(name)
     return value if isinstance(value, dict) else {}
+
+
+def missing_config(path: str, cwd: str = "") -> str:
+    """The error for an experiment config PATH that is not a file ('' when it is)."""
+    import os
+
+    if os.path.isfile(path):
+        return ""
+    where = cwd or os.getcwd()
+    return (f"experiment config '{path}' (train pretrain --config) does not exist "
+            f"(relative paths are read from the working directory {where}); nothing was started. "
+            "Fix: give the path of an existing YAML file, e.g. --config examples/cpu_pretrain.yaml "
+            "from the repository's top directory.")
 
 
 def static_framework(path: str) -> tuple[str, list[str]] | None:

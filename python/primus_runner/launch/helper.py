@@ -75,11 +75,17 @@ def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
     """`train pretrain --config FILE` (PRIMUS_EXPERIMENT_CONFIG, set by the
     launcher for this process only): when FILE names no framework whatever the
     environment (experiment_config.static_framework), the framework hook ends
-    without a Python start if the variables FILE requires are set by then."""
+    without a Python start if the variables FILE requires are set by then.
+    A FILE that does not exist ends the launch here (exit 1), before any hook."""
     if not config:
         return
-    from primus_runner.config.experiment_config import static_framework
+    from primus_runner.config.experiment_config import missing_config, static_framework
 
+    missing = missing_config(config)
+    if missing:
+        from primus_runner.errors import MissingError
+
+        raise MissingError(missing)
     path = os.path.abspath(config)
     found = static_framework(path)
     if found is not None and found[0] == "":

@@ -41,11 +41,13 @@ TAIL_LINES = 12
 FIELDS = ("code", "time", "rank", "local_rank", "stdout", "stderr", "error_file")
 SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV",
                 13: "SIGPIPE", 15: "SIGTERM"}
-# The last line of a Python traceback: "Name: message", "Name" alone, or a
-# dotted name (torch.OutOfMemoryError: ...).
-_EXCEPTION = re.compile(
-    r"^([A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning|Failure)"
-    r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(: .*)?$")
+# A line prefix put before each line of a traceback: torch's excepthook after
+# init_process_group ("[rank1]: "), torchrun's --tee ("[default0]:"), or both.
+_LINE_PREFIX = re.compile(r"^(?:\[(?:rank|default)\d+\]:[ ]?)+")
+# The head of a traceback: plain, or an exception group's ("  + Exception Group Traceback").
+_TRACEBACK = re.compile(r"^(\s*\+ )?(Exception Group )?Traceback \(most recent call last\):")
+# The box column of an exception group's lines ("  | ", "    | ").
+_GROUP_BOX = re.compile(r"^\s*[|+]( |-|$)")
 
 
 @dataclass(frozen=True)
@@ -96,18 +98,35 @@ def describe_code(code: int) -> str:
     return f"exit code {code}"
 
 
+def strip_line_prefix(line: str) -> str:
+    """LINE without the rank prefixes torch and torchrun put before it."""
+    return _LINE_PREFIX.sub("", line)
+
+
 def exception_line(text: str) -> str:
-    """The exception of the last Python traceback in TEXT, else ''."""
-    lines = text.splitlines()
+    """The exception of the last Python traceback in TEXT, else ''.
+
+    Any form: plain, with torch's ``[rankN]: `` prefix on every line (an error
+    raised after init_process_group), with torchrun's ``[defaultN]:`` prefix,
+    chained (the last traceback's), or an exception group (its own line).
+    The exception line is the first line at column 0 after the traceback's
+    head: frames and source lines are indented, whatever the exception's name.
+    """
+    lines = [strip_line_prefix(line) for line in text.splitlines()]
     start = -1
     for index in range(len(lines) - 1, -1, -1):
-        if lines[index].startswith("Traceback (most recent call last):"):
+        if _TRACEBACK.match(lines[index]):
             start = index
             break
     if start < 0:
         return ""
+    group = lines[start].lstrip().startswith("+")
     for line in lines[start + 1:]:
-        if _EXCEPTION.match(line.strip()) and not line.startswith((" ", "\t")):
+        if group:
+            if not _GROUP_BOX.match(line):
+                continue
+            line = line.lstrip()[1:].removeprefix(" ")
+        if line.strip() and not line.startswith((" ", "\t")):
             return line.strip()
     return ""
 

@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
+# The first hour, tried as a new user would (issue 28): --module checked up
+# front, the last line of every stop, the summary of --single, a missing
+# experiment config, the console kept free of torchrun's internals.
+
+setup() {
+  load helpers/launcher
+  launcher_setup
+  export MASTER_PORT
+  MASTER_PORT=$(free_port)
+}
+
+teardown() {
+  [[ -z ${HOLDER:-} ]] || kill "$HOLDER" 2>/dev/null || true
+  launcher_teardown
+}
+
+@test "--module the interpreter cannot import: exit 1 naming module and interpreter, nothing started" {
+  run "$PRIMUS_CLI" direct --module mypkg.train -- x
+  assert_failure 1
+  assert_output --partial "module 'mypkg.train' (--module / config direct.module) cannot be imported"
+  assert_output --partial "by the workload interpreter $REPO_ROOT/.venv/bin/python (chosen by PRIMUS_WORKLOAD_PYTHON"
+  assert_output --partial "nothing was started"
+  refute_output --partial "command:"
+  run compgen -G "$PRIMUS_WORKSPACE/logs/*.ranks"  # no rank ever started
+  assert_failure
+  # The same in a dry run, and for a package without __main__.py.
+  mkdir -p mypkg && touch mypkg/__init__.py
+  run "$PRIMUS_CLI" direct --dry-run --module mypkg -- x
+  assert_failure 1
+  assert_output --partial "module 'mypkg' (--module / config direct.module) cannot be imported (or is a package without __main__.py)"
+}
+
+@test "--module found in the working directory, or through a PYTHONPATH given with --env, is accepted" {
+  mkdir -p mypkg lib/other
+  touch mypkg/__init__.py lib/other/__init__.py
+  echo 'print("trained")' >mypkg/train.py
+  echo 'print("other")' >lib/other/__main__.py
+  run "$PRIMUS_CLI" direct --dry-run --module mypkg.train -- x
+  assert_success
+  assert_output --regexp "command: .* -m mypkg\.train x"
+  # Not found by the probe (started before --env applies): asked again with the final environment.
+  run "$PRIMUS_CLI" direct --dry-run --env "PYTHONPATH=$PWD/lib" --module other -- x
+  assert_success
+  assert_output --regexp "command: .* -m other x"
+  GPUS_PER_NODE=1 run "$PRIMUS_CLI" direct --single --module mypkg.train -- x
+  assert_success
+  assert_output --partial "trained"
+}
+
+@test "--single with GPUS_PER_NODE=2: the summary says 1 process per node, and why" {
+  GPUS_PER_NODE=2 run "$PRIMUS_CLI" direct --dry-run --single --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "processes per node: 1 (run mode single, from --single: one process per node, no torchrun; GPUS_PER_NODE=2"
+  refute_output --partial "processes per node: 2"
+  assert_output --regexp "command: [^ ]*python -m primus_runner preflight"
+  # torchrun mode keeps the count it starts.
+  GPUS_PER_NODE=2 run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
+  assert_output --partial "processes per node: 2"
+  assert_output --partial "--nproc_per_node 2"
+}
+
+@test "train pretrain --config missing.yaml: one clear error naming the file, exit 1, before any hook" {
+  run "$PRIMUS_CLI" direct --module primus_runner -- train pretrain --config missing.yaml
+  assert_failure 1
+  assert_output --partial "experiment config 'missing.yaml' (train pretrain --config) does not exist (relative paths are read from the working directory $PWD)"
+  refute_output --partial "exit code 78"
+  refute_output --partial "stdout -----"
+  refute_output --partial "Bad file descriptor"
+  refute_output --regexp "hook .* done in"
+  # The last line names the log, which holds the cause.
+  assert_line --index -1 --regexp "launch stopped before the workload started \(exit code 1\); log: "
+  grep -q "experiment config 'missing.yaml'" "$PRIMUS_WORKSPACE"/logs/*.log
+  run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- train pretrain --config=missing.yaml
+  assert_failure 1
+}
+
+@test "a failing hook that printed nothing on stdout: no empty stdout box" {
+  mkdir -p hooks/train/pretrain
+  printf '#!/bin/bash\necho "my hook: cannot reach the data mount" >&2\nexit 5\n' >hooks/train/pretrain/00_fail.sh
+  PRIMUS_HOOKS_DIR=$PWD/hooks run "$REPO_ROOT/runner/helpers/execute_hooks.sh" train pretrain
+  assert_failure 3
+  assert_output --partial "my hook: cannot reach the data mount"
+  assert_output --partial "failed with exit code 5; the cause is its stderr above (no stdout)."
+  refute_output --partial "stdout -----"
+}
+
+# hold_port PORT: a listener on PORT until the test ends (or another process
+# already holds it); returns once the port is taken.
+hold_port() {
+  "$REPO_ROOT/.venv/bin/python" -c 'import socket, sys, time
+s = socket.socket()
+try:
+    s.bind(("", int(sys.argv[1]))); s.listen()
+except OSError:
+    pass  # held by another process already
+open(sys.argv[2], "w").close()
+time.sleep(600)' "$1" "$TEST_DIR/held" &
+  HOLDER=$!
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [[ -e $TEST_DIR/held ]] && break
+    sleep 0.1
+  done
+  ! "$REPO_ROOT/.venv/bin/python" -c 'import socket, sys; socket.socket().bind(("", int(sys.argv[1])))' "$1" 2>/dev/null
+}
+
+@test "make demo passes while another process holds port 1234 (it picks a free port)" {
+  unset MASTER_PORT
+  hold_port 1234
+  PRIMUS_TRAIN_STEPS=8 run make -C "$REPO_ROOT" --no-print-directory demo
+  assert_success
+  assert_output --partial "demo OK: "
+  refute_output --partial "MASTER_PORT=1234"
+  assert_output --regexp "MASTER_PORT=[0-9]+"
+}
