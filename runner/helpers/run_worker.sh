@@ -89,6 +89,9 @@ link_rank_log() {
   (trap "" USR1 USR2; exec ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null) &
 }
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
+# The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
+[[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
+  export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$local_rank}.heartbeat
 
 # Foreground child: bash runs these (no-op) traps after the child ends, so
 # the wrapper outlives the signal and records the child's own status.
