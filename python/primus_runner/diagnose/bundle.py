@@ -47,8 +47,8 @@ def flight_recorder_files(run: Run) -> list[str]:
     return sorted(found)
 
 
-def _dump_one(rank: LiveRank, node: int, host: str, bundle: str) -> tuple[RankPlace, str]:
-    threads, how, problems = read_stacks(rank.pid, rank.faulthandler_file)
+def _dump_one(rank: LiveRank, node: int, host: str, bundle: str, native: bool) -> tuple[RankPlace, str]:
+    threads, how, problems = read_stacks(rank.pid, rank.faulthandler_file, native)
     path = os.path.join(bundle, f"rank-{rank.rank}.txt")
     head = [f"rank {rank.rank} (local rank {rank.local_rank}) pid {rank.pid} on {host} (node {node})",
             f"read with: {how or 'nothing worked'}"]
@@ -62,8 +62,8 @@ def _dump_one(rank: LiveRank, node: int, host: str, bundle: str) -> tuple[RankPl
     return place_of(rank.rank, node, host, threads, path), text
 
 
-def dump_run(run: Run, bundle: str, skip_ranks: frozenset[int] = frozenset()) -> tuple[list[RankPlace],
-                                                                                          list[str], dict[int, str]]:
+def dump_run(run: Run, bundle: str, skip_ranks: frozenset[int] = frozenset(),
+             native: bool = True) -> tuple[list[RankPlace], list[str], dict[int, str]]:
     """Dump RUN's live ranks into BUNDLE: (places, summary lines, {rank: stack text})."""
     host = socket.gethostname().split(".")[0]
     live, ended = ranks_of(run)
@@ -72,7 +72,7 @@ def dump_run(run: Run, bundle: str, skip_ranks: frozenset[int] = frozenset()) ->
     texts: dict[int, str] = {}
     if live:
         with ThreadPoolExecutor(max_workers=min(8, len(live))) as pool:
-            for rank, (place, text) in zip(live, pool.map(lambda r: _dump_one(r, run.node, host, bundle), live),
+            for rank, (place, text) in zip(live, pool.map(lambda r: _dump_one(r, run.node, host, bundle, native), live),
                                            strict=True):
                 places.append(place)
                 texts[rank.rank] = text

@@ -1,6 +1,6 @@
 """``python -m primus_runner.diagnose``: the diagnosis commands.
 
-    dump --run-id ID --heading TEXT [--kind hang|failure] [--skip-rank R] [--report-file F]
+    dump --run-id ID --heading TEXT [--kind hang|failure] [--skip-rank R] [--report-file F] [--no-native]
         (the watchdog runner/helpers/hang_watch.sh; run_worker.sh when a rank failed)
     stacks [--log PATH | --pid PID] [--workspace DIR] [--json]   (primus-cli stacks)
     merge [--heading TEXT] [--stdin] [SUMMARY_JSON ...]          (Slurm: one summary across nodes)
@@ -42,14 +42,14 @@ def _options(args: list[str], names: dict[str, str], flags: set[str]) -> tuple[d
 
 def cmd_dump(args: list[str]) -> int:
     opts, _ = _options(args, {"--run-id": "", "--heading": "stacks", "--kind": "hang", "--skip-rank": "",
-                              "--report-file": ""}, set())
+                              "--report-file": ""}, {"--no-native"})
     run = scan().get(opts["--run-id"])
     if run is None:
         log.warn(f"{opts['--heading']}: no process of the run is left to read (PRIMUS_RUN_ID={opts['--run-id']}).")
         return 0
     skip = frozenset({int(opts["--skip-rank"])}) if opts["--skip-rank"].isdigit() else frozenset()
     bundle = new_bundle(run.log, opts["--kind"])
-    places, lines, _ = dump_run(run, bundle, skip)
+    places, lines, _ = dump_run(run, bundle, skip, native=opts["--no-native"] != "1")
     if opts["--report-file"]:
         with open(opts["--report-file"], "w", encoding="utf-8") as handle:
             handle.write("\n".join([opts["--heading"], *lines]) + "\n")

@@ -69,18 +69,19 @@ def faulthandler_dump(pid: int, path: str, wait_s: float = 5.0) -> tuple[list[Th
     return (threads, "") if threads else ([], f"no faulthandler dump within {wait_s:.0f} s")
 
 
-def read_stacks(pid: int, faulthandler_file: str = "") -> tuple[list[Thread], str, str]:
-    """(threads, how they were read, what failed on the way)."""
+def read_stacks(pid: int, faulthandler_file: str = "", native: bool = True) -> tuple[list[Thread], str, str]:
+    """(threads, how they were read, what failed on the way). NATIVE: try ``--native``
+    first (about 2 s per rank of a torch process: the symbols of libtorch)."""
     program = pyspy_program()
     problems: list[str] = []
     if program is None:
         problems.append("py-spy not found (pip install py-spy, a dependency in pyproject.toml)")
     else:
-        for native in (True, False):
-            threads, error = _run_pyspy(program, pid, native)
+        for with_native in (True, False) if native else (False,):
+            threads, error = _run_pyspy(program, pid, with_native)
             if threads:
-                return threads, "py-spy --native" if native else "py-spy", "; ".join(problems)
-            problems.append(error + (" (with --native)" if native else ""))
+                return threads, "py-spy --native" if with_native else "py-spy", "; ".join(problems)
+            problems.append(error + (" (with --native)" if with_native else ""))
     threads, error = faulthandler_dump(pid, faulthandler_file)
     if threads:
         return threads, "faulthandler (py-spy could not attach)", "; ".join(problems)
