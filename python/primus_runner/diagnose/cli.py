@@ -26,6 +26,7 @@ EXIT_MISSING, EXIT_INVALID = 1, 2
 
 def _options(args: list[str], names: dict[str, str], flags: set[str]) -> tuple[dict[str, str], list[str]]:
     values = dict(names)
+    values.update({flag: "" for flag in flags})
     rest: list[str] = []
     while args:
         name = args.pop(0)
@@ -80,12 +81,26 @@ def _pick(runs: dict[str, Run], log_path: str, pid: str, workspace: str) -> Run:
     if not chosen:
         raise LookupError("no running launch on this node (no process with PRIMUS_RUN_ID in its environment); "
                           "start one with primus-cli direct, or name it with --log PATH or --pid PID")
-    names = ", ".join(sorted(r.log or r.run_id for r in chosen))
-    raise LookupError(f"{len(chosen)} running launches under workspace '{workspace}': {names}; "
-                      "pick one with --log PATH")
+    names = ", ".join(sorted(r.log or f"run {r.run_id}" for r in chosen))
+    where = f"under workspace '{workspace}'" if inside else f"on this host (none under workspace '{workspace}')"
+    raise LookupError(f"{len(chosen)} running launches {where}: {names}; pick one with --log PATH or --pid PID")
+
+
+STACKS_HELP = """Usage: primus-cli stacks [--log PATH | --pid PID] [--workspace DIR] [--json]
+
+Dump every rank's Python stack (py-spy --native) of a launch running on this host and
+print one summary, ranks grouped by their innermost workload frame, then each stack.
+The launch: --pid (the launcher's pid or a rank's), --log (its log file), else the one
+launch writing under <workspace>/logs (--workspace, PRIMUS_WORKSPACE, ./output), else
+the one launch running on this host. The bundle is <log without .log>.stacks-<n>/.
+  --json   one JSON line (the summary.json of the bundle), for primus-cli slurm stacks
+Exit codes: 0 ok; 1 no running launch found; 2 bad arguments or several launches."""
 
 
 def cmd_stacks(args: list[str]) -> int:
+    if args[:1] in (["-h"], ["--help"]):
+        print(STACKS_HELP)
+        return 0
     opts, _ = _options(args, {"--log": "", "--pid": "", "--workspace": os.environ.get("PRIMUS_WORKSPACE", "./output")},
                        {"--json"})
     try:
