@@ -43,8 +43,15 @@ shopt -s globstar nullglob
 # newest_progress: the newest modification time (epoch seconds) of the run's
 # progress files, 0 when there is none yet.
 newest_progress() {
-  local -a files=("$ranks_dir"/**/*.log "$ranks_dir"/*.heartbeat)
-  [[ $mode != single ]] || files+=("$log_file")
+  local -a files=("$ranks_dir"/**/*.log "$ranks_dir"/*.heartbeat) workers=()
+  [[ -z ${PRIMUS_RC_DIR:-} ]] || workers=("$PRIMUS_RC_DIR"/worker.*)
+  if [[ $mode == single ]]; then
+    files+=("$log_file")
+  elif ((${#workers[@]} == 0)); then
+    echo "$EPOCHSECONDS"  # torchrun has not started a rank yet (its rendezvous has its own timeout)
+    return
+  fi
+  files+=("${workers[@]}")  # a rank starting is progress
   ((${#files[@]} > 0)) || { echo 0; return; }
   local newest=0 t
   while read -r t; do
