@@ -18,6 +18,8 @@
 #   --srun-native    several tasks per node: one worker per Slurm task, no
 #                    torchrun (config slurm.srun_native); give --ntasks-per-node=N
 #   -h, --help       this text
+# `primus-cli slurm stacks JOBID`: the stacks of every rank of a running job
+# (runner/primus-cli-slurm-stacks.sh --help).
 #
 # Slurm flags are passed through unchanged. The configuration (`slurm:` in
 # runner/.primus.yaml, ~/.primus.yaml, --config FILE) fills only what the flags
@@ -497,6 +499,8 @@ print_dry_run() {
 # ------------------------------------------------------------------- main
 
 main() {
+  # `primus-cli slurm stacks JOBID`: runner/primus-cli-slurm-stacks.sh (issue 25).
+  [[ ${1:-} != stacks ]] || exec "$BASH" "$SLURM_RUNNER_DIR/primus-cli-slurm-stacks.sh" "${@:2}"
   parse_args "$@"
   [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && OPT_DRY_RUN=1
   ((OPT_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG

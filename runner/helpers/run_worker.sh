@@ -89,6 +89,17 @@ link_rank_log() {
   (trap "" USR1 USR2; exec ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null) &
 }
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
+# The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
+[[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
+  export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$local_rank}.heartbeat
+# Stack dumps from inside the rank (issue 25, runner/helpers/pystartup/sitecustomize.py):
+# faulthandler on SIGURG when py-spy cannot attach, and the other ranks' stacks
+# read when this one raises.
+if [[ -n ${PRIMUS_RC_DIR:-} ]]; then
+  export PYTHONPATH=${BASH_SOURCE[0]%/*}/pystartup${PYTHONPATH:+:$PYTHONPATH}
+  export PRIMUS_FAULTHANDLER_FILE=$PRIMUS_RC_DIR/faulthandler-${RANK:-$local_rank}.txt
+  export PRIMUS_FAILURE_STACKS=$PRIMUS_RC_DIR
+fi
 
 # Foreground child: bash runs these (no-op) traps after the child ends, so
 # the wrapper outlives the signal and records the child's own status.
@@ -110,5 +121,21 @@ if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
   err=$(readlink "/proc/$$/fd/2" 2>/dev/null) || err=""
   printf '%s\0' "$rc" "$ended" "${RANK:-$local_rank}" "$local_rank" "$out" "$err" \
     "${TORCHELASTIC_ERROR_FILE:-}" >"$PRIMUS_RC_DIR/failed-${RANK:-$local_rank}"
+  # The first rank to fail has the stacks of the others read before torchrun
+  # stops them (python/primus_runner/diagnose, into the failure report); not
+  # when the rank was stopped by SIGHUP/SIGINT/SIGKILL/SIGTERM (a stop, not a failure).
+  case $rc in
+    129 | 130 | 137 | 143) ;;
+    *)
+      if [[ -n ${PRIMUS_RUN_ID:-} && ! -e $PRIMUS_RC_DIR/hang-stop ]] &&
+        mkdir -- "$PRIMUS_RC_DIR/failure-stacks.lock" 2>/dev/null; then
+        PYTHONPATH=${BASH_SOURCE[0]%/*}/../../python \
+          "${PRIMUS_PYTHON:-python3}" -m primus_runner.diagnose dump --run-id "$PRIMUS_RUN_ID" \
+          --kind failure --no-native --skip-rank "${RANK:-$local_rank}" --report-file "$PRIMUS_RC_DIR/failure-stacks" \
+          --heading "  stacks of this node's ranks still running when rank ${RANK:-$local_rank} failed" \
+          >/dev/null 2>&1 || true
+      fi
+      ;;
+  esac
 fi
 exit "$rc"

@@ -44,6 +44,8 @@ source "$PRIMUS_SUPERVISE_DIR/lib/processes.sh"
 source "$PRIMUS_SUPERVISE_DIR/lib/signal_origin.sh"
 # shellcheck source=runner/lib/stop_ranks.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/stop_ranks.sh"
+# shellcheck source=runner/lib/watchdog.sh
+source "$PRIMUS_SUPERVISE_DIR/lib/watchdog.sh"
 
 # primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, digits
 # only, checked by the launcher; default 10; slurm-entry sets it from KillWait).
@@ -110,7 +112,7 @@ primus_forward_notice() {
 # once to every rank, wait PRIMUS_KILL_GRACE seconds, SIGKILL what is left,
 # print the closing line, exit 128+N.
 primus_stop_run() {
-  local num=$1 name at origin grace
+  local num=$1 name at origin grace code
   # The console/log tees may be gone already: a write must not turn the exit
   # status into 141 (SIGPIPE), and a failed write must not end the stop.
   trap '' TERM INT HUP PIPE
@@ -146,11 +148,13 @@ primus_stop_run() {
       kill -KILL "${left[@]}" 2>/dev/null
     fi
     wait "$PRIMUS_RUN_PID" 2>/dev/null
-    primus_closing_line "$name" "$origin" "$total" "$grace" "$killed" $((128 + num)) \
+    primus_watchdog_exit_code code $((128 + num))
+    primus_closing_line "$name" "$origin" "$total" "$grace" "$killed" "$code" \
       "$(primus_running_ranks_text "${running[@]}")"
   fi
+  primus_watchdog_exit_code code $((128 + num))
   primus_cleanup_run
-  exit $((128 + num))
+  exit "$code"
 }
 
 # primus_closing_line SIG ORIGIN STOPPED GRACE KILLED EXIT RANKS: the one
@@ -176,6 +180,7 @@ primus_closing_line() {
 # primus_cleanup_run: tell the watcher the launcher ends on purpose, remove the
 # exit-code directory, run PRIMUS_SUPERVISE_CLEANUP.
 primus_cleanup_run() {
+  primus_watchdog_stop
   if [[ -n $PRIMUS_WATCH_FD ]]; then
     { printf 'done\n' >&"$PRIMUS_WATCH_FD"; } 2>/dev/null || true
     exec {PRIMUS_WATCH_FD}>&- 2>/dev/null || true
@@ -280,8 +285,10 @@ primus_run_workload() {
   trap 'primus_forward_notice USR1' USR1
   trap 'primus_forward_notice USR2' USR2
   primus_start_watcher
+  primus_watchdog_env "$log_file" "$PRIMUS_RUN_MODE"
   PRIMUS_RUN_ID=$PRIMUS_RUN_ID "${cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
   PRIMUS_RUN_PID=$!
+  primus_watchdog_start "$log_file" "$PRIMUS_RUN_ID"
   primus_wait_run
   local rc=$PRIMUS_RUN_RC
   PRIMUS_RUN_PID=""

@@ -246,6 +246,10 @@ def report(rc_dir: Path, log_file: str, torchrun_code: int, requeue_code: int | 
     others = [f for f in failures if f.rank != first.rank]
     for line in format_report(first, others, exception, tail(output, TAIL_LINES), log_file, node):
         log.error(line)
+    # The other ranks' stacks, read by run_worker.sh when the first rank failed (issue 25).
+    stacks = _read(str(rc_dir / "failure-stacks")).rstrip("\n")
+    if stacks:
+        log.error(stacks)
     return first.code
 
 

@@ -1,0 +1,180 @@
+"""``python -m primus_runner.diagnose``: the diagnosis commands.
+
+    dump --run-id ID --heading TEXT [--kind hang|failure] [--skip-rank R] [--report-file F] [--no-native]
+        (the watchdog runner/helpers/hang_watch.sh; run_worker.sh when a rank failed)
+    stacks [--log PATH | --pid PID] [--workspace DIR] [--json]   (primus-cli stacks)
+    merge [--heading TEXT] [--stdin] [SUMMARY_JSON ...]          (Slurm: one summary across nodes)
+
+Owns the command line and where the lines go (hang: the launcher's console and log
+through stderr; failure: a file report.py adds to the failure report; stacks:
+stdout). It must not find ranks or read stacks itself (runs.py, pyspy.py, bundle.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from primus_runner import log
+from primus_runner.diagnose.bundle import dump_run, new_bundle
+from primus_runner.diagnose.runs import Run, scan
+from primus_runner.diagnose.summary import RankPlace, from_json, summary_lines
+
+EXIT_MISSING, EXIT_INVALID = 1, 2
+
+
+def _options(args: list[str], names: dict[str, str], flags: set[str]) -> tuple[dict[str, str], list[str]]:
+    values = dict(names)
+    values.update({flag: "" for flag in flags})
+    rest: list[str] = []
+    while args:
+        name = args.pop(0)
+        if name in flags:
+            values[name] = "1"
+        elif name in names and args:
+            values[name] = args.pop(0)
+        elif name.startswith("--"):
+            raise ValueError(f"unknown option or missing value: '{name}'; accepted: {', '.join([*names, *flags])}")
+        else:
+            rest.append(name)
+    return values, rest
+
+
+def cmd_dump(args: list[str]) -> int:
+    opts, _ = _options(args, {"--run-id": "", "--heading": "stacks", "--kind": "hang", "--skip-rank": "",
+                              "--report-file": ""}, {"--no-native"})
+    run = scan().get(opts["--run-id"])
+    if run is None:
+        log.warn(f"{opts['--heading']}: no process of the run is left to read (PRIMUS_RUN_ID={opts['--run-id']}).")
+        return 0
+    skip = frozenset({int(opts["--skip-rank"])}) if opts["--skip-rank"].isdigit() else frozenset()
+    bundle = new_bundle(run.log, opts["--kind"])
+    places, lines, _ = dump_run(run, bundle, skip, native=opts["--no-native"] != "1")
+    if opts["--report-file"]:
+        with open(opts["--report-file"], "w", encoding="utf-8") as handle:
+            handle.write("\n".join([opts["--heading"], *lines]) + "\n")
+        return 0
+    log.warn("\n".join([f"{opts['--heading']}: {sum(1 for p in places if p.exit_code < 0)} live rank(s)", *lines]))
+    return 0
+
+
+def _pick(runs: dict[str, Run], log_path: str, pid: str, workspace: str) -> Run:
+    if pid:
+        if not pid.isdigit():
+            raise ValueError(f"--pid '{pid}' is not a process id; give the launcher's pid or a rank's")
+        for run in runs.values():
+            if int(pid) in run.processes or int(pid) == run.launcher_pid:
+                return run
+        raise LookupError(f"--pid {pid}: no running launch has that process (launcher or rank) on this node")
+    if log_path:
+        wanted = os.path.realpath(log_path)
+        for run in runs.values():
+            if run.log and os.path.realpath(run.log) == wanted:
+                return run
+        raise LookupError(f"--log {log_path}: no running launch writes that log on this node")
+    logs_dir = os.path.realpath(os.path.join(workspace, "logs")) + os.sep
+    inside = [r for r in runs.values() if os.path.realpath(r.log or "/").startswith(logs_dir)]
+    chosen = inside or list(runs.values())
+    if len(chosen) == 1:
+        return chosen[0]
+    if not chosen:
+        raise LookupError("no running launch on this node (no process with PRIMUS_RUN_ID in its environment); "
+                          "start one with primus-cli direct, or name it with --log PATH or --pid PID")
+    names = ", ".join(sorted(r.log or f"run {r.run_id}" for r in chosen))
+    where = f"under workspace '{workspace}'" if inside else f"on this host (none under workspace '{workspace}')"
+    raise LookupError(f"{len(chosen)} running launches {where}: {names}; pick one with --log PATH or --pid PID")
+
+
+STACKS_HELP = """Usage: primus-cli stacks [--log PATH | --pid PID] [--workspace DIR] [--json]
+
+Dump every rank's Python stack (py-spy --native) of a launch running on this host and
+print one summary, ranks grouped by their innermost workload frame, then each stack.
+The launch: --pid (the launcher's pid or a rank's), --log (its log file), else the one
+launch writing under <workspace>/logs (--workspace, PRIMUS_WORKSPACE, ./output), else
+the one launch running on this host. The bundle is <log without .log>.stacks-<n>/.
+  --json   one JSON line (the summary.json of the bundle), for primus-cli slurm stacks
+Exit codes: 0 ok; 1 no running launch found; 2 bad arguments or several launches."""
+
+
+def cmd_stacks(args: list[str]) -> int:
+    if args[:1] in (["-h"], ["--help"]):
+        print(STACKS_HELP)
+        return 0
+    opts, _ = _options(args, {"--log": "", "--pid": "", "--workspace": os.environ.get("PRIMUS_WORKSPACE", "./output")},
+                       {"--json"})
+    try:
+        run = _pick(scan(), opts["--log"], opts["--pid"], opts["--workspace"])
+    except ValueError as exc:
+        log.error(f"stacks: {exc}")
+        return EXIT_INVALID
+    except LookupError as exc:
+        log.error(f"stacks: {exc}")
+        return EXIT_MISSING
+    bundle = new_bundle(run.log, "stacks")
+    places, lines, texts = dump_run(run, bundle)
+    if opts["--json"]:
+        with open(os.path.join(bundle, "summary.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        document["bundle"] = bundle
+        print(json.dumps(document))
+        return 0
+    print(f"stacks of the launch writing {run.log or '(no log)'} (run {run.run_id}): "
+          f"{sum(1 for p in places if p.exit_code < 0)} live rank(s)")
+    print("\n".join(lines))
+    for rank in sorted(texts):
+        print(f"\n----- rank {rank} -----\n{texts[rank].rstrip()}")
+    return 0
+
+
+def merge_lines(documents: Sequence[object]) -> list[str]:
+    """One summary across nodes from summary.json documents / --json lines (pure)."""
+    places: list[RankPlace] = []
+    bundles: list[str] = []
+    for doc in documents:
+        if isinstance(doc, dict):
+            places.extend(from_json(doc.get("places")))
+            if doc.get("bundle"):
+                bundles.append(f"node {doc.get('node')}: {doc.get('bundle')}")
+    return summary_lines(places, "", [f"bundle {b}" for b in bundles], with_nodes=True)
+
+
+def cmd_merge(args: list[str]) -> int:
+    opts, files = _options(args, {"--heading": "stacks across nodes"}, {"--stdin"})
+    docs: list[object] = []
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                doc = json.load(handle)
+        except (OSError, ValueError) as exc:
+            log.warn(f"merge: cannot read {path}: {exc}")
+            continue
+        if isinstance(doc, dict):
+            doc.setdefault("bundle", os.path.dirname(path))
+        docs.append(doc)
+    if opts["--stdin"]:
+        for line in sys.stdin:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    docs.append(json.loads(line))
+                except ValueError:
+                    continue
+    print("\n".join([opts["--heading"] + ":", *merge_lines(docs)]))
+    return 0 if docs else EXIT_MISSING
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = {"dump": cmd_dump, "stacks": cmd_stacks, "merge": cmd_merge}
+    if not args or args[0] in ("-h", "--help"):
+        print((__doc__ or "").strip())
+        return 0 if args else EXIT_INVALID
+    if args[0] not in commands:
+        log.error(f"diagnose: unknown command '{args[0]}'; accepted: {', '.join(commands)}")
+        return EXIT_INVALID
+    try:
+        return commands[args[0]](args[1:])
+    except ValueError as exc:
+        log.error(f"diagnose {args[0]}: {exc}")
+        return EXIT_INVALID

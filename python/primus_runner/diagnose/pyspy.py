@@ -1,0 +1,89 @@
+"""Read one process's stacks: py-spy (``--native`` where it works), else a faulthandler dump.
+
+Owns the py-spy call and the fallback: when py-spy cannot attach (no ptrace: a
+container without CAP_SYS_PTRACE, yama ptrace_scope), the rank's faulthandler,
+registered for ``FAULTHANDLER_SIGNAL`` by ``runner/helpers/pystartup/sitecustomize.py``
+(the worker wrapper puts it on the path), writes its stacks to the file named in
+the rank's ``PRIMUS_FAULTHANDLER_FILE``. It must not choose which processes to read
+(python/primus_runner/diagnose/runs.py) nor summarise (summary.py).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from primus_runner.diagnose.frames import Thread, parse_faulthandler, parse_pyspy_json
+
+# SIGURG: its default action is to ignore it (signal(7)), so a process that did not
+# register the handler is not harmed; SIGUSR1/SIGUSR2 are Slurm's notices here.
+FAULTHANDLER_SIGNAL = signal.SIGURG
+DUMP_TIMEOUT_S = 30.0
+
+
+def pyspy_program() -> str | None:
+    """py-spy beside the helper's interpreter (the project's .venv), else on PATH."""
+    here = os.path.dirname(sys.executable)
+    return shutil.which("py-spy", path=os.pathsep.join([here, os.environ.get("PATH", "")]))
+
+
+def _run_pyspy(program: str, pid: int, native: bool) -> tuple[list[Thread], str]:
+    cmd = [program, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return [], f"py-spy did not answer within {DUMP_TIMEOUT_S:.0f} s"
+    except OSError as exc:
+        return [], f"py-spy cannot run: {exc}"
+    threads = parse_pyspy_json(done.stdout) if done.returncode == 0 else []
+    if threads:
+        return threads, ""
+    message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+    return [], f"py-spy: {message}"
+
+
+def faulthandler_dump(pid: int, path: str, wait_s: float = 5.0) -> tuple[list[Thread], str]:
+    """Ask the rank for a faulthandler dump into PATH; its threads, or why not."""
+    if not path or not os.path.isfile(path):
+        return [], "no faulthandler file (the rank did not start through run_worker.sh, or not in Python)"
+    start = os.path.getsize(path)
+    try:
+        os.kill(pid, FAULTHANDLER_SIGNAL)
+    except OSError as exc:
+        return [], f"faulthandler signal: {exc.strerror}"
+    deadline = time.monotonic() + wait_s
+    size = start
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = os.path.getsize(path)
+        if now > start and now == size:  # grown, then stable for one poll
+            break
+        size = now
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        text = handle.read().decode("utf-8", "replace")
+    threads = parse_faulthandler(text)
+    return (threads, "") if threads else ([], f"no faulthandler dump within {wait_s:.0f} s")
+
+
+def read_stacks(pid: int, faulthandler_file: str = "", native: bool = True) -> tuple[list[Thread], str, str]:
+    """(threads, how they were read, what failed on the way). NATIVE: try ``--native``
+    first (about 2 s per rank of a torch process: the symbols of libtorch)."""
+    program = pyspy_program()
+    problems: list[str] = []
+    if program is None:
+        problems.append("py-spy not found (pip install py-spy, a dependency in pyproject.toml)")
+    else:
+        for with_native in (True, False) if native else (False,):
+            threads, error = _run_pyspy(program, pid, with_native)
+            if threads:
+                return threads, "py-spy --native" if with_native else "py-spy", "; ".join(problems)
+            problems.append(error + (" (with --native)" if with_native else ""))
+    threads, error = faulthandler_dump(pid, faulthandler_file)
+    if threads:
+        return threads, "faulthandler (py-spy could not attach)", "; ".join(problems)
+    problems.append(error)
+    return [], "", "; ".join(problems)

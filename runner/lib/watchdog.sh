@@ -1,0 +1,56 @@
+# shellcheck shell=bash
+# runner/lib/watchdog.sh: the launcher's side of the progress watchdog (issue 25).
+# Sourced by runner/lib/supervise.sh; defines only primus_* names, never changes
+# shell options. It starts runner/helpers/hang_watch.sh (which decides "no
+# progress" and asks python -m primus_runner.diagnose for the stacks) and gives
+# the workload what it needs to be watched; it reads no stacks itself.
+#
+#   primus_watchdog_env LOG_FILE MODE
+#       before the workload starts: export PRIMUS_RUN_LOG (the log, so
+#       `primus-cli stacks` finds the run) and PRIMUS_HEARTBEAT_DIR (<log>.ranks);
+#       run mode single: also PRIMUS_HEARTBEAT_FILE (torchrun: run_worker.sh sets
+#       it per rank)
+#   primus_watchdog_start LOG_FILE RUN_ID
+#       PRIMUS_HANG_TIMEOUT (seconds, default 1800, 0 = off) and
+#       PRIMUS_HANG_ACTION (report|stop, default report)
+#   primus_watchdog_stop        the launch ends: the watchdog exits
+#   primus_watchdog_exit_code VAR CODE
+#       VAR = 86 when the watchdog stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
+
+PRIMUS_HANG_FD=""
+PRIMUS_HANG_EXIT_CODE=86
+
+primus_watchdog_env() {
+  export PRIMUS_RUN_LOG=$1 PRIMUS_HEARTBEAT_DIR=${1%.log}.ranks
+  if [[ $2 == single ]]; then
+    [[ -d $PRIMUS_HEARTBEAT_DIR ]] || mkdir -p -- "$PRIMUS_HEARTBEAT_DIR" 2>/dev/null || true
+    export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-${NODE_RANK:-0}}.heartbeat
+  fi
+}
+
+primus_watchdog_start() {
+  local timeout=${PRIMUS_HANG_TIMEOUT:-1800} action=${PRIMUS_HANG_ACTION:-report}
+  if [[ ! $timeout =~ ^[0-9]{1,7}$ ]]; then
+    LOG_WARN "PRIMUS_HANG_TIMEOUT='$timeout' is not a number of seconds; accepted: 0 (off) or 1-9999999; using 1800. Fix: export PRIMUS_HANG_TIMEOUT=1800."
+    timeout=1800
+  fi
+  ((10#$timeout > 0)) || return 0
+  if [[ $action != report && $action != stop ]]; then
+    LOG_WARN "PRIMUS_HANG_ACTION='$action' is not accepted; accepted: report or stop; using report. Fix: export PRIMUS_HANG_ACTION=report."
+    action=report
+  fi
+  exec {PRIMUS_HANG_FD}> >(exec setsid "$PRIMUS_SUPERVISE_DIR/helpers/hang_watch.sh" "$1" "$2" \
+    "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE")
+}
+
+primus_watchdog_stop() {
+  [[ -n $PRIMUS_HANG_FD ]] || return 0
+  exec {PRIMUS_HANG_FD}>&- 2>/dev/null || true
+  PRIMUS_HANG_FD=""
+}
+
+primus_watchdog_exit_code() {
+  local -n __primus_code=$1
+  __primus_code=$2
+  [[ -z ${PRIMUS_RC_DIR:-} || ! -f $PRIMUS_RC_DIR/hang-stop ]] || __primus_code=$PRIMUS_HANG_EXIT_CODE
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
+# Hang and failure diagnosis (issue 25): the progress watchdog
+# (runner/helpers/hang_watch.sh), the stacks of every rank read with the real
+# py-spy, the grouped summary, PRIMUS_HANG_ACTION=stop, the failure report's
+# stacks and `primus-cli stacks`, with real torchrun (CPU, gloo) and the
+# hang_rank.py workload (it writes out/ready.<RANK> once it joined the group).
+
+setup() {
+  load helpers/launcher
+  launcher_setup
+  export GPUS_PER_NODE=2 MASTER_PORT PRIMUS_KILL_GRACE=5
+  MASTER_PORT=$(free_port)
+  OUT=$TEST_DIR/out
+  mkdir -p "$OUT"
+  WL=$WORKLOADS/hang_rank.py
+}
+
+teardown() {
+  local pid
+  for pid in $(pgrep -f -- "$OUT"); do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  launcher_teardown
+}
+
+# leftovers: processes of this test's run still alive (they carry $OUT on their command line).
+leftovers() {
+  local pid
+  for pid in $(pgrep -f -- "$OUT"); do
+    process_running "$pid" && echo "$pid"
+  done
+  return 0
+}
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds (0.2 s polls).
+wait_for() {
+  local i limit=$(($1 * 5))
+  shift
+  for ((i = 0; i < limit; i++)); do
+    "$@" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+has_summary() {
+  grep -q "SUSPECT rank 1: stuck_here (hang_rank.py:[0-9]*)" "$TEST_DIR/launch.out" &&
+    grep -q "rank 0: main (hang_rank.py:[0-9]*) <- all_reduce" "$TEST_DIR/launch.out"
+}
+
+@test "hang: within 30 s the summary puts rank 1 in stuck_here and rank 0 in all_reduce; the stack files exist; report keeps waiting" {
+  PRIMUS_HANG_TIMEOUT=8 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_for 60 test -f "$OUT/ready.1"
+  start=$SECONDS
+  wait_for 30 has_summary || { cat "$TEST_DIR/launch.out"; false; }
+  ((SECONDS - start <= 30))
+  grep -q "no output and no heartbeat from any local rank for [0-9]* s (PRIMUS_HANG_TIMEOUT=8, PRIMUS_HANG_ACTION=report)" "$TEST_DIR/launch.out"
+  bundle=$(sed -n 's/^  bundle: //p' "$TEST_DIR/launch.out" | head -n 1)
+  [[ $bundle == "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1 ]]
+  grep -q "stuck_here" "$bundle/rank-1.txt"
+  grep -q "all_reduce" "$bundle/rank-0.txt"
+  grep -q "read with: py-spy" "$bundle/rank-0.txt"
+  # The summary is in the log too; report mode keeps the run going.
+  log=${bundle%.hang-1}.log
+  grep -q "SUSPECT rank 1: stuck_here" "$log"
+  process_running "$launcher"
+  kill -TERM "$launcher"
+  wait "$launcher" || true
+}
+
+@test "hang with PRIMUS_HANG_ACTION=stop: the launcher ends the job itself with exit code 86 and nothing is left" {
+  status=0
+  PRIMUS_HANG_TIMEOUT=8 PRIMUS_HANG_ACTION=stop timeout 90 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang \
+    >"$TEST_DIR/launch.out" 2>&1 || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 86 ]]
+  has_summary
+  grep -q "PRIMUS_HANG_ACTION=stop: stopping the run" "$TEST_DIR/launch.out"
+  grep -q "exit status 86" "$TEST_DIR/launch.out"
+  wait_for 10 test -z "$(leftovers)"
+  [[ -z $(pgrep -f -- "hang_watch.sh.*$PRIMUS_WORKSPACE") ]]
+}
+
+@test "no false alarm: a rank printing every second for 20 s, with PRIMUS_HANG_TIMEOUT=6 and stop, exits 0" {
+  status=0
+  PRIMUS_HANG_TIMEOUT=6 PRIMUS_HANG_ACTION=stop "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" chatty 20 \
+    >"$TEST_DIR/launch.out" 2>&1 || status=$?
+  [[ $status -eq 0 ]] || { cat "$TEST_DIR/launch.out"; false; }
+  ! grep -q "hang watchdog" "$TEST_DIR/launch.out"
+  grep -q "rank 1 step 19" "$TEST_DIR/launch.out"
+}
+
+@test "no false alarm: silent ranks touching PRIMUS_HEARTBEAT_FILE every second, with PRIMUS_HANG_TIMEOUT=6 and stop, exit 0" {
+  status=0
+  PRIMUS_HANG_TIMEOUT=6 PRIMUS_HANG_ACTION=stop "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" heartbeat 20 \
+    >"$TEST_DIR/launch.out" 2>&1 || status=$?
+  [[ $status -eq 0 ]] || { cat "$TEST_DIR/launch.out"; false; }
+  ! grep -q "hang watchdog" "$TEST_DIR/launch.out"
+  # One heartbeat file per rank, under the log's .ranks directory.
+  ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.ranks/rank-0.heartbeat
+  ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.ranks/rank-1.heartbeat
+}
+
+@test "a rank that raises while the other waits: the report names the exception and shows the other rank's stack" {
+  status=0
+  PRIMUS_HANG_TIMEOUT=0 timeout 90 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" raise \
+    >"$TEST_DIR/launch.out" 2>&1 || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 1 ]]
+  grep -q "failure report: global rank 1 .* failed first" "$TEST_DIR/launch.out"
+  grep -q "RuntimeError: rank one broke" "$TEST_DIR/launch.out"
+  grep -q "stacks of this node's other ranks when rank 1 raised RuntimeError" "$TEST_DIR/launch.out"
+  grep -q "rank 0: main (hang_rank.py:[0-9]*) <- all_reduce" "$TEST_DIR/launch.out"
+  grep -q "all_reduce" "$PRIMUS_WORKSPACE"/logs/primus-*-node0.failure-1/rank-0.txt
+  wait_for 10 test -z "$(leftovers)"
+}
+
+@test "primus-cli stacks on a running 2-rank launch shows both stacks" {
+  PRIMUS_HANG_TIMEOUT=0 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  wait_for 60 test -f "$OUT/ready.1"
+  run "$PRIMUS_CLI" stacks
+  kill -TERM "$launcher"
+  wait "$launcher" || true
+  echo "$output"
+  [[ $status -eq 0 ]]
+  [[ $output == *"stacks of the launch writing $PRIMUS_WORKSPACE/logs/primus-"*"-node0.log"*"2 live rank(s)"* ]]
+  [[ $output == *"----- rank 0 -----"*"all_reduce (/"*"----- rank 1 -----"*"stuck_here (/"* ]]
+  [[ $output == *"SUSPECT rank 1: stuck_here"* ]]
+}
+
+@test "primus-cli stacks with no launch of this workspace and a --log nobody writes: exit 1 naming the log" {
+  run "$PRIMUS_CLI" stacks --log "$TEST_DIR/none.log"
+  [[ $status -eq 1 ]]
+  [[ $output == *"--log $TEST_DIR/none.log: no running launch writes that log on this node"* ]]
+}
