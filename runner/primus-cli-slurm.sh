@@ -37,6 +37,7 @@
 # PRIMUS_RUNNER_DIR (this runner/ directory, absolute) is exported and written
 # into the batch script, so the spooled copy finds the runner.
 #
+# `primus-cli slurm doctor ...` checks every node instead (slurm doctor --help).
 # Examples:
 #   primus-cli slurm srun -N 2 -- direct -- preflight
 #   primus-cli slurm sbatch --nodes=4 -t 01:00:00 -o train-%j.out -- direct \
@@ -501,6 +502,8 @@ print_dry_run() {
 main() {
   # `primus-cli slurm stacks JOBID`: runner/primus-cli-slurm-stacks.sh (issue 25).
   [[ ${1:-} != stacks ]] || exec "$BASH" "$SLURM_RUNNER_DIR/primus-cli-slurm-stacks.sh" "${@:2}"
+  local w # `slurm doctor`: its own entry
+  for w in "$@"; do case $w in --debug | --dry-run) ;; doctor) exec "$BASH" "$SLURM_RUNNER_DIR/primus-cli-slurm-doctor.sh" "$@" ;; *) break ;; esac; done
   parse_args "$@"
   [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && OPT_DRY_RUN=1
   ((OPT_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("primus_runner.dataprep.cli", "prepare tokenized data once for all nodes"),
     "train": ("primus_runner.workload.train", "embedded CPU workload: train pretrain --config FILE"),
     "preflight": ("primus_runner.workload.preflight", "check the distributed environment on all ranks"),
+    "doctor": ("primus_runner.doctor.cli", "check this node (or rank a fleet's reports): fit to train on?"),
 }
 
 USAGE = "usage: python3 -m primus_runner [--version] <command> [args...]"

@@ -1,0 +1,149 @@
+"""``python3 -m primus_runner doctor``: the doctor's command line (``primus-cli doctor``).
+
+- ``doctor [--probe] [--json FILE]``: this node's checks, one row each (status,
+  value seen, wanted, fix); exit 0 when no check failed, 3 when one did, 2 for bad
+  arguments. ``--probe`` adds the measurements (per-node GEMM on GPUs; node pairs
+  and all_reduce only in a multi-node job: ``primus-cli slurm doctor --probe``).
+- ``doctor --report-line``: (slurm doctor, on each node) the report as one line
+  ``PRIMUS-DOCTOR-REPORT {json}`` on stdout instead of the table.
+- ``doctor fleet FILE [--json OUT] [--ratio R] [--floor-gbps G]``: (slurm doctor,
+  after the step) read the report lines of FILE, print the ranked table worst
+  first and, when some node failed, the ``--exclude=<hostlist>`` line; exit 3 then.
+Owns the option parsing and the printing; the checks are node.py's, the ranking fleet.py's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from primus_runner.doctor.record import EXIT_HEALTHY, EXIT_UNFIT, FAIL, PASS, Check, exit_code
+
+REPORT_PREFIX = "PRIMUS-DOCTOR-REPORT "
+EXIT_USAGE = 2
+
+
+def progress(text: str) -> None:
+    sys.stderr.write(f"[doctor] {time.strftime('%H:%M:%S')} {text}\n")
+    sys.stderr.flush()
+
+
+def _node_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="primus-cli doctor", description="Check this node before a job (tier 1, < 60 s): the "
+        "launch verdict, accelerators and their vendor tool, versions, CPU, NICs and RDMA ports, "
+        "/dev/shm, ulimit -l/-n, workspace space, the rendezvous port, the clock offset from node 0 "
+        "in a job and devices held by another process. Exit 0: no check failed; 3: a check failed; "
+        "2: bad arguments. Every fleet: primus-cli slurm doctor.")
+    p.add_argument("--probe", action="store_true", help="also measure: per-node GEMM on GPUs; in a "
+                   "multi-node job node-pair bandwidth/latency and one all_reduce")
+    p.add_argument("--json", metavar="FILE", help="write every check (and probe figure) to FILE")
+    p.add_argument("--report-line", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def _fleet_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="primus-cli doctor fleet", description="Rank the node reports "
+                                "(PRIMUS-DOCTOR-REPORT lines) of FILE, worst first.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", metavar="OUT", help="write the fleet report (every node, every check)")
+    p.add_argument("--ratio", type=float, default=0.8, help="a node fails below RATIO x the fleet "
+                   "median bandwidth (default 0.8)")
+    p.add_argument("--floor-gbps", type=float, default=None, help="absolute floor in GB/s for the "
+                   "best pair bandwidth (default: none)")
+    p.add_argument("--expect", type=int, default=0, help="nodes expected (missing ones are named)")
+    return p
+
+
+def print_checks(checks: list[Check], host: str) -> None:
+    width = max(len(c.name) for c in checks)
+    print(f"{'STATUS':<6}  {'CHECK':<{width}}  VALUE")
+    for c in checks:
+        print(f"{c.status:<6}  {c.name:<{width}}  {c.value}")
+        if c.status != PASS:
+            print(f"{'':<6}  {'':<{width}}    wanted: {c.wanted}" + (f"; fix: {c.fix}" if c.fix else ""))
+    failed = sum(1 for c in checks if c.status == FAIL)
+    warned = sum(1 for c in checks if c.status == "warn")
+    verdict = "unfit: fix the failed checks (exit 3)" if failed else "healthy"
+    print(f"[doctor] {host}: {len(checks)} checks, {failed} failed, {warned} warning(s) - {verdict}")
+
+
+def node_main(argv: list[str]) -> int:
+    import os
+
+    from primus_runner.doctor.node import checks_of, report
+
+    args = _node_parser().parse_args(argv)
+    env = dict(os.environ)
+    progress("phase 1/2: node checks")
+    rep = report(env)
+    if args.probe:
+        from primus_runner.doctor.probe import run_probe
+
+        progress("phase 2/2: probe (" + ("node pairs, all_reduce" if rep["nnodes"] > 1 else "this node") + ")")
+        rep["probe"] = run_probe(env, rep)
+        rep["checks"] += rep["probe"].pop("checks", [])
+    checks = checks_of(rep)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(rep, handle, indent=2)
+            handle.write("\n")
+    if args.report_line:
+        sys.stdout.write(REPORT_PREFIX + json.dumps(rep, separators=(",", ":")) + "\n")
+    else:
+        print_checks(checks, rep["host"])
+    return exit_code(checks)
+
+
+def read_reports(path: str) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            _, found, payload = line.partition(REPORT_PREFIX)
+            if found:
+                try:
+                    value = json.loads(payload)
+                except ValueError:
+                    continue
+                if isinstance(value, dict) and "host" in value:
+                    out.append(value)
+    return out
+
+
+def fleet_main(argv: list[str]) -> int:
+    from primus_runner.doctor import fleet
+
+    args = _fleet_parser().parse_args(argv)
+    if not 0 < args.ratio <= 1:
+        print(f"primus-cli doctor: error: --ratio {args.ratio:g} is not accepted; accepted: 0 < R <= 1 "
+              "(e.g. 0.8)", file=sys.stderr)
+        return EXIT_USAGE
+    progress("phase 3/3: comparing the nodes")
+    reports = read_reports(args.file)
+    if not reports:
+        print(f"[doctor] no node report in {args.file}: the doctor did not run on any node (see the "
+              "srun messages above)", file=sys.stderr)
+        return EXIT_UNFIT
+    verdicts = fleet.rank(reports, args.ratio, args.floor_gbps)
+    for line in fleet.table(verdicts):
+        print(line)
+    missing = args.expect - len(reports) if args.expect else 0
+    if missing > 0:
+        print(f"[doctor] {missing} of {args.expect} node(s) sent no report (see the srun messages above)")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(fleet.fleet_json(reports, verdicts, args.ratio, args.floor_gbps), handle, indent=2)
+            handle.write("\n")
+    bad = sum(1 for v in verdicts if v.bad)
+    print(f"[doctor] {len(reports)} node(s), {bad} failed" + (" - leave them out:" if bad else " - fleet healthy"))
+    exclude = fleet.exclude_line(verdicts)
+    if exclude:
+        print(exclude)
+    return EXIT_UNFIT if bad or missing > 0 else EXIT_HEALTHY
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["fleet"]:
+        return fleet_main(argv[1:])
+    return node_main(argv)

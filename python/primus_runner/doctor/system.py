@@ -1,0 +1,183 @@
+"""Host checks of the doctor that need no accelerator and no network: CPU, software
+versions, /dev/shm, ``ulimit -l``/``-n``, free space in the workspace, the rendezvous port.
+
+Owns the readings (pure parsers over file text, so tests feed recorded text) and
+the thresholds below, which are this project's choices, not vendor figures:
+/dev/shm >= 1 GiB, open files >= 65536 (the container mode itself sets
+``nofile=1048576``, reference primus-runner-behaviour.md), workspace >= 10 GiB
+free, memlock unlimited where RDMA ports exist (registered memory is pinned).
+Must not import torch: torch's version is read from ``torch/version.py``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Mapping
+
+from primus_runner.doctor.record import FAIL, PASS, WARN, Check
+
+GIB = 1 << 30
+SHM_MIN = 1 * GIB
+NOFILE_MIN = 65536
+WORKSPACE_MIN = 10 * GIB
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+# -- CPU --------------------------------------------------------------------------------
+def parse_cpuinfo(text: str) -> tuple[str, str]:
+    """(vendor, model) from /proc/cpuinfo text: x86 ``vendor_id``/``model name``,
+    Arm ``CPU implementer`` (0x41 Arm, 0xc0 Ampere) when no vendor_id."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    vendor = fields.get("vendor_id") or {"0x41": "ARM", "0xc0": "Ampere"}.get(
+        fields.get("CPU implementer", "").lower(), fields.get("CPU implementer", "unknown"))
+    model = fields.get("model name") or fields.get("Model") or fields.get("cpu model") or "unknown"
+    return vendor, model
+
+
+def cpu_facts(root: str) -> tuple[str, str]:
+    return parse_cpuinfo(_read(os.path.join(root, "proc/cpuinfo")) or "")
+
+
+def cpu_check(root: str) -> Check:
+    vendor, model = cpu_facts(root)
+    status = PASS if vendor != "unknown" else WARN
+    return Check("cpu", status, f"{vendor}, {model}, {os.cpu_count()} CPUs",
+                 "a readable CPU vendor (compared across nodes by slurm doctor)",
+                 "" if status == PASS else f"check that {os.path.join(root, 'proc/cpuinfo')} is readable")
+
+
+# -- versions ---------------------------------------------------------------------------
+def parse_torch_version(text: str) -> dict[str, str]:
+    """torch's ``version.py`` text -> {"torch": "2.13.0+cpu", "torch HIP": ..., "torch CUDA": ...}."""
+    out: dict[str, str] = {}
+    for key, label in (("__version__", "torch"), ("hip", "torch HIP"), ("cuda", "torch CUDA")):
+        match = re.search(rf"^{re.escape(key)}(?:\s*:[^=]*)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        if match:
+            out[label] = match.group(1)
+    return out
+
+
+def torch_versions() -> dict[str, str]:
+    """torch's versions as installed for this interpreter, without importing torch."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return {}
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    for folder in spec.submodule_search_locations:
+        text = _read(os.path.join(folder, "version.py"))
+        if text:
+            return parse_torch_version(text)
+    return {}
+
+
+def versions_check(root: str, env: Mapping[str, str]) -> tuple[Check, dict[str, str]]:
+    from primus_runner.cluster.clustercheck import versions
+
+    found = {**versions(root, env), **torch_versions()}
+    shown = ", ".join(f"{k} {v}" for k, v in found.items())
+    if "torch" not in found:
+        return (Check("versions", WARN, shown or "nothing readable", "torch importable by the launcher's "
+                      "Python", "install torch in the Python the launcher uses (PRIMUS_PYTHON or .venv)"),
+                found)
+    return Check("versions", PASS, shown, "readable; the same on every node (slurm doctor compares)"), found
+
+
+# -- limits and space ---------------------------------------------------------------------
+def _human(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{int(size)} B"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def _free(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+
+def shm_check(path: str = "/dev/shm") -> Check:
+    """The host's /dev/shm (a tmpfs, not a device node: PRIMUS_DEV_ROOT does not move it)."""
+    sizes = _free(path)
+    if sizes is None:
+        return Check("/dev/shm", FAIL, f"{path} missing", f">= {_human(SHM_MIN)}",
+                     "mount a tmpfs on /dev/shm (containers: --ipc=host or --shm-size=16g)")
+    total, _ = sizes
+    status = PASS if total >= SHM_MIN else WARN
+    return Check("/dev/shm", status, f"{_human(total)}", f">= {_human(SHM_MIN)}",
+                 "" if status == PASS else "enlarge /dev/shm (containers: --ipc=host or --shm-size=16g); "
+                 "PyTorch data loaders and RCCL/NCCL intra-node transport use it")
+
+
+def ulimit_checks(rdma_ports: int) -> list[Check]:
+    import resource
+
+    out: list[Check] = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    unlimited = soft == resource.RLIM_INFINITY
+    shown = "unlimited" if unlimited else f"{soft // 1024} KiB"
+    if unlimited:
+        out.append(Check("ulimit -l", PASS, shown, "unlimited"))
+    else:
+        status = WARN if rdma_ports else PASS
+        out.append(Check("ulimit -l", status, shown, "unlimited where RDMA ports exist"
+                         + ("" if rdma_ports else " (none here)"),
+                         "ulimit -l unlimited (limits.conf 'memlock unlimited'; Slurm: "
+                         "PropagateResourceLimits)" if rdma_ports else ""))
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    ok = soft == resource.RLIM_INFINITY or soft >= NOFILE_MIN
+    out.append(Check("ulimit -n", PASS if ok else WARN, "unlimited" if soft == resource.RLIM_INFINITY
+                     else str(soft), f">= {NOFILE_MIN}",
+                     "" if ok else f"ulimit -n {NOFILE_MIN} or more (limits.conf 'nofile')"))
+    return out
+
+
+def workspace_check(env: Mapping[str, str]) -> Check:
+    path = env.get("PRIMUS_WORKSPACE") or "."
+    probe = path
+    while probe and not os.path.exists(probe):       # not created yet: its first existing parent
+        parent = os.path.dirname(probe.rstrip("/"))
+        probe = parent if parent != probe else ""
+    sizes = _free(probe or ".")
+    if sizes is None:
+        return Check("workspace space", FAIL, f"{path}: unreadable", f">= {_human(WORKSPACE_MIN)} free",
+                     "set PRIMUS_WORKSPACE to a writable directory")
+    _, free = sizes
+    status = PASS if free >= WORKSPACE_MIN else WARN
+    return Check("workspace space", status, f"{_human(free)} free at {os.path.abspath(probe or '.')}",
+                 f">= {_human(WORKSPACE_MIN)} free",
+                 "" if status == PASS else "free space there, or set PRIMUS_WORKSPACE elsewhere")
+
+
+def port_check(port: int, node_rank: int) -> Check:
+    """Can MASTER_PORT be bound here (node 0 listens on it)?"""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("", port))
+    except OSError as exc:
+        status = FAIL if node_rank == 0 else WARN
+        return Check("rendezvous port", status, f"MASTER_PORT={port}: {exc.strerror or exc}",
+                     "bindable on node 0", "export MASTER_PORT=<a free port 1024-65535, the same on "
+                     "every node>, or end the process holding it (ss -ltnp)")
+    finally:
+        sock.close()
+    return Check("rendezvous port", PASS, f"MASTER_PORT={port} bindable", "bindable on node 0")
