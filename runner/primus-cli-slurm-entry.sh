@@ -3,7 +3,7 @@
 #
 # Usage (on every node, one task per node):
 #   srun --ntasks-per-node=1 runner/primus-cli-slurm-entry.sh [ENTRY OPTIONS] \
-#        [direct|container] [MODE OPTIONS] [-- WORKLOAD ARGS]
+#        [--] [direct|container] [MODE OPTIONS] [-- WORKLOAD ARGS]
 #   (`primus-cli slurm ...` builds this call for you.)
 #
 # Entry options (before the mode word):
@@ -17,9 +17,12 @@
 #   --no-srun-native several tasks per node are refused (the default), without
 #                    reading the configuration
 #   -h, --help       this text
-# The mode word is `direct` (default; config `slurm.mode`) or `container`;
-# everything after it goes to runner/primus-cli-direct.sh or
-# runner/primus-cli-container.sh unchanged.
+# The mode word is `direct` or `container` (one `--` before it is dropped, the
+# upstream Primus call form); everything after it goes to
+# runner/primus-cli-direct.sh or runner/primus-cli-container.sh unchanged. No
+# mode word: config `slurm.mode`, default `container` as upstream; a first word
+# that is not an option then starts the workload (`-- preflight --quick` runs
+# `container -- preflight --quick`).
 #
 # What it does on each node (SPEC section 4 `slurm-entry`, section 5):
 # - reads the step's shape, step-level variables first so a smaller srun inside
@@ -66,6 +69,8 @@ source "$PRIMUS_RUNNER_DIR/lib/common.sh"
 source "$PRIMUS_RUNNER_DIR/lib/supervise.sh"
 # shellcheck source=runner/lib/slurm_stop.sh
 source "$PRIMUS_RUNNER_DIR/lib/slurm_stop.sh"
+# shellcheck source=runner/lib/mode_words.sh
+source "$PRIMUS_RUNNER_DIR/lib/mode_words.sh"
 
 ENTRY_DRY_RUN=0
 ENTRY_CONFIG=""
@@ -115,15 +120,12 @@ parse_args() {
         shift
         ;;
       --config=*) ENTRY_CONFIG=${1#--config=} ;;
-      direct | container)
-        ENTRY_MODE=$1
-        shift
-        ENTRY_MODE_ARGS=("$@")
-        return 0
-        ;;
-      --)
-        # No mode word: the mode comes from the configuration (slurm.mode).
-        ENTRY_MODE_ARGS=("$@")
+      -- | direct | container | [!-]*)
+        # Upstream's call form `-- <mode> ...`; no mode word: slurm.mode
+        # (default container). runner/lib/mode_words.sh owns the rule.
+        primus_mode_words_split "$@"
+        ENTRY_MODE=$PRIMUS_MODE_WORD
+        ENTRY_MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")
         return 0
         ;;
       *)
@@ -159,7 +161,7 @@ load_config_once() {
 resolve_mode() {
   if [[ -z $ENTRY_MODE ]]; then
     load_config_once
-    primus_config_get_into ENTRY_MODE slurm.mode direct
+    primus_config_get_into ENTRY_MODE slurm.mode container
   fi
   case $ENTRY_MODE in
     direct | container) ;;

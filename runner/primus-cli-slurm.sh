@@ -26,7 +26,8 @@
 # do not give, whatever their spelling (-N 4, -N4, --nodes 4, --nodes=4):
 #   slurm.nodes -> --nodes, slurm.time -> --time (-t), slurm.partition ->
 #   --partition (-p), slurm.gpus_per_node -> --gpus-per-node,
-#   slurm.mode -> the mode when none is named after `--` (direct|container),
+#   slurm.mode -> the mode when none is named after `--` (direct|container;
+#   default container, as upstream; `-- preflight` = `-- container -- preflight`),
 #   slurm.signal -> --signal (e.g. USR1@120: SIGUSR1 to every step 120 s
 #   before the time limit; the launcher passes it on to every rank),
 #   slurm.requeue: true -> --requeue (sbatch only; the entry then also requeues
@@ -53,6 +54,8 @@ export PRIMUS_RUNNER_DIR=$SLURM_RUNNER_DIR
 source "$SLURM_RUNNER_DIR/lib/common.sh"
 # shellcheck source=runner/lib/config.sh
 source "$SLURM_RUNNER_DIR/lib/config.sh"
+# shellcheck source=runner/lib/mode_words.sh
+source "$SLURM_RUNNER_DIR/lib/mode_words.sh"
 
 OPT_DRY_RUN=0
 OPT_DEBUG=0
@@ -184,24 +187,14 @@ check_given_values() {
   return 0
 }
 
-# split_after: AFTER = [direct|container] [mode options] [-- workload args].
+# split_after: AFTER = [direct|container] [mode options] [-- workload args];
+# no mode word: slurm.mode (default container), and a first word that is not
+# an option starts the workload (runner/lib/mode_words.sh, upstream's forms).
 split_after() {
   ((${#AFTER[@]})) || bad_usage "nothing after '--'; e.g. primus-cli slurm $LAUNCHER -N 2 -- direct -- preflight"
-  case ${AFTER[0]} in
-    direct | container)
-      MODE=${AFTER[0]}
-      MODE_ARGS=("${AFTER[@]:1}")
-      ;;
-    -*)
-      # No mode named: slurm.mode decides; these are the mode's options.
-      MODE_ARGS=("${AFTER[@]}")
-      ;;
-    *)
-      bad_usage "'${AFTER[0]}' after '--' is not a mode; accepted: direct or container" \
-        "(default: config slurm.mode), then the mode's options, then '--' and the workload." \
-        "Did you mean: primus-cli slurm $LAUNCHER ... -- direct -- ${AFTER[*]}"
-      ;;
-  esac
+  primus_mode_words_split "${AFTER[@]}"
+  MODE=$PRIMUS_MODE_WORD
+  MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")
 }
 
 # ----------------------------------------------------------- configuration
@@ -234,7 +227,7 @@ fill_from_config() {
   ((HAS_GPUS)) || [[ -z $value ]] || ADDED_FLAGS+=("--gpus-per-node=$value")
   fill_stop_flags
   if [[ -z $MODE ]]; then
-    primus_config_get_into MODE slurm.mode direct
+    primus_config_get_into MODE slurm.mode container
     case $MODE in
       direct | container) ;;
       *) bad_usage "config slurm.mode='$MODE' is not a mode; accepted: direct, container." ;;

@@ -125,15 +125,15 @@ path_without_scontrol() {
   assert_equal "$(slurm_call)" "srun -N2 --ntasks-per-node=1 -K0 $ENTRY --no-srun-native direct --module primus_runner -- preflight"
 }
 
-@test "slurm.mode fills the mode when none is named; a workload word after -- is refused" {
+@test "slurm.mode fills the mode when none is named; a workload word after -- becomes its workload" {
   printf 'slurm:\n  mode: container\n' >"$TEST_DIR/c.yaml"
   run "$SLURM_CLI" --dry-run --config "$TEST_DIR/c.yaml" srun -N2 -- --image x -- preflight
   call=$(slurm_call)
   [[ $call == *" --no-srun-native container --image x -- preflight" ]]
-  run "$SLURM_CLI" srun -N2 -- preflight
-  assert_failure 2
-  assert_output --partial "'preflight' after '--' is not a mode; accepted: direct or container"
-  assert_output --partial "-- direct -- preflight"
+  printf 'slurm:\n  mode: direct\n' >"$TEST_DIR/d.yaml"
+  run "$SLURM_CLI" --dry-run --config "$TEST_DIR/d.yaml" srun -N2 -- preflight
+  call=$(slurm_call)
+  [[ $call == *" --no-srun-native direct -- preflight" ]]
 }
 
 @test "sbatch dry-run prints the sbatch call and a batch script whose srun starts the entry on every node" {

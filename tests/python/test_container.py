@@ -43,7 +43,14 @@ def test_clean_without_dashdash_only_cleans():
     assert not container_opts.parse_args(["--clean", "--", "preflight"]).clean_only
 
 
-@pytest.mark.parametrize("argv", [["preflight"], ["--image"], ["--image", "--"]])
+def test_a_word_that_is_no_option_starts_the_direct_arguments():
+    # issue 30: upstream's container mode reads `container train pretrain` so.
+    a = container_opts.parse_args(["--image", "img", "train", "pretrain", "--x", "1"])
+    assert a.image == "img" and a.inner == ["train", "pretrain", "--x", "1"]
+    assert not a.clean_only and a.passthrough == []
+
+
+@pytest.mark.parametrize("argv", [["--image"], ["--image", "--"]])
 def test_bad_container_arguments(argv):
     with pytest.raises(UsageError):
         container_opts.parse_args(argv)

@@ -2,9 +2,11 @@
 config's ``container.options`` mapping, and the inner direct arguments.
 
 Ours: ``--image --runtime --name --clean --env/-e --config --dry-run --debug``.
-Every other option before ``--`` is a ``docker run``/``podman run`` option and
-passes through: ``--key=value`` as written; ``--key value`` when the next word
-does not start with ``-``; else a bare flag.
+A first word that is not an option starts the inner direct arguments as ``--``
+does (upstream Primus's container mode reads them so). Every other option
+before ``--`` is a ``docker run``/``podman run`` option and passes through:
+``--key=value`` as written; ``--key value`` when the next word does not start
+with ``-``; else a bare flag.
 
 ``container.options.<key>`` (the reference launcher's .primus.yaml layout) maps
 to ``--key value``: a list repeats the flag, ``true`` gives the bare flag,
@@ -65,8 +67,11 @@ def parse_args(argv: list[str]) -> Args:
             seen_dashdash = True
             break
         if not word.startswith("-") or word == "-":
-            raise UsageError(f"'{word}' is not an option of 'primus-cli container'; container and "
-                             "runtime options go before '--', the direct arguments after it.")
+            # A word that is no option starts the direct arguments, as in
+            # upstream Primus's container mode (`container train pretrain`).
+            a.inner = argv[i:]
+            seen_dashdash = True
+            break
         key, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
         if key in OURS_VALUE:
             if not eq:
