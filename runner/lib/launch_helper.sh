@@ -80,7 +80,10 @@ primus_helper_start() {
   PRIMUS_HELPER_PID=$PRIMUS_LAUNCH_HELPER_PID
   PRIMUS_HELPER_IN=${PRIMUS_LAUNCH_HELPER[1]} PRIMUS_HELPER_OUT=${PRIMUS_LAUNCH_HELPER[0]}
   if ((n_env > 0)); then
-    printf '%s\0' "${PRIMUS_CLI_ENV_ARGS[@]}" "" >&"$PRIMUS_HELPER_IN"
+    # A helper that died already is reported by the record reader, not by SIGPIPE here.
+    trap '' PIPE
+    printf '%s\0' "${PRIMUS_CLI_ENV_ARGS[@]}" "" 2>/dev/null >&"$PRIMUS_HELPER_IN" || true
+    trap - PIPE
   fi
 }
 

@@ -27,7 +27,8 @@ class RuleRefusal(UsageError):
     def __init__(self, rule: str, problem: Problem, suffix: str = "") -> None:
         variable, value, message, fix = problem
         super().__init__(f"{variable}='{value}': {message}. Fix: {fix}{suffix}")
-        self.rule, self.variable, self.value, self.reason, self.fix = rule, variable, value, message, fix
+        self.rule, self.variable, self.value, self.reason = rule, variable, value, message
+        self.fix = fix + suffix  # the finding reads as the message does
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
