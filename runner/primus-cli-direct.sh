@@ -105,7 +105,8 @@ parse_args() {
       --script) need_value "$1" $#; OPT_SCRIPT=$2; shift 2 ;;
       --module) need_value "$1" $#; OPT_MODULE=$2; shift 2 ;;
       --python) need_value "$1" $#; OPT_PYTHON=$2; shift 2 ;;
-      --env) need_value "$1" $#; primus_cli_env_add "$2"; shift 2 ;;
+      --env) need_value "$1" $#; PRIMUS_CLI_ENV_ARGS+=("$2"); shift 2 ;;
+      --verdict) need_value "$1" $#; PRIMUS_VERDICT=$2; OPT_DRY_RUN=1; shift 2 ;;
       --patch) need_value "$1" $#; CLI_PATCHES+=("$2"); shift 2 ;;
       --log_file | --log-file) need_value "$1" $#; OPT_LOG_FILE=$2; shift 2 ;;
       --log-all-ranks) OPT_ALL_RANKS=1; shift ;;
@@ -155,16 +156,9 @@ resolve_settings() {
   WORKSPACE=${PRIMUS_WORKSPACE:-}
   [[ -n $WORKSPACE ]] || primus_config_get_into WORKSPACE direct.workspace ./output
   export PRIMUS_WORKSPACE=$WORKSPACE
-  local -a cfg_env cfg_patch
-  primus_config_get_list direct.env cfg_env
+  # config direct.env and --env came from the helper, already merged (cli records).
+  local -a cfg_patch
   primus_config_get_list direct.patch cfg_patch
-  local item
-  for item in "${cfg_env[@]}"; do
-    [[ $item == *=* ]] || bad_usage "config direct.env item '$item' has no '='; write KEY=VALUE."
-    primus_cli_env_check "$item" "config direct.env"
-  done
-  # Config env first, so a --env of the same name wins.
-  PRIMUS_CLI_ENV=("${cfg_env[@]}" "${PRIMUS_CLI_ENV[@]}")
   CLI_PATCHES=("${cfg_patch[@]}" "${CLI_PATCHES[@]}")
   [[ -z $OPT_ACCELERATOR ]] || export PRIMUS_ACCELERATOR=$OPT_ACCELERATOR
   ((OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
@@ -399,9 +393,10 @@ main() {
   trap 'exit 129' HUP
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
-  primus_workload_python_pick "$OPT_PYTHON"
-  primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
-  primus_workload_probe_start
+  # env check (--verdict, runner/primus-cli-env-check.sh) needs no workload.
+  [[ -n $PRIMUS_VERDICT ]] || primus_workload_python_pick "$OPT_PYTHON"
+  [[ -n $PRIMUS_VERDICT ]] || primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
+  [[ -n $PRIMUS_VERDICT ]] || primus_workload_probe_start
   resolve_settings
   primus_cli_env_apply
   load_layers

@@ -13,10 +13,13 @@
 #
 #   primus_helper_prepare CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]
 #       start it and take its records up to `end`: config values (config.sh),
-#       env records (exported), note records (PRIMUS_PREPARE_NOTE)
+#       env records (exported), note records (PRIMUS_PREPARE_NOTE), cli records
+#       (config direct.env and PRIMUS_CLI_ENV_ARGS, the raw --env arguments,
+#       resolved by the helper: exported and added to PRIMUS_CLI_ENV)
 #   primus_helper_hook_inputs   its records up to `hooks` (what the hooks need)
 #   primus_helper_env_check     the registry's checks of the final environment;
-#                               errors exit with the helper's code (2)
+#                               errors exit with the helper's code (2); with
+#                               PRIMUS_VERDICT (env check) it always exits with it
 #   primus_helper_stop          never leave it waiting (exit paths)
 # A helper that ends before the record awaited ends the launch with its
 # status (3 when it exited 0).
@@ -27,6 +30,9 @@ fi
 __PRIMUS_LAUNCH_HELPER_SH=1
 
 PRIMUS_HELPER_PID="" PRIMUS_HELPER_IN="" PRIMUS_HELPER_OUT=""
+# The raw --env arguments (KEY=VALUE, FILE or NAME); env check's options for
+# the helper's verdict (PRIMUS_VERDICT, comma list; empty for a launch).
+PRIMUS_CLI_ENV_ARGS=() PRIMUS_VERDICT=""
 # note records: where a value came from (KEY), and the value it had then (KEY=).
 declare -gA PRIMUS_PREPARE_NOTE=()
 # `python -m primus_runner` without runpy (whose imports cost ms of every launch).
@@ -55,6 +61,10 @@ primus_helper_start() {
   local -a args=(launch serve --console-fd "$1")
   [[ -z $2 ]] || args+=(--config "$2")
   [[ -z $3 ]] || args+=(--accelerator "$3")
+  # --env arguments reach the precedence step on stdin (never argv: secrets).
+  local n_env=${#PRIMUS_CLI_ENV_ARGS[@]}
+  ((n_env == 0)) || args+=(--cli-env-count "$n_env")
+  [[ -z ${PRIMUS_VERDICT:-} ]] || args+=(--verdict "$PRIMUS_VERDICT")
   shift 3
   local experiment
   primus_helper_experiment experiment "$@"
@@ -69,6 +79,12 @@ primus_helper_start() {
   # shellcheck disable=SC2154  # set by coproc
   PRIMUS_HELPER_PID=$PRIMUS_LAUNCH_HELPER_PID
   PRIMUS_HELPER_IN=${PRIMUS_LAUNCH_HELPER[1]} PRIMUS_HELPER_OUT=${PRIMUS_LAUNCH_HELPER[0]}
+  if ((n_env > 0)); then
+    # A helper that died already is reported by the record reader, not by SIGPIPE here.
+    trap '' PIPE
+    printf '%s\0' "${PRIMUS_CLI_ENV_ARGS[@]}" "" 2>/dev/null >&"$PRIMUS_HELPER_IN" || true
+    trap - PIPE
+  fi
 }
 
 # primus_helper_stop: never leave the helper waiting (exit paths, errors).
@@ -111,6 +127,13 @@ primus_helper_on_record() {
       export "${2?}"
       ;;
     note) PRIMUS_PREPARE_NOTE[$2]=$3 PRIMUS_PREPARE_NOTE[$2=]=${!2-} ;;
+    cli)
+      # config direct.env / --env, as the precedence step read them
+      # (verdict/inputs.py): exported now, kept above layers and hooks.
+      PRIMUS_CLI_ENV+=("$2=$3")
+      printf -v "$2" '%s' "$3"
+      export "${2?}"
+      ;;
     *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
   esac
 }
@@ -138,7 +161,7 @@ primus_helper_hook_inputs() {
 # primus_helper_env_check: hand the final environment to the helper for the
 # registry's checks (env check); errors stop the launch with exit 2.
 primus_helper_env_check() {
-  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 ]]; then
+  if [[ ${PRIMUS_SKIP_VALIDATION:-0} == 1 && -z $PRIMUS_VERDICT ]]; then
     printf 'skip\0' >&"$PRIMUS_HELPER_IN"
     primus_helper_finish || true
     LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped; the launch may fail on the nodes instead of here."
@@ -157,6 +180,8 @@ primus_helper_env_check() {
   elif ((rc == 0)); then
     rc=$PRIMUS_EXIT_RUNTIME
   fi
+  # env check (runner/primus-cli-env-check.sh): the verdict is the answer.
+  [[ -z $PRIMUS_VERDICT ]] || exit "$rc"
   if ((rc != 0)); then
     LOG_ERROR "environment check failed (exit $rc): nothing was started. Fix the variables named above, or set PRIMUS_SKIP_VALIDATION=1 to launch anyway."
     exit "$rc"

@@ -9,6 +9,8 @@ setup() {
   launcher_setup
   PY=$REPO_ROOT/.venv/bin/python
   [[ -x $PY ]] || PY=python3
+  TRN1=(PRIMUS_SYSFS_ROOT="$REPO_ROOT/tests/fixtures/sysfs/trn1.32xlarge"
+    PRIMUS_DEV_ROOT="$REPO_ROOT/tests/fixtures/sysfs/trn1.32xlarge")
 }
 
 teardown() {
@@ -76,7 +78,8 @@ print(len(rows))')
 }
 
 @test "env check: an error exits 2 and names variable, value, reason and fix on stderr" {
-  run --separate-stderr clean_env NEURON_RT_DBG_DMA_PACKETIZATION_SIZE=2000000 "$PRIMUS_CLI" env check
+  # env check resolves the accelerator as a launch does (issue 29): a Neuron host.
+  run --separate-stderr clean_env "${TRN1[@]}" NEURON_RT_DBG_DMA_PACKETIZATION_SIZE=2000000 "$PRIMUS_CLI" env check
   assert_failure 2
   assert_output ""
   [[ $stderr == *"[env check] ERROR NEURON_RT_DBG_DMA_PACKETIZATION_SIZE='2000000': "* ]]
@@ -85,10 +88,10 @@ print(len(rows))')
 }
 
 @test "env check: a warning exits 0, and 2 with --strict" {
-  run --separate-stderr clean_env NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS=100 "$PRIMUS_CLI" env check
+  run --separate-stderr clean_env "${TRN1[@]}" NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS=100 "$PRIMUS_CLI" env check
   assert_success
   [[ $stderr == *"WARNING NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS='100'"*"clamps it to 63"* ]]
-  run --separate-stderr clean_env NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS=100 "$PRIMUS_CLI" env check --strict
+  run --separate-stderr clean_env "${TRN1[@]}" NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS=100 "$PRIMUS_CLI" env check --strict
   assert_failure 2
   [[ $stderr == *"ERROR NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS='100'"*"[--strict]"* ]]
 }

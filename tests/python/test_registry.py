@@ -94,7 +94,9 @@ RUNNER_OWN = [
 # NCCL GID selection it sets when a host's RoCE ports differ.
 LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY",
                # read by jax.distributed.initialize(); set in run mode single (issue 10)
-               "JAX_COORDINATOR_ADDRESS"]
+               "JAX_COORDINATOR_ADDRESS",
+               # torchrun's --rdzv-backend default (issue 29: rule pet_rdzv_exported)
+               "PET_RDZV_BACKEND"]
 # AWS practice around the Neuron runtime (section neuron-aws; each entry cites its AWS source).
 NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM_SOCKET_IFNAME",
               "MALLOC_ARENA_MAX", "XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_SPMD",

@@ -779,3 +779,27 @@ def test_gpu_masks_on_host():
     assert f.message == "names GPU(s) 8, but this host has 8 (0-7)"
     clean({"PRIMUS_SYSFS_ROOT": root, "ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1"},
           "HIP_VISIBLE_DEVICES", "gpu_masks_on_host", accelerator="rocm")
+
+
+# --------------------------------------------------------------------------- launch refusals (issue 29)
+def test_pet_rdzv_exported_is_an_error_unless_elastic():
+    env = {"PET_RDZV_BACKEND": "c10d", "NNODES": "2", "MASTER_ADDR": "10.0.0.1"}
+    f = expect(env, "error", "PET_RDZV_BACKEND", "pet_rdzv_exported")
+    assert "PRIMUS_ELASTIC=1" in f.fix
+    clean({**env, "PRIMUS_ELASTIC": "1"}, "PET_RDZV_BACKEND", "pet_rdzv_exported")
+
+
+def test_bare_rank_world_size_is_an_error_outside_a_scheduler():
+    expect({"RANK": "1", "WORLD_SIZE": "2"}, "error", "RANK", "bare_rank_world_size")
+    clean({"RANK": "1", "WORLD_SIZE": "2", "NNODES": "2"}, "RANK", "bare_rank_world_size")
+    clean({"RANK": "1", "WORLD_SIZE": "2", "SLURM_JOB_ID": "7"}, "RANK", "bare_rank_world_size")
+
+
+def test_master_addr_resolves_is_a_host_probe(tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/hosts").write_text("127.0.0.1 localhost\n10.0.0.1 node0\n")
+    env = {"MASTER_ADDR": "node-zero", "NNODES": "2", "NODE_RANK": "1", "PRIMUS_SYSFS_ROOT": str(tmp_path)}
+    expect(env, "error", "MASTER_ADDR", "master_addr_resolves")
+    clean({**env, "MASTER_ADDR": "node0"}, "MASTER_ADDR", "master_addr_resolves")
+    clean({**env, "NODE_RANK": "0"}, "MASTER_ADDR", "master_addr_resolves")
+    clean(env, "MASTER_ADDR", "master_addr_resolves", context=UNKNOWN.replace(host_probes=False))

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 
 from primus_runner.cluster.schedulers import (
     BUILTIN_DEFAULTS,
-    DECIMAL,
     Resolver,
     detect_source,
     get_var,
@@ -90,58 +89,39 @@ def neuron_root_comm_id(master_addr: str, master_port: int, port: int | None = N
 
 
 def check_rendezvous_env(env: Mapping[str, str], notes: list[str]) -> None:
-    """torchrun reads PET_<OPTION> variables as its option defaults
-    (torch.distributed.argparse_util.env), so an exported PET_RDZV_BACKEND=c10d
-    (elastic PyTorchJobs set it) turns the launcher's static rendezvous into an
-    elastic one whose group ranks follow arrival order: NODE_RANK 0 can become
-    rank 1. Refused unless PRIMUS_ELASTIC=1 asks for it."""
+    """An exported PET_RDZV_* (rule pet_rdzv_exported, verdict/refusals.py);
+    with PRIMUS_ELASTIC=1 a note instead."""
+    from primus_runner.verdict.refusals import RuleRefusal, pet_rdzv_problem
+
+    problem = pet_rdzv_problem(env)
+    if problem is not None:
+        raise RuleRefusal("pet_rdzv_exported", problem)
     found = sorted(n for n in env if n.startswith("PET_RDZV_") and get_var(env, n) is not None)
-    if not found:
-        return
-    shown = ", ".join(f"{n}={env[n]}" for n in found)
-    if get_var(env, "PRIMUS_ELASTIC") == "1":
+    if found:
+        shown = ", ".join(f"{n}={env[n]}" for n in found)
         notes.append(f"PRIMUS_ELASTIC=1: torchrun uses the exported elastic rendezvous ({shown}); "
                      "group ranks follow arrival order, not NODE_RANK")
-        return
-    raise UsageError(f"{shown} exported: torchrun reads PET_* variables as its defaults and would "
-                     "run an elastic rendezvous that assigns ranks by arrival, so NODE_RANK would "
-                     "not decide which node is rank 0. Fix: unset " + " ".join(found) + " (the "
-                     "launcher starts torchrun with a static rendezvous from NNODES, NODE_RANK, "
-                     "MASTER_ADDR and MASTER_PORT), or export PRIMUS_ELASTIC=1 to use elastic "
-                     "rendezvous on purpose.")
 
 
 def _refuse_bare_rank(env: Mapping[str, str]) -> None:
-    """RANK/WORLD_SIZE exported outside any known scheduler and without NNODES/NODE_RANK:
-    they may count nodes (an old PyTorchJob without Kubernetes variables) or processes;
-    guessing would start one node alone, so the launch is refused."""
-    if get_var(env, "LOCAL_RANK") is not None or get_var(env, "NNODES") is not None \
-            or get_var(env, "NODE_RANK") is not None:
-        return
-    rank, size = get_var(env, "RANK"), get_var(env, "WORLD_SIZE")
-    if rank is None or size is None or not DECIMAL.match(size) or int(size) <= 1:
-        return
-    raise UsageError(f"RANK={rank} and WORLD_SIZE={size} are exported but NNODES and NODE_RANK are "
-                     "not, outside Slurm, MPI or a Kubernetes pod: the launcher cannot tell whether "
-                     "they count nodes or processes and would start this node alone. Fix: export "
-                     f"NNODES={size} NODE_RANK={rank} when they count nodes (Kubeflow PyTorchJob v1 "
-                     "pod index), or unset RANK and WORLD_SIZE.")
+    """A bare RANK/WORLD_SIZE (rule bare_rank_world_size, verdict/refusals.py)."""
+    from primus_runner.verdict.refusals import RuleRefusal, bare_rank_problem
+
+    problem = bare_rank_problem(env, None)
+    if problem is not None:
+        raise RuleRefusal("bare_rank_world_size", problem)
 
 
 def check_master_resolves(mapping: RankMap, root: str) -> None:
-    """On every node but rank 0, MASTER_ADDR must resolve here: otherwise torchrun's
-    rendezvous retries for its whole timeout before failing."""
-    if mapping.nnodes <= 1 or mapping.node_rank == 0:
-        return
-    from primus_runner.network.routes import resolves
+    """On every node but rank 0, MASTER_ADDR must resolve here (rule
+    master_addr_resolves, verdict/refusals.py): a host probe."""
+    from primus_runner.verdict.refusals import RuleRefusal, master_resolve_problem
 
-    if not resolves(root, mapping.master_addr):
+    problem = master_resolve_problem(mapping.master_addr, mapping.nnodes, mapping.node_rank, root)
+    if problem is not None:
         origin = mapping.origins.get("MASTER_ADDR", "")
-        where = where_text(origin) if origin else ""
-        raise UsageError(f"MASTER_ADDR='{mapping.master_addr}'{where} does not resolve on this node "
-                         f"(NODE_RANK {mapping.node_rank}): the rendezvous would retry until its "
-                         "timeout and fail. Fix: use node 0's IP address or a name this node's "
-                         "/etc/hosts or DNS knows, the same on every node.")
+        suffix = f" (MASTER_ADDR{where_text(origin)})" if origin and origin != "exported" else ""
+        raise RuleRefusal("master_addr_resolves", problem, suffix)
 
 
 def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> RankMap:
@@ -207,8 +187,10 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
     # "nodes" on one machine (tests, bring-up); env check warns. A default is a mistake.
     loop = distributed.loopback_problem(master, nnodes, users=r.origins["MASTER_ADDR"] == "exported")
     if loop is not None and loop[0] == "error":
-        raise UsageError(distributed.describe("MASTER_ADDR", master, loop[1], loop[2])
-                         + f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
+        from primus_runner.verdict.refusals import RuleRefusal
+
+        raise RuleRefusal("master_addr_multinode", ("MASTER_ADDR", master, loop[1], loop[2]),
+                          f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")
     if source is None:
         explicit = nnodes > 1 or any(r.user(n) is not None for n in ("NNODES", "NODE_RANK", "MASTER_ADDR"))
         source = "explicit" if explicit else "single"

@@ -290,10 +290,11 @@ def shown(value: str) -> str:
 
 
 def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str] | None = None,
-              forwarded: tuple[str, ...] = ()) -> int:
+              forwarded: tuple[str, ...] = (), host_probes: bool = True) -> int:
     """``env check``; ``environ`` replaces os.environ (the launcher's serve step
     hands over the final launch environment this way); ``forwarded``: names a
-    container launch passes explicitly."""
+    container launch passes explicitly; ``host_probes`` False skips the rules
+    that touch the network."""
     from primus_runner.env.rules import CheckContext, check, exit_code
 
     if args.env_file:
@@ -305,18 +306,26 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
     context = CheckContext.from_env(env, container=args.container)
     if forwarded:
         context = context.replace(forwarded=forwarded)
+    if not host_probes:
+        context = context.replace(host_probes=False)
     findings = check(env, accelerator=args.accelerator, context=context)
     code = exit_code(findings, strict=args.strict)
-    if args.strict:
+    args._findings = len(findings)
+    write_report(findings, code, strict=args.strict, fmt=args.format)
+    return code
+
+
+def write_report(findings: list[Any], code: int, *, strict: bool, fmt: str) -> None:
+    """env check's one output format (text lines or JSON), used by every caller."""
+    if strict:
         findings = [f.replace(severity="error", message=f"{f.message} [--strict]")
                     if f.severity == "warning" else f for f in findings]
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
-    args._findings = len(findings)
-    if args.format == "json":
-        json.dump({"exit_code": code, "strict": args.strict, "counts": counts,
+    if fmt == "json":
+        json.dump({"exit_code": code, "strict": strict, "counts": counts,
                    "findings": [f.as_dict() for f in findings]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return code
+        return
     for f in findings:
         stream = sys.stdout if f.severity == "info" else sys.stderr
         stream.write(f"[env check] {f.severity.upper()} {f.variable}={shown(f.value)}: "
@@ -326,4 +335,3 @@ def cmd_check(args: SimpleNamespace | argparse.Namespace, environ: dict[str, str
         stream.write(f"[env check] {counts['error']} error(s), {counts['warning']} warning(s), "
                      f"{counts['info']} info" + (" - launch blocked (exit 2)" if code else "")
                      + "\n")
-    return code

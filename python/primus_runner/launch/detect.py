@@ -91,7 +91,8 @@ def _step_failed(step: str, exc: BaseException, failures: list[tuple[str, str, i
 
 def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
                  sysfs_root: str, dev_root: str, origins: dict[str, str] | None = None,
-                 failures: list[tuple[str, str, int]] | None = None) -> dict[str, str]:
+                 failures: list[tuple[str, str, int]] | None = None, *,
+                 probes: bool = True) -> dict[str, str]:
     """Everything a launch exports before the shell layers run.
 
     ``origins`` (when given) receives where each value came from; with
@@ -108,7 +109,8 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     try:
         mapping = ranks.resolve(env, config_defaults(cfg))
         notes += mapping.notes
-        ranks.check_master_resolves(mapping, sysfs_root)
+        if probes:  # a host probe (name resolution); env check --no-host-probes skips it
+            ranks.check_master_resolves(mapping, sysfs_root)
     except (PrimusError, ImportError, OSError) as exc:
         _step_failed("ranks", exc, failures)
     else:

@@ -33,10 +33,12 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 
+from primus_runner.config import files as cfgmod
 from primus_runner import log
 from primus_runner.cluster import rendezvous
-from primus_runner.config import files as cfgmod
 from primus_runner.config.files import config_records
+from primus_runner.launch.detect import detected_env
+from primus_runner.errors import PrimusError
 from primus_runner.facts import ACCELERATORS
 from primus_runner.launch.detect import detected_env
 from primus_runner.shellfmt import nul_records
@@ -45,11 +47,25 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
 
+    from primus_runner.verdict.report import Verdict
+
 def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,
-                    sysfs_root: str, dev_root: str) -> Iterator[tuple[str, str, str]]:
+                    sysfs_root: str, dev_root: str, cli_env: tuple[str, ...] = (),
+                    host_probes: bool = True) -> Iterator[tuple[str, str, str]]:
     cfg = cfgmod.load(config_file)
     for warning in cfg.warnings:
         log.warn(warning)
+    # config direct.env, then --env (verdict/inputs.py): they enter the
+    # precedence step as the highest source, never applied after it. The
+    # shell exports them (`cli` records) and keeps them above layers and hooks.
+    from primus_runner.verdict import inputs
+
+    listed = cfg.get("direct.env")
+    items = inputs.config_items(listed if isinstance(listed, list) else ())
+    items += inputs.cli_items(cli_env, env)
+    for name, value in items:
+        yield "cli", name, value
+    env = inputs.merged(env, items)
     # The direct launcher reads only these sections; container.* (a 47-name
     # allowlist) and slurm.* would only cost record parsing in bash.
     direct_view = cfgmod.Config({k: v for k, v in cfg.values.items() if k in ("main", "direct")},
@@ -59,7 +75,7 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     picked = rendezvous.auto_port(env)
     origins: dict[str, str] = {}
     found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root,
-                         origins)
+                         origins, probes=host_probes)
     if picked is not None:
         rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
         found.setdefault("MASTER_PORT", picked["MASTER_PORT"])
@@ -108,6 +124,11 @@ def _parser() -> Any:
     for action in prep._actions[1:]:
         serve._add_action(action)
     serve.add_argument("--console-fd", help="file descriptor for env check's findings")
+    for parser in (prep, serve):
+        parser.add_argument("--cli-env-count", default="0",
+                            help="read this many --env arguments (NUL-terminated) from stdin first")
+    serve.add_argument("--verdict", default="",
+                       help="env check mode (comma list: strict, json, container, no-host-probes, say-ok)")
     return p
 
 
@@ -117,6 +138,7 @@ def fast_parse(argv: list[str]) -> dict[str, str] | None:
     if not argv or argv[0] not in ("prepare", "serve"):
         return None
     opts = {"action": argv[0], "config": "", "accelerator": "", "console_fd": "",
+            "cli_env_count": "0", "verdict": "",
             "sysfs_root": os.environ.get("PRIMUS_SYSFS_ROOT", "/"),
             "dev_root": os.environ.get("PRIMUS_DEV_ROOT", "/")}
     rest = argv[1:]
@@ -130,6 +152,8 @@ def fast_parse(argv: list[str]) -> dict[str, str] | None:
     if opts["accelerator"] and opts["accelerator"] not in ACCELERATORS:
         return None
     if opts["console_fd"] and not opts["console_fd"].isdigit():
+        return None
+    if not opts["cli_env_count"].isdigit():
         return None
     return opts
 
@@ -149,7 +173,7 @@ def read_entries(stream: Any) -> Iterator[str]:
             yield raw.decode("utf-8", "surrogateescape")
 
 
-def serve_check(console_fd: int | None) -> int:
+def serve_check(console_fd: int | None, verdict: Verdict) -> int:
     """Wait for the final launch environment on stdin and check it."""
     import socket  # noqa: F401 - rendezvous.check needs it; loaded while the shell works
     from types import SimpleNamespace
@@ -168,13 +192,14 @@ def serve_check(console_fd: int | None) -> int:
         name, sep, value = entry.partition("=")
         if sep:
             environ[name] = value
-    args = SimpleNamespace(env_file=[], container=False, strict=False, format="text",
-                           accelerator=accelerator or None)
+    args = SimpleNamespace(env_file=[], container=verdict.container, strict=verdict.strict,
+                           format=verdict.format, accelerator=accelerator or None)
     saved = sys.stdout
     console = os.fdopen(console_fd, "w", closefd=False) if console_fd is not None else sys.stderr
     sys.stdout = console
     try:
-        code = env_cmd.cmd_check(args, environ)
+        code = env_cmd.cmd_check(args, environ, host_probes=verdict.host_probes)
+        verdict.closing(args, code)
         if code == 0 and environ.get("PRIMUS_DRY_RUN") != "1":
             # Before torchrun starts: the rendezvous host's address and port.
             for message in rendezvous.check(environ):
@@ -205,10 +230,28 @@ def main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
         opts = {"action": args.action, "config": args.config or "",
                 "accelerator": args.accelerator or "", "sysfs_root": args.sysfs_root,
-                "dev_root": args.dev_root, "console_fd": getattr(args, "console_fd", None) or ""}
+                "dev_root": args.dev_root, "console_fd": getattr(args, "console_fd", None) or "",
+                "cli_env_count": args.cli_env_count, "verdict": getattr(args, "verdict", "")}
     accelerator = None if opts["accelerator"] in ("", "auto") else opts["accelerator"]
-    records = list(prepare_records(os.environ, opts["config"] or None, accelerator,
-                                   opts["sysfs_root"], opts["dev_root"]))
+    from primus_runner.verdict.report import Verdict
+
+    verdict = Verdict.parse(opts["verdict"])
+    count = int(opts["cli_env_count"]) if opts["cli_env_count"].isdigit() else 0
+    cli_env: tuple[str, ...] = ()
+    if count:  # the shell wrote them, then one empty entry (an empty --env reads as '')
+        got = list(read_entries(sys.stdin.buffer))
+        cli_env = tuple(got + [""] * (count - len(got)))
+    console_fd = int(opts["console_fd"]) if opts["console_fd"] else None
+    try:
+        records = list(prepare_records(os.environ, opts["config"] or None, accelerator,
+                                       opts["sysfs_root"], opts["dev_root"], cli_env,
+                                       verdict.host_probes))
+    except PrimusError as exc:
+        # A refusal of the precedence step that is a registered rule is
+        # reported as a finding, the way env check reports every rule.
+        if not verdict.refusal(exc, console_fd):
+            raise
+        return exc.exit_code
     out = sys.stdout.buffer
     experiment = os.environ.get("PRIMUS_EXPERIMENT_CONFIG", "")
     if opts["action"] == "prepare":
@@ -220,7 +263,7 @@ def main(argv: list[str]) -> int:
     # The shell reads these just before the hooks (direct's primus_helper_hook_inputs, runner/lib/launch_helper.sh).
     out.write(nul_records([*experiment_records(experiment), ("hooks", "", "")]))
     out.flush()
-    code = serve_check(int(opts["console_fd"]) if opts["console_fd"] else None)
+    code = serve_check(console_fd, verdict)
     out.write(nul_records([("rc", str(code), "")]))
     out.flush()
     sys.stderr.flush()

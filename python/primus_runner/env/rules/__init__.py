@@ -3,7 +3,8 @@
 The package is split along its seams: ``types`` (findings, check context, value
 parsing), ``engine`` (rule registry, state, driver and the generic rules),
 ``primus`` (launcher/ROCm/NCCL/XLA rules), ``neuron`` (Neuron runtime rules) and
-``neuron_launch`` (Neuron multi-node, EFA, core partitioning, topology, host limits).
+``neuron_launch`` (Neuron multi-node, EFA, core partitioning, topology, host limits) and
+``launch_inputs`` (the rank mapping's refusals, verdict/refusals.py).
 Importing the package registers every rule, in that order.
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'primus_runner.env.rules' has no attribute {name!r}")
     import importlib
 
-    for module in ("primus", "neuron", "neuron_launch"):  # registers the rules, in order
+    for module in ("primus", "neuron", "neuron_launch", "launch_inputs"):  # registers the rules, in order
         importlib.import_module(f"primus_runner.env.rules.{module}")
     return getattr(importlib.import_module(f"primus_runner.env.rules.{_EXPORTS[name]}"), name)
 

@@ -35,10 +35,12 @@ class Finding(record("Finding", "severity variable value message fix rule", {"ru
 
 
 _CONTEXT_FIELDS = ("cpu_count neuron_cores neuron_instance_type neuron_family container "
-                   "gpus_per_node neuron_devices neuron_cores_per_device neuron_default_lnc forwarded")
+                   "gpus_per_node neuron_devices neuron_cores_per_device neuron_default_lnc forwarded "
+                   "host_probes")
 _CONTEXT_DEFAULTS: dict[str, object] = {name: None for name in _CONTEXT_FIELDS.split()}
 _CONTEXT_DEFAULTS["container"] = False
 _CONTEXT_DEFAULTS["forwarded"] = ()
+_CONTEXT_DEFAULTS["host_probes"] = True
 
 
 class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)):  # type: ignore[misc]
@@ -51,7 +53,9 @@ class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)): 
     container; ``gpus_per_node``: fallback when GPUS_PER_NODE is not in the env;
     ``neuron_devices`` / ``neuron_cores_per_device`` / ``neuron_default_lnc``:
     detected device facts (the devices helper exports them as PRIMUS_NEURON_*);
-    ``forwarded``: names the container launch passes explicitly (--env).
+    ``forwarded``: names the container launch passes explicitly (--env);
+    ``host_probes``: rules that touch the network (name resolution) may run
+    (``env check --no-host-probes`` turns them off).
     """
 
     __slots__ = ()
@@ -65,6 +69,7 @@ class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)): 
     neuron_cores_per_device: int | None
     neuron_default_lnc: int | None
     forwarded: tuple[str, ...]
+    host_probes: bool
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, container: bool = False,

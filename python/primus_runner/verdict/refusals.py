@@ -1,0 +1,89 @@
+"""The precedence step's refusals as registered findings (issue 29).
+
+Owns the conditions under which the rank mapping (ranks.py) refuses a launch
+for reasons no value type explains - an exported ``PET_RDZV_*``, a bare
+``RANK``/``WORLD_SIZE``, a ``MASTER_ADDR`` that does not resolve on a node
+other than 0 - as pure functions returning (variable, value, message, fix).
+ranks.py raises them as :class:`RuleRefusal` (a UsageError that also carries
+the rule id), and rules/launch_inputs.py registers the same functions as rules
+of the engine, so ``env check`` and ``env explain`` name them and the launcher
+prints them as findings. Must stay light (no registry, no engine import): the
+launch helper imports it on every launch.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from primus_runner.errors import UsageError
+
+Problem = tuple[str, str, str, str]  # variable, value, message, fix
+_DECIMAL = re.compile(r"[0-9]+\Z")
+
+
+class RuleRefusal(UsageError):
+    """A refusal that is a registered rule: exit 2, worded as a finding."""
+
+    def __init__(self, rule: str, problem: Problem, suffix: str = "") -> None:
+        variable, value, message, fix = problem
+        super().__init__(f"{variable}='{value}': {message}. Fix: {fix}{suffix}")
+        self.rule, self.variable, self.value, self.reason = rule, variable, value, message
+        self.fix = fix + suffix  # the finding reads as the message does
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name)
+    return value if value else None
+
+
+def pet_rdzv_problem(env: Mapping[str, str]) -> Problem | None:
+    """torchrun reads PET_<OPTION> variables as its option defaults
+    (torch.distributed.argparse_util.env), so an exported PET_RDZV_BACKEND=c10d
+    (elastic PyTorchJobs set it) turns the launcher's static rendezvous into an
+    elastic one whose group ranks follow arrival order. Refused unless
+    PRIMUS_ELASTIC=1 asks for it."""
+    found = sorted(n for n in env if n.startswith("PET_RDZV_") and _get(env, n) is not None)
+    if not found or _get(env, "PRIMUS_ELASTIC") == "1":
+        return None
+    others = f" (also {', '.join(found[1:])})" if len(found) > 1 else ""
+    return (found[0], env[found[0]],
+            "is exported" + others + ": torchrun reads PET_* variables as its defaults and would run "
+            "an elastic rendezvous that assigns ranks by arrival, so NODE_RANK would not decide "
+            "which node is rank 0",
+            "unset " + " ".join(found) + " (the launcher starts torchrun with a static rendezvous "
+            "from NNODES, NODE_RANK, MASTER_ADDR and MASTER_PORT), or export PRIMUS_ELASTIC=1 to "
+            "use elastic rendezvous on purpose")
+
+
+def bare_rank_problem(env: Mapping[str, str], scheduler: str | None) -> Problem | None:
+    """RANK/WORLD_SIZE exported outside any known scheduler and without
+    NNODES/NODE_RANK: they may count nodes or processes; guessing would start
+    one node alone."""
+    if scheduler is not None or any(_get(env, n) is not None for n in ("LOCAL_RANK", "NNODES", "NODE_RANK")):
+        return None
+    rank, size = _get(env, "RANK"), _get(env, "WORLD_SIZE")
+    if rank is None or size is None or not _DECIMAL.match(size) or int(size) <= 1:
+        return None
+    return ("RANK", rank,
+            f"is exported with WORLD_SIZE={size} but NNODES and NODE_RANK are not, outside Slurm, "
+            "MPI or a Kubernetes pod: the launcher cannot tell whether they count nodes or "
+            "processes and would start this node alone",
+            f"export NNODES={size} NODE_RANK={rank} when they count nodes (Kubeflow PyTorchJob v1 "
+            "pod index), or unset RANK and WORLD_SIZE")
+
+
+def master_resolve_problem(addr: str, nnodes: int, node_rank: int, root: str) -> Problem | None:
+    """On every node but rank 0, MASTER_ADDR must resolve here (a host probe:
+    /etc/hosts of ``root``, else this machine's resolver); otherwise torchrun's
+    rendezvous retries for its whole timeout before failing."""
+    if nnodes <= 1 or node_rank == 0 or not addr:
+        return None
+    from primus_runner.network.routes import resolves
+
+    if resolves(root, addr):
+        return None
+    return ("MASTER_ADDR", addr,
+            f"does not resolve on this node (NODE_RANK {node_rank}): the rendezvous would retry "
+            "until its timeout and fail",
+            "use node 0's IP address or a name this node's /etc/hosts or DNS knows, the same on "
+            "every node")
