@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from primus_runner.errors import UsageError
-from primus_runner.rules.distributed import is_ip_literal
+from primus_runner.grammar import is_ip_literal
 
 BUILTIN_DEFAULTS = {
     "MASTER_ADDR": "localhost",
