@@ -230,7 +230,7 @@ primus_workload_run_mode() {
 # only the JAX layer defaulted is dropped in torchrun mode; a user's is kept and
 # `env check` (rule jax_coordinator_port_clash) judges it.
 primus_workload_jax_coordinator() {
-  local name
+  local name host
   if [[ $PRIMUS_WL_RUN_MODE != single ]]; then
     for name in JAX_COORDINATOR_IP JAX_COORDINATOR_PORT; do
       if [[ ${__PRIMUS_ORIGIN[$name]-} == jax_xla ]]; then
@@ -249,7 +249,10 @@ primus_workload_jax_coordinator() {
   # Open MPI, Kubernetes, TPU), and JAX_COORDINATOR_PORT only overrides the port
   # such a cluster would pick. So a launch outside those passes
   # num_processes=int(os.environ["WORLD_SIZE"]), process_id=int(os.environ["RANK"]).
-  [[ -n ${JAX_COORDINATOR_ADDRESS:-} ]] || export JAX_COORDINATOR_ADDRESS=$JAX_COORDINATOR_IP:$JAX_COORDINATOR_PORT
+  # host:port with an IPv6 host in brackets (python/primus_runner/grammar.py host_for_port).
+  host=$JAX_COORDINATOR_IP
+  [[ $host != *:* || $host == \[* ]] || host="[$host]"
+  [[ -n ${JAX_COORDINATOR_ADDRESS:-} ]] || export JAX_COORDINATOR_ADDRESS=$host:$JAX_COORDINATOR_PORT
 }
 
 # primus_workload_single_env: one process per node: the torchrun variables a

@@ -40,7 +40,7 @@ DEVIATIONS = {
 # is in the registry with its source.
 GPU_MODEL_TUNING: set[str] = set()
 # Deterministic-mode variables the references do not list (Primus's set).
-DETERMINISTIC_ONLY = {"NCCL_ALGO", "NVTE_ALLOW_NONDETERMINISTIC_ALGO", "CUBLAS_WORKSPACE_CONFIG"}
+DETERMINISTIC_ONLY = {"NVTE_ALLOW_NONDETERMINISTIC_ALGO", "CUBLAS_WORKSPACE_CONFIG"}
 # Values derived from other values or the checkout, not literal defaults.
 DERIVED_BY_LAYER = {"DATA_PATH", "PYTHONPATH", "LD_LIBRARY_PATH",
                     "PRIMUS_NEURON_CORE_SLICES", "NEURON_RT_ROOT_COMM_ID", "JAX_COORDINATOR_IP",

@@ -235,6 +235,21 @@ def test_container_gid_indexes_3_and_7_are_each_the_roce_v2_ipv4_gid() -> None:
     assert detect_nics(str(FIX / "eth0-gid7"), NO_USER).as_env()["NCCL_IB_GID_INDEX"] == "7"
 
 
+def test_macvlan_container_gets_its_own_gid_not_the_neighbours() -> None:
+    """roce-macvlan: the shared GID table lists the neighbour's RoCE v2 IPv4 GID
+    (172.16.0.12) at 3, before this container's (172.16.0.13, on eth1) at 5."""
+    result = detect_nics(str(FIX / "roce-macvlan"), NO_USER)
+    assert result.as_env()["NCCL_IB_GID_INDEX"] == "5"
+    port = result.ports[0]
+    assert port.roce_v2_ipv4_gids == [5]
+    assert [g.index for g in port.gids if g.foreign] == [2, 3]
+    # A user index pointing at the neighbour's GID is an error naming the fix.
+    found = _problems("roce-macvlan", NCCL_IB_GID_INDEX="3")
+    assert [(sev, var) for sev, var, _ in found] == [("error", "NCCL_IB_GID_INDEX")]
+    assert "RoCE v2 IPv4 of another netdev (172.16.0.12)" in found[0][2]
+    assert _problems("roce-macvlan", NCCL_IB_GID_INDEX="5") == []
+
+
 def test_bond_with_vlan_children_is_emitted_exact_and_gloo_gets_the_plain_name() -> None:
     env = detect_nics(str(FIX / "bond-vlan"), NO_USER, master_addr="10.20.0.1").as_env()
     assert (env["IP_INTERFACE"], env["NCCL_SOCKET_IFNAME"], env["GLOO_SOCKET_IFNAME"]) == (

@@ -447,7 +447,7 @@ def test_every_variable_has_a_scope(reg):
     assert reg.get("NCCL_PROTO").scope == "cluster-uniform"
     assert reg.get("RANK").scope == "per-process"
     assert reg.get("HF_TOKEN").scope == "local"
-    assert reg.scope_of("NCCL_ALGO") == "cluster-uniform"      # unregistered library knob
+    assert reg.scope_of("NCCL_ALGO") == "cluster-uniform"
     assert reg.scope_of("HOME") == "local"
 
 

@@ -803,3 +803,119 @@ def test_master_addr_resolves_is_a_host_probe(tmp_path):
     clean({**env, "MASTER_ADDR": "node0"}, "MASTER_ADDR", "master_addr_resolves")
     clean({**env, "NODE_RANK": "0"}, "MASTER_ADDR", "master_addr_resolves")
     clean(env, "MASTER_ADDR", "master_addr_resolves", context=UNKNOWN.replace(host_probes=False))
+# --------------------------------------------------------------------------- issue 29, Build 5
+# The references' stated constraints, each a rule with a failing and a passing case.
+SYSFS = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
+
+
+@pytest.mark.parametrize("value, bad", [("2", True), ("-1", True), ("0", False), ("1", False)])
+def test_nccl_pxn_disable_values(value, bad):
+    env = {"NCCL_PXN_DISABLE": value}
+    if bad:
+        expect(env, "error", "NCCL_PXN_DISABLE", "nccl_pxn_disable_values")
+    else:
+        clean(env, "NCCL_PXN_DISABLE")
+
+
+def test_nccl_algo_is_registered_and_checked():
+    assert load().get("NCCL_ALGO") is not None
+    finding = expect({"NCCL_ALGO": "foo"}, "error", "NCCL_ALGO", "nccl_algo_values")
+    assert "'foo'" in finding.message and "Ring" in finding.message
+    expect({"NCCL_ALGO": "ring;foo:tree"}, "error", "NCCL_ALGO", "nccl_algo_values")
+    expect({"NCCL_ALGO": "ring;tree"}, "error", "NCCL_ALGO", "nccl_algo_values")
+    for good in ("Ring", "ring,TREE", "^NVLS", "Ring;allreduce:tree,collnetdirect;broadcast:ring",
+                 "CollNetChain,PAT,NVLSTree"):
+        clean({"NCCL_ALGO": good}, "NCCL_ALGO")
+
+
+def test_map_hbm_trn2_plus():
+    expect({"NEURON_RT_MAP_HBM": "1"}, "warning", "NEURON_RT_MAP_HBM", "map_hbm_trn2_plus",
+           TRN1, "neuron")
+    clean({"NEURON_RT_MAP_HBM": "1"}, "NEURON_RT_MAP_HBM", context=TRN2, accelerator="neuron")
+    clean({"NEURON_RT_MAP_HBM": "0"}, "NEURON_RT_MAP_HBM", context=TRN1, accelerator="neuron")
+
+
+@pytest.mark.parametrize("value, bad", [("-2", True), ("-100", True), ("-1", False), ("0", False),
+                                        ("5", False)])
+def test_dump_inputs_on_err_values(value, bad):
+    env = {"NEURON_RT_DBG_DUMP_INPUTS_ON_ERR": value}
+    if bad:
+        expect(env, "error", "NEURON_RT_DBG_DUMP_INPUTS_ON_ERR", "dump_inputs_on_err_values")
+    else:
+        clean(env, "NEURON_RT_DBG_DUMP_INPUTS_ON_ERR")
+
+
+def test_xla_flags_append_cannot_get_round_the_autotune_minimum():
+    finding = expect({"XLA_FLAGS_APPEND": "--xla_gpu_enable_triton_gemm=true --xla_gpu_autotune_level=0"},
+                     "error", "XLA_FLAGS_APPEND", "xla_autotune_level_min")
+    assert "--xla_gpu_autotune_level=0" in finding.message
+    # The last occurrence wins, as in XLA.
+    clean({"XLA_FLAGS_APPEND": "--xla_gpu_autotune_level=0 --xla_gpu_autotune_level=2"},
+          "XLA_FLAGS_APPEND", "xla_autotune_level_min")
+    clean({"XLA_FLAGS_APPEND": "--xla_gpu_autotune_level=1"}, "XLA_FLAGS_APPEND")
+
+
+def test_jax_coordinator_port_on_one_node():
+    expect({"JAX_COORDINATOR_PORT": "1234", "NNODES": "1"}, "warning", "JAX_COORDINATOR_PORT",
+           "jax_coordinator_single_node")
+    clean({"JAX_COORDINATOR_PORT": "1234", "NNODES": "2"}, "JAX_COORDINATOR_PORT")
+
+
+def test_jax_coordinator_port_set_on_one_node_of_a_cluster_is_a_mismatch():
+    from primus_runner.cluster.clustercheck import compare
+
+    def report(node: int, uniform: dict[str, str]) -> dict[str, object]:
+        return {"node": node, "host": f"n{node}", "uniform": uniform, "meaning": {}, "versions": {}}
+
+    problems = compare([report(0, {"JAX_COORDINATOR_PORT": "1234"}), report(1, {})])
+    assert len(problems) == 1 and problems[0].startswith("JAX_COORDINATOR_PORT differs")
+    assert "<unset> on node 1" in problems[0]
+    assert compare([report(0, {"JAX_COORDINATOR_PORT": "1234"}),
+                    report(1, {"JAX_COORDINATOR_PORT": "1234"})]) == []
+
+
+def test_neuron_num_cores_vs_visible():
+    finding = expect({"NEURON_RT_NUM_CORES": "4", "NEURON_RT_VISIBLE_CORES": "0-7"}, "error",
+                     "NEURON_RT_NUM_CORES", "neuron_num_cores_vs_visible")
+    assert "names 8" in finding.message
+    clean({"NEURON_RT_NUM_CORES": "8", "NEURON_RT_VISIBLE_CORES": "0-7"}, "NEURON_RT_NUM_CORES",
+          "neuron_num_cores_vs_visible")
+
+
+def test_databricks_token_without_host():
+    hits = about(run({"DATABRICKS_TOKEN": "dapi-secret"}), "DATABRICKS_TOKEN",
+                 "databricks_token_without_host")
+    assert [f.severity for f in hits] == ["warning"] and hits[0].fix
+    finding = hits[0]
+    assert finding.value == "****" and "dapi-secret" not in finding.message + finding.fix
+    clean({"DATABRICKS_TOKEN": "dapi-secret", "DATABRICKS_HOST": "https://x.cloud.databricks.com"},
+          "DATABRICKS_TOKEN")
+
+
+def test_nccl_ifname_prefix_overlap():
+    root = str(SYSFS / "bond-vlan")
+    finding = expect({"NCCL_SOCKET_IFNAME": "bond0", "PRIMUS_SYSFS_ROOT": root}, "warning",
+                     "NCCL_SOCKET_IFNAME", "nccl_ifname_prefix_overlap")
+    assert "bond0.2093" in finding.message and finding.fix.endswith("NCCL_SOCKET_IFNAME==bond0")
+    clean({"NCCL_SOCKET_IFNAME": "=bond0", "PRIMUS_SYSFS_ROOT": root}, "NCCL_SOCKET_IFNAME")
+    # A value the launcher detected is not the user's (written with '=' when needed).
+    clean({"NCCL_SOCKET_IFNAME": "bond0", "PRIMUS_SYSFS_ROOT": root,
+           "PRIMUS_DETECTED_VARS": "NCCL_SOCKET_IFNAME"}, "NCCL_SOCKET_IFNAME")
+
+
+def test_nccl_ifname_exclude_keeps_lo():
+    root = str(SYSFS / "bond-vlan")
+    env = {"NCCL_SOCKET_IFNAME": "^docker0", "NNODES": "2", "PRIMUS_SYSFS_ROOT": root}
+    finding = expect(env, "error", "NCCL_SOCKET_IFNAME", "nccl_ifname_exclude_keeps_lo")
+    assert finding.fix.endswith("NCCL_SOCKET_IFNAME=^docker0,lo")
+    clean({**env, "NCCL_SOCKET_IFNAME": "^docker0,lo"}, "NCCL_SOCKET_IFNAME")
+    clean({**env, "NNODES": "1"}, "NCCL_SOCKET_IFNAME", "nccl_ifname_exclude_keeps_lo")
+
+
+def test_user_gid_index_of_a_neighbours_netdev_is_an_error():
+    """tests/fixtures/sysfs/roce-macvlan: index 3 holds the neighbour container's IPv4."""
+    root = str(SYSFS / "roce-macvlan")
+    finding = expect({"NCCL_IB_GID_INDEX": "3", "PRIMUS_SYSFS_ROOT": root}, "error",
+                     "NCCL_IB_GID_INDEX", "nic_values_on_host")
+    assert "another netdev" in finding.message and "NCCL_IB_GID_INDEX=5" in finding.fix
+    clean({"NCCL_IB_GID_INDEX": "5", "PRIMUS_SYSFS_ROOT": root}, "NCCL_IB_GID_INDEX")

@@ -31,8 +31,8 @@ from primus_runner.cluster.schedulers import (
     where_text,
 )
 from primus_runner.env.rules import distributed
-from primus_runner.env.rules.distributed import is_ip_literal
 from primus_runner.errors import UsageError
+from primus_runner.grammar import host_for_port, is_ip_literal
 from primus_runner.records import asdict, dataclass, field
 
 TYPE_CHECKING = False
@@ -80,9 +80,7 @@ def neuron_root_comm_id(master_addr: str, master_port: int, port: int | None = N
     MASTER_PORT; the same on every node because it derives from shared values.
     An IPv6 host is put in brackets (``[fd00::10]:29501``), as PyTorch/XLA's own
     Neuron set-up does (torch_xla/_internal/neuron.py, set_rt_root_comm_id)."""
-    host = master_addr.strip()
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
+    host = host_for_port(master_addr)
     if port is None:
         port = master_port + 1 if master_port < 65535 else master_port - 1
     return f"{host}:{port}"

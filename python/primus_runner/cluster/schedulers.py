@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from primus_runner.env.rules.distributed import is_ip_literal
 from primus_runner.errors import UsageError
+from primus_runner.grammar import is_ip_literal
 
 BUILTIN_DEFAULTS = {
     "MASTER_ADDR": "localhost",

@@ -69,8 +69,8 @@ def run_tool(tool: str, env: Mapping[str, str]) -> tuple[str | None, int | None,
 
 def accelerator_checks(root: str, dev_root: str, env: Mapping[str, str]) -> tuple[list[Check], dict[str, str]]:
     """(checks, facts for the fleet comparison: accelerator, model, device count)."""
-    from primus_runner.hardware.devices import detect_devices
     from primus_runner.errors import PrimusError
+    from primus_runner.hardware.devices import detect_devices
 
     try:
         found = detect_devices(root, dev_root, env)

@@ -20,8 +20,8 @@ PROTOCOL = "primus-doctor/1"
 
 def _job(env: Mapping[str, str]) -> tuple[str, int, int, int]:
     """(MASTER_ADDR, MASTER_PORT, NODE_RANK, NNODES) as a launch would map them."""
-    from primus_runner.errors import PrimusError
     from primus_runner.cluster.ranks import resolve
+    from primus_runner.errors import PrimusError
 
     try:
         mapping = resolve(env)

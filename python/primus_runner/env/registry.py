@@ -156,9 +156,9 @@ def describe_type(var: Variable) -> str:
         "seconds": "a number of seconds (non-negative integer)",
         "float": "a decimal number",
         "port": "a TCP port number",
-        "host": "a host name or IP address",
-        "hostport": "host:port (port 1-65535)",
-        "range_list": "a range list of non-negative integers such as 0-3 or 0,2,4 or 40-47,88-95",
+        "host": "a host name or IP address (IPv6 also in brackets)",
+        "hostport": "host:port (port 1-65535; an IPv6 host in brackets: [fd00::10]:1235)",
+        "range_list": "a range list of non-negative integers, each named once, such as 0-3 or 0,2,4 or 40-47,88-95",
         "int_list": "comma-separated non-negative integers (e.g. 0,1,2,3)",
         "path": "a filesystem path",
         "string": "free text",
@@ -422,11 +422,11 @@ _EXAMPLE_BY_NAME = {
     "HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "NEURON_RT_INSPECT_EVENT_FILTER_TYPE": "hardware",
     "PRIMUS_NEURON_INSTANCE": "trn2.48xlarge", "PRIMUS_HIPBLASLT_TUNING_STAGE": "0",
     "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY": "critical", "NEURON_RT_INSPECT_DEVICE_PROFILE": "model",
-    "NCCL_PROTO": "Simple,LL128", "NCCL_DEBUG": "WARN", "TE_HIPBLASLT_TUNING": "0",
+    "NCCL_PROTO": "Simple,LL128", "NCCL_ALGO": "Ring", "NCCL_DEBUG": "WARN", "TE_HIPBLASLT_TUNING": "0",
     "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "0", "PRIMUS_TURBO_DEEPEP_TIMEOUT": "600",
     "NEURON_RT_DBG_CC_DMA_PACKET_SIZE": "4096", "PRIMUS_PYTHON": "python3", "PET_RDZV_BACKEND": "",
     # One core per process: a node-wide list as long as GPUS_PER_NODE (8).
-    "NEURON_RT_VISIBLE_CORES": "0-7",
+    "NEURON_RT_VISIBLE_CORES": "0-7", "NEURON_RT_NUM_CORES": "8",
     # The detected facts of the example instance (trn2.48xlarge): 16 devices of
     # 8 physical cores, LNC 2, 64 logical cores.
     "PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVICE": "8",

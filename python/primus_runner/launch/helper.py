@@ -33,11 +33,10 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 
-from primus_runner.config import files as cfgmod
 from primus_runner import log
 from primus_runner.cluster import rendezvous
+from primus_runner.config import files as cfgmod
 from primus_runner.config.files import config_records
-from primus_runner.launch.detect import detected_env
 from primus_runner.errors import PrimusError
 from primus_runner.facts import ACCELERATORS
 from primus_runner.launch.detect import detected_env

@@ -13,17 +13,20 @@ construction):
 - IP_INTERFACE: an interface here.
 - NCCL_IB_HCA (``^``, ``=``, ``dev:port``): every item names a device (and
   port) here; the selection is not empty; ports that are not ACTIVE warn.
-- NCCL_IB_GID_INDEX on the selected RoCE ports: an absent or link-local GID is
-  an error naming the detected RoCE v2 IPv4 index as the fix; RoCE v1 warns.
+- NCCL_IB_GID_INDEX on the selected RoCE ports: an absent or link-local GID, or
+  one whose IPv4 address is not on the port's own netdev (a neighbour's GID in a
+  shared table: macvlan containers), is an error naming the detected RoCE v2
+  IPv4 index as the fix; RoCE v1 warns.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 
-from primus_runner.network.gids import AUTO_GID_INDEX, describe
+from primus_runner.grammar import nccl_name_matches, parse_nccl_names
+from primus_runner.network.gids import AUTO_GID_INDEX, describe, find
 from primus_runner.network.hca import select_ports
-from primus_runner.network.interfaces import parse_ifname_list, select_interfaces
+from primus_runner.network.interfaces import select_interfaces
 from primus_runner.records import dataclass
 
 TYPE_CHECKING = False
@@ -70,9 +73,9 @@ def host_problems(env: Mapping[str, str], root: str, result: NicResult | None = 
 
     value = values.get("NCCL_SOCKET_IFNAME")
     if value is not None:
-        exclude, items = parse_ifname_list(value)
+        exclude, items = parse_nccl_names(value)
         unknown = [("=" if exact else "") + pat for exact, pat in items
-                   if not any((n == pat if exact else n.startswith(pat)) for n in names)]
+                   if not any(nccl_name_matches(n, exact, pat) for n in names)]
         picked = select_interfaces(value, names)
         usable = [n for n in picked if by_name[n].usable]
         real = [n for n in picked if not by_name[n].loopback]
@@ -146,7 +149,8 @@ def host_problems(env: Mapping[str, str], root: str, result: NicResult | None = 
                 continue
             meaning = describe(port.gids, index)
             meanings[port.name] = meaning
-            if meaning == "absent" or meaning.endswith("link-local"):
+            gid = find(port.gids, index)
+            if meaning == "absent" or meaning.endswith("link-local") or (gid and gid.foreign):
                 bad.append(f"{port.name}: {meaning}")
             elif "v1" in meaning:
                 v1.append(f"{port.name}: {meaning}")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from primus_runner.errors import UsageError
 from primus_runner.network.common import DEFAULT_HCA_EXCLUDE, compile_pattern
 from primus_runner.network.gids import AUTO_GID_INDEX, DEFAULT_GID_INDEX
-from primus_runner.network.hca import HcaPort, choose_hcas, read_ports
+from primus_runner.network.hca import HcaPort, choose_hcas, mark_own_gids, read_ports
 from primus_runner.network.interfaces import (
     DEFAULT_SOCKET_EXCLUDE,
     Interface,
@@ -108,14 +108,16 @@ def detect_nics(sysfs_root: str = "/", env: Mapping[str, str] | None = None,
     sock_exclude = compile_pattern("PRIMUS_SOCKET_IFNAME_EXCLUDE",
                                    env.get("PRIMUS_SOCKET_IFNAME_EXCLUDE", DEFAULT_SOCKET_EXCLUDE))
     notes: list[str] = []
+    routes = read_routes(sysfs_root)
+    addresses = local_addresses(sysfs_root, routes)
     ports = read_ports(sysfs_root)
+    mark_own_gids(ports, addresses)
     hca = choose_hcas(sysfs_root, ports, hca_exclude)
     for port in ports:
         if port.reason.startswith("RoCE port with"):
             notes.append(f"RDMA port {port.name} left out of NCCL_IB_HCA: {port.reason}")
     gid, gid_origin, gid_extra = choose_gid_index(ports, notes)
-    routes = read_routes(sysfs_root)
-    interfaces = read_interfaces(sysfs_root, local_addresses(sysfs_root, routes), sock_exclude)
+    interfaces = read_interfaces(sysfs_root, addresses, sock_exclude)
     if master_addr is None:
         master_addr = (env.get("MASTER_ADDR") or "").strip() or None
     iface, why = choose_interface(sysfs_root, interfaces, routes, master_addr, notes)

@@ -4,9 +4,12 @@ Sysfs: ``<dev>/ports/<n>/gids/<i>`` (the GID, all zeros or EINVAL when the
 slot is empty) and ``gid_attrs/types/<i>`` ("IB/RoCE v1" or "RoCE v2").
 
 Choice, per chosen RoCE port: the lowest index whose type is RoCE v2 and whose
-GID is an IPv4-mapped address (``::ffff:a.b.c.d``): routable over IP and what
-NCCL itself looks for by default. When every chosen port has it at the same
-index, that index is NCCL_IB_GID_INDEX. When the indexes differ between the
+GID is an IPv4-mapped address (``::ffff:a.b.c.d``) of the port's own netdev
+(``gid_attrs/ndevs/<i>`` names it; its IPv4 must be one of that netdev's
+addresses, see ``mark_foreign``): routable over IP and what NCCL itself looks
+for by default. A GID table shared with another network namespace (macvlan
+containers on one port) also lists the neighbour's GIDs, which are never chosen.
+When every chosen port has it at the same index, that index is NCCL_IB_GID_INDEX. When the indexes differ between the
 ports of one host (mixed mlx5/bnxt), no single index is right: the launcher
 sets ``NCCL_IB_GID_INDEX=-1``, which since NCCL 2.21 makes NCCL select the GID
 per device from ``NCCL_IB_ADDR_FAMILY`` (default AF_INET) and
@@ -35,12 +38,16 @@ class Gid:
     gid: str
     type: str          # "RoCE v2", "IB/RoCE v1"
     family: str        # "IPv4", "IPv6", "link-local", "absent"
+    ndev: str = ""     # gid_attrs/ndevs/<index>: the netdev the GID belongs to
+    foreign: bool = False  # its IPv4 is not on this host's netdev (see mark_foreign)
 
     @property
     def routable_v2_ipv4(self) -> bool:
-        return self.type.lower() == "roce v2" and self.family == "IPv4"
+        return self.type.lower() == "roce v2" and self.family == "IPv4" and not self.foreign
 
     def meaning(self) -> str:
+        if self.foreign:
+            return f"{self.type} {self.family} of another netdev ({ipv4_from_gid(self.gid)})"
         return f"{self.type} {self.family}"
 
 
@@ -66,6 +73,27 @@ def gid_family(gid: str | None) -> str:
     if int(digits[:4], 16) & 0xFFC0 == 0xFE80:
         return "link-local"
     return "IPv6"
+
+
+def mark_foreign(gids: list[Gid], netdevs: list[str], addresses: dict[str, list[str]]) -> None:
+    """Mark the IPv4 GIDs whose address is not on the port's own netdev.
+
+    A device shared between network namespaces (a macvlan or SR-IOV container
+    next to another one on the same port) lists the neighbour's GIDs too; their
+    IPv4 address belongs to a netdev of the other namespace. A GID counts as this
+    host's when its IPv4 address is one of the addresses of its netdev
+    (``gid_attrs/ndevs/<index>``, else the port's netdev). When that netdev's
+    addresses are unknown here, nothing is marked."""
+    for gid in gids:
+        ip = ipv4_from_gid(gid.gid) if gid.family == "IPv4" else None
+        dev = gid.ndev or (netdevs[0] if netdevs else "")
+        owned = addresses.get(dev) if dev else None
+        if ip is not None and owned and ip not in owned:
+            gid.foreign = True
+
+
+def find(gids: list[Gid], index: int) -> Gid | None:
+    return next((g for g in gids if g.index == index), None)
 
 
 def describe(gids: list[Gid], index: int) -> str:

@@ -21,7 +21,7 @@ import os
 import re
 
 from primus_runner.network.common import listdir, natural_key, read, state_word
-from primus_runner.network.gids import Gid, gid_family, v2_ipv4_index
+from primus_runner.network.gids import Gid, gid_family, mark_foreign, v2_ipv4_index
 from primus_runner.records import dataclass, field
 
 
@@ -74,7 +74,8 @@ def read_ports(root: str) -> list[HcaPort]:
                     value = read(os.path.join(pdir, "gids", idx)) or ""
                     family = gid_family(value)
                     if family != "absent":
-                        gids.append(Gid(int(idx), value, gtype.strip(), family))
+                        owner = read(os.path.join(pdir, "gid_attrs/ndevs", idx)) or ""
+                        gids.append(Gid(int(idx), value, gtype.strip(), family, owner.strip()))
                 if not netdevs:
                     for idx in indices[:4]:
                         ndev = read(os.path.join(pdir, "gid_attrs/ndevs", idx))
@@ -87,6 +88,14 @@ def read_ports(root: str) -> list[HcaPort]:
                 link_layer=link_layer, netdevs=netdevs, numa_node=numa,
                 roce_v2_ipv4_gids=[g.index for g in gids if g.routable_v2_ipv4], gids=gids))
     return ports
+
+
+def mark_own_gids(ports: list[HcaPort], addresses: dict[str, list[str]]) -> None:
+    """Leave out of each port's RoCE v2 IPv4 GIDs those of another netdev
+    (gids.mark_foreign); run before ``choose_hcas``."""
+    for port in ports:
+        mark_foreign(port.gids, port.netdevs, addresses)
+        port.roce_v2_ipv4_gids = [g.index for g in port.gids if g.routable_v2_ipv4]
 
 
 def _bond_master(root: str, netdev: str) -> str | None:

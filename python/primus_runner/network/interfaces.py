@@ -13,10 +13,11 @@ route order, which differs per node. The launcher then takes the first of
 them in natural name order (eth0 < eth1 < eth10) on every node and warns
 naming all of them.
 
-NCCL_SOCKET_IFNAME syntax (NCCL docs, "Environment Variables",
-NCCL_SOCKET_IFNAME: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
-a comma list of name *prefixes*; a leading ``^`` excludes them; an item
-starting with ``=`` matches the exact name. A detected name is therefore
+NCCL_SOCKET_IFNAME syntax (python/primus_runner/grammar.py, from the NCCL docs,
+"Environment Variables", NCCL_SOCKET_IFNAME:
+https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html): a comma
+list of name *prefixes*; a leading ``^`` excludes them; an item starting with
+``=`` matches the exact name. A detected name is therefore
 emitted as ``=name`` when another interface of the host starts with it
 (``bond0`` would also select ``bond0.2093``).
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 
+from primus_runner.grammar import nccl_name_matches, parse_nccl_names
 from primus_runner.network.common import ip_to_int, listdir, natural_key, read
 from primus_runner.network.routes import Route, best_routes, host_name, resolve_ipv4
 from primus_runner.records import dataclass
@@ -92,7 +94,7 @@ def choose_interface(root: str, interfaces: list[Interface], routes: list[Route]
         if iface.usable:
             for ip in iface.addresses:
                 holder.setdefault(ip, iface.name)   # natural name order: the first wins
-    from primus_runner.env.rules.distributed import is_loopback
+    from primus_runner.grammar import is_loopback
 
     if master_addr and not is_loopback(master_addr):
         master_ip = resolve_ipv4(root, master_addr)
@@ -130,30 +132,10 @@ def choose_interface(root: str, interfaces: list[Interface], routes: list[Route]
 
 
 # -- NCCL_SOCKET_IFNAME syntax ----------------------------------------------------
-def parse_ifname_list(value: str) -> tuple[bool, list[tuple[bool, str]]]:
-    """NCCL's list syntax: (exclude, [(exact, name), ...]) for '^=a,b' and the like."""
-    body = value.strip()
-    exclude = body.startswith("^")
-    if exclude:
-        body = body[1:]
-    items = []
-    for item in body.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        exact = item.startswith("=")
-        items.append((exact, item[1:] if exact else item))
-    return exclude, items
-
-
-def _matches(name: str, exact: bool, pattern: str) -> bool:
-    return name == pattern if exact else name.startswith(pattern)
-
-
 def select_interfaces(value: str, names: list[str]) -> list[str]:
     """The interface names NCCL would consider for an NCCL_SOCKET_IFNAME value."""
-    exclude, items = parse_ifname_list(value)
-    hit = [n for n in names if any(_matches(n, exact, pat) for exact, pat in items)]
+    exclude, items = parse_nccl_names(value)
+    hit = [n for n in names if any(nccl_name_matches(n, exact, pat) for exact, pat in items)]
     if exclude:
         return [n for n in names if n not in hit]
     return hit

@@ -146,7 +146,7 @@ def resolve_ipv4(root: str, host: str) -> str | None:
 
 def resolves(root: str, host: str) -> bool:
     """True when ``host`` is an IP literal or resolves here (any family on the real root)."""
-    from primus_runner.env.rules.distributed import is_ip_literal
+    from primus_runner.grammar import is_ip_literal
 
     if is_ip_literal(host) or resolve_ipv4(root, host) is not None:
         return True

@@ -43,8 +43,8 @@ class Verdict:
         if not isinstance(exc, RuleRefusal):
             return False
         from primus_runner.env.commands import write_report
-        from primus_runner.masking import mask
         from primus_runner.env.rules.types import Finding
+        from primus_runner.masking import mask
 
         finding = Finding("error", exc.variable, mask(exc.variable, exc.value), exc.reason, exc.fix, exc.rule)
         saved = sys.stdout

@@ -155,6 +155,10 @@ __primus_neuron_per_proc() {
 __primus_neuron_processes() {
   local count k
   if ! __primus_neuron_available count; then
+    if [[ -n ${NEURON_RT_VISIBLE_CORES:-} ]] && primus_env_user_owns NEURON_RT_VISIBLE_CORES; then
+      LOG_WARN_RANK0 "neuron: NEURON_RT_VISIBLE_CORES='$NEURON_RT_VISIBLE_CORES' is not a core list this layer can use (malformed, a backwards range, or a core named twice; the validation names which); GPUS_PER_NODE stays ${GPUS_PER_NODE-unset}. Fix: list each core once, e.g. 0-3 or 0,2,4."
+      return 0
+    fi
     LOG_WARN_RANK0 "neuron: the NeuronCores of instance '${PRIMUS_NEURON_INSTANCE:-unknown}' are unknown (detection unavailable) and NEURON_RT_VISIBLE_CORES is not set; GPUS_PER_NODE stays ${GPUS_PER_NODE-unset}. Fix: export GPUS_PER_NODE, or run 'make setup' so detection works."
     return 0
   fi

@@ -3,8 +3,10 @@
 The package is split along its seams: ``types`` (findings, check context, value
 parsing), ``engine`` (rule registry, state, driver and the generic rules),
 ``primus`` (launcher/ROCm/NCCL/XLA rules), ``neuron`` (Neuron runtime rules) and
-``neuron_launch`` (Neuron multi-node, EFA, core partitioning, topology, host limits) and
-``launch_inputs`` (the rank mapping's refusals, verdict/refusals.py).
+``neuron_launch`` (Neuron multi-node, EFA, core partitioning, topology, host limits),
+``launch_inputs`` (the rank mapping's refusals, verdict/refusals.py), ``constraints``
+(single-value constraints of the references) and ``network`` (the user's NCCL interface
+lists against this host).
 Importing the package registers every rule, in that order.
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 # Loaded on first use (PEP 562): importing a submodule such as
 # ``primus_runner.env.rules.distributed`` (on the launch path, from ranks.py) must not
 # pay for every rule module. The rule modules register in this order: Primus,
-# then Neuron, then Neuron launch.
+# then Neuron, Neuron launch, constraints, network.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # what __getattr__ hands out, for the type checker
     from primus_runner.env.rules.engine import RULES, check, exit_code
@@ -40,7 +42,8 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'primus_runner.env.rules' has no attribute {name!r}")
     import importlib
 
-    for module in ("primus", "neuron", "neuron_launch", "launch_inputs"):  # registers the rules, in order
+    # registers the rules, in order
+    for module in ("primus", "neuron", "neuron_launch", "launch_inputs", "constraints", "network"):
         importlib.import_module(f"primus_runner.env.rules.{module}")
     return getattr(importlib.import_module(f"primus_runner.env.rules.{_EXPORTS[name]}"), name)
 

@@ -10,19 +10,15 @@ the launch path.
 
 Facts and their sources:
 - MASTER_PORT 1024-65535: reference section 1 ("validation.sh enforces 1024-65535").
-- host names: labels of letters, digits and '-' (RFC 1123 section 2.1), not
-  starting or ending with '-', at most 63 characters each and 253 in all; '_' is
-  accepted as well because Slurm node names and /etc/hosts entries may hold it
-  (the hostlist syntax accepts it too); or an IPv4/IPv6 address.
-- loopback: the names /etc/hosts gives 127.0.0.1 and ::1 on Debian/Ubuntu
-  (localhost, localhost.localdomain, ip6-localhost, ip6-loopback), 127.0.0.0/8
-  and ::1 (RFC 1122 section 3.2.1.3, RFC 4291 section 2.5.3).
+- host names and loopback: python/primus_runner/grammar.py (the one grammar,
+  with its sources), so MASTER_ADDR and the values derived from it
+  (JAX_COORDINATOR_IP, NEURON_RT_ROOT_COMM_ID) are judged alike.
 """
 from __future__ import annotations
 
 import re
 
-from primus_runner.facts import LOOPBACK_NAMES
+from primus_runner.grammar import is_loopback, is_valid_host
 
 # name -> (lowest accepted value, what it is); the upper bound of MASTER_PORT below.
 COUNTS = {
@@ -34,45 +30,6 @@ PORT_RANGE = (1024, 65535)
 CHECKED = ("MASTER_ADDR", "MASTER_PORT", *COUNTS)
 
 _DIGITS = re.compile(r"[0-9]+\Z")
-_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\Z")
-_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
-                   r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z")
-
-
-def is_ipv4(value: str) -> bool:
-    return bool(_IPV4.match(value))
-
-
-def is_ip_literal(value: str) -> bool:
-    if _IPV4.match(value):
-        return True
-    if ":" in value:
-        import ipaddress
-
-        try:
-            ipaddress.IPv6Address(value[1:-1] if value.startswith("[") and value.endswith("]") else value)
-            return True
-        except ValueError:
-            return False
-    return False
-
-
-def is_valid_host(value: str) -> bool:
-    """A host name (see the module docstring) or an IP address."""
-    if not value or len(value) > 253:
-        return False
-    if is_ip_literal(value):
-        return True
-    labels = value[:-1].split(".") if value.endswith(".") else value.split(".")
-    return all(_LABEL.match(label) for label in labels)
-
-
-def is_loopback(value: str) -> bool:
-    lowered = value.lower().rstrip(".")
-    if lowered.startswith("[") and lowered.endswith("]"):
-        lowered = lowered[1:-1]
-    return (lowered in LOOPBACK_NAMES or lowered in ("::1", "0:0:0:0:0:0:0:1")
-            or (lowered.startswith("127.") and bool(_IPV4.match(lowered))))
 
 
 def as_count(value: str) -> int | None:

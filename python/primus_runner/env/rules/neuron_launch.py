@@ -30,9 +30,9 @@ import os
 import re
 from collections.abc import Iterator
 
-from primus_runner.env.rules.distributed import is_loopback
 from primus_runner.env.rules.engine import _State, rule
 from primus_runner.env.rules.types import Finding, parse_range_list, parse_uint
+from primus_runner.grammar import index_list, is_loopback, split_hostport
 
 _CC_LNC = re.compile(r"(?:^|\s)(?:--lnc|--logical-nc-config|-lnc)(?:=|\s+)(\S+)")
 OPEN_FILES_MIN = 65535          # AWS launch scripts: ulimit -n 65535
@@ -63,21 +63,13 @@ def _spmd(s: _State) -> bool:
 
 
 def _visible(s: _State) -> list[int] | None:
-    ranges = parse_range_list(s.get("NEURON_RT_VISIBLE_CORES") or "x")
-    if ranges is None or sum(high - low + 1 for low, high in ranges) > 65536:
+    """The cores NEURON_RT_VISIBLE_CORES names; None when unset or invalid (a
+    repeat included: the type rule reports it, never counted as another core)."""
+    value = s.get("NEURON_RT_VISIBLE_CORES")
+    ranges = parse_range_list(value or "x")
+    if value is None or ranges is None or sum(high - low + 1 for low, high in ranges) > 65536:
         return None
-    return [c for low, high in ranges for c in range(low, high + 1)]
-
-
-def split_root_comm(value: str) -> tuple[str, str, bool] | None:
-    """(host, port, bracketed) of a host:port value; None when there is no port."""
-    if value.startswith("["):
-        end = value.find("]:")
-        return (value[1:end], value[end + 2:], True) if end > 0 else None
-    if ":" not in value:
-        return None
-    host, port = value.rsplit(":", 1)
-    return host, port, False
+    return index_list(value)[0]
 
 
 # --------------------------------------------------------------------------- multi-node
@@ -96,7 +88,7 @@ def _root_comm(s: _State) -> Iterator[Finding]:
                           "export MASTER_ADDR and MASTER_PORT (the Neuron layer derives it), or "
                           f"{name}=<rank-0 host>:<free port>", "")
         return
-    parts = split_root_comm(value)
+    parts = split_hostport(value)
     if parts is None or not parts[1].isdigit():
         return  # the type rule reports a value that is not host:port
     host, port_text, bracketed = parts
@@ -154,7 +146,7 @@ def _port_reserved(s: _State) -> Iterator[Finding]:
     value = s.get("NEURON_RT_ROOT_COMM_ID")
     if not _neuron(s) or _nnodes(s) <= 1 or value is None:
         return
-    parts = split_root_comm(value)
+    parts = split_hostport(value)
     if parts is None or not parts[1].isdigit():
         return
     port = int(parts[1])

@@ -47,12 +47,20 @@ def _master_addr(s: _State) -> Iterator[Finding]:
 
 @rule("jax_coordinator_single_node")
 def _jax_single(s: _State) -> Iterator[Finding]:
+    # Reference section 14: JAX_COORDINATOR_IP / JAX_COORDINATOR_PORT are set by
+    # "env_spec.py when NNODES > 1"; the IP is "Left unset on single-node runs so
+    # MaxText uses the local single-controller path". Across nodes the cluster
+    # check compares both (cluster-uniform; set on one node only is a mismatch).
     nnodes = s.uint("NNODES")
-    if s.get("JAX_COORDINATOR_IP") is not None and nnodes is not None and nnodes <= 1:
-        yield s.found("warning", "JAX_COORDINATOR_IP",
-                      "is set for a single-node run: Primus leaves it unset there so MaxText takes "
-                      "its local single-controller path; set, it starts the distributed one",
-                      "unset JAX_COORDINATOR_IP (and JAX_COORDINATOR_PORT) for one node")
+    if nnodes is None or nnodes > 1:
+        return
+    for name in ("JAX_COORDINATOR_IP", "JAX_COORDINATOR_PORT"):
+        if s.get(name) is not None:
+            yield s.found("warning", name,
+                          "is set for a single-node run: Primus sets the JAX coordinator only when "
+                          "NNODES > 1 and leaves it unset here so MaxText takes its local "
+                          "single-controller path; set, it starts the distributed one",
+                          "unset JAX_COORDINATOR_IP and JAX_COORDINATOR_PORT for one node")
 
 
 @rule("jax_coordinator_port_clash")
@@ -230,14 +238,36 @@ def _hip_visible(s: _State) -> Iterator[Finding]:
                       "list only the GPUs the job should use")
 
 
+_AUTOTUNE_WHY = ("at 0 XLA picks a default fp8 GEMM kernel that overflows on fine-grained MoE "
+                 "expert einsums, giving NaN loss on fp8 runs")
+
+
+def _last_flag(words: list[str], flag: str) -> str | None:
+    """The value of the last ``flag=value`` word (XLA keeps the last occurrence)."""
+    found = None
+    for word in words:
+        name, sep, value = word.partition("=")
+        if sep and name == flag:
+            found = value
+    return found
+
+
 @rule("xla_autotune_level_min")
 def _autotune(s: _State) -> Iterator[Finding]:
+    # Reference section 14: XLA_GPU_AUTOTUNE_LEVEL "Must be >= 1"; XLA_FLAGS_APPEND is
+    # "Appended onto XLA_FLAGS as the final layer, so it overrides any single managed flag".
     level = s.uint("XLA_GPU_AUTOTUNE_LEVEL")
     if level == 0:
-        yield s.found("error", "XLA_GPU_AUTOTUNE_LEVEL",
-                      "must be >= 1: at 0 XLA picks a default fp8 GEMM kernel that overflows on "
-                      "fine-grained MoE expert einsums, giving NaN loss on fp8 runs",
+        yield s.found("error", "XLA_GPU_AUTOTUNE_LEVEL", f"must be >= 1: {_AUTOTUNE_WHY}",
                       "unset XLA_GPU_AUTOTUNE_LEVEL (default 4) or set it to 1-4")
+    words = _xla_words(s.get("XLA_FLAGS_APPEND") or "") or []
+    appended = _last_flag(words, "--xla_gpu_autotune_level")
+    if appended is not None and parse_uint(appended) == 0:
+        yield s.found("error", "XLA_FLAGS_APPEND",
+                      "sets --xla_gpu_autotune_level=0, which is appended last and so overrides the "
+                      f"managed level (XLA_GPU_AUTOTUNE_LEVEL must be >= 1): {_AUTOTUNE_WHY}",
+                      "drop --xla_gpu_autotune_level=0 from XLA_FLAGS_APPEND (the managed level is "
+                      "XLA_GPU_AUTOTUNE_LEVEL, default 4) or give it 1-4")
 
 
 def _xla_words(value: str) -> list[str] | None:

@@ -1,5 +1,6 @@
 """Rule types and value parsing: findings, the check context, and the per-type
-value checks every rule shares (SPEC section 7)."""
+value checks every rule shares (SPEC section 7). Host, host:port and index-list
+syntax come from python/primus_runner/grammar.py (the one grammar)."""
 from __future__ import annotations
 
 import re
@@ -7,15 +8,14 @@ from collections.abc import Mapping
 
 from primus_runner.env.registry import Variable, record
 from primus_runner.facts import ACCELERATORS as ACCELERATORS  # re-exported: registry shared_facts
+from primus_runner.grammar import hostport_problem, index_list, is_valid_host
+from primus_runner.grammar import parse_range_list as parse_range_list  # re-exported
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 _UINT = re.compile(r"[0-9]+\Z")
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
-_RANGE_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?\Z")
-_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
-_IPV6 = re.compile(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\Z")
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}(:[a-z]+[+-])*\Z")
 _EVENT_WORD = re.compile(r"\^?[A-Za-z][A-Za-z0-9_]*\Z")
 _BOOL = {"0": False, "1": True, "false": False, "true": True}
@@ -112,35 +112,6 @@ def parse_uint(value: str) -> int | None:
     return int(value) if _UINT.match(value) else None
 
 
-def parse_range_list(value: str) -> list[tuple[int, int]] | None:
-    """'0-3,8' -> [(0, 3), (8, 8)]; None when malformed or a range runs backwards."""
-    ranges = []
-    for item in value.split(","):
-        match = _RANGE_ITEM.match(item)
-        if not match:
-            return None
-        low = int(match.group(1))
-        high = int(match.group(2)) if match.group(2) is not None else low
-        if high < low:
-            return None
-        ranges.append((low, high))
-    return ranges
-
-
-def _valid_host(value: str) -> bool:
-    return bool(_HOST.match(value)) or (":" in value and bool(_IPV6.match(value)))
-
-
-def _split_hostport(value: str) -> tuple[str, str] | None:
-    if value.startswith("["):
-        end = value.find("]:")
-        return (value[1:end], value[end + 2:]) if end > 0 else None
-    if ":" not in value:
-        return None
-    host, port = value.rsplit(":", 1)
-    return host, port
-
-
 def type_problem(var: Variable, value: str) -> str | None:
     """Why ``value`` is not a valid ``var.type`` value, or None when it is."""
     kind = var.type
@@ -165,13 +136,15 @@ def type_problem(var: Variable, value: str) -> str | None:
         values = var.values or ()
         ok = value.lower() in {v.lower() for v in values} if var.ci else value in values
     elif kind == "host":
-        ok = _valid_host(value)
+        ok = is_valid_host(value)
     elif kind == "hostport":
-        parts = _split_hostport(value)
-        ok = (parts is not None and _valid_host(parts[0]) and bool(_UINT.match(parts[1]))
-              and 1 <= int(parts[1]) <= 65535)
+        why = hostport_problem(value)
+        if why is not None:
+            return f"{why}; accepted: {var.accepted()}"
     elif kind == "range_list":
         ok = parse_range_list(value) is not None
+        if ok and index_list(value)[1] is not None:
+            return f"{index_list(value)[1]}; accepted: {var.accepted()}"
     elif kind == "int_list":
         ok = all(_UINT.match(item) for item in value.split(","))
     elif kind == "s3uri":
