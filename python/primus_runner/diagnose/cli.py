@@ -134,7 +134,11 @@ def merge_lines(documents: Sequence[object]) -> list[str]:
     """One summary across nodes from summary.json documents / --json lines (pure)."""
     places: list[RankPlace] = []
     bundles: list[str] = []
-    for doc in documents:
+    def node_of(doc: object) -> int:
+        node = doc.get("node") if isinstance(doc, dict) else None
+        return node if isinstance(node, int) else 1 << 30
+
+    for doc in sorted(documents, key=node_of):
         if isinstance(doc, dict):
             places.extend(from_json(doc.get("places")))
             if doc.get("bundle"):
