@@ -118,3 +118,27 @@ def test_merge_across_nodes_names_node_and_host():
     assert lines[1].startswith("          ranks 0,1 (node 0 node1), 2 (node 1 node2): main (train.py:57)")
     assert lines[2:] == ["  bundle node 0: /l/n0.stacks-1", "  bundle node 1: /l/n1.stacks-1"]
     assert from_json("x") == [] and from_json([{"rank": "bad"}]) == []
+
+
+def test_gather_merges_the_newest_bundle_of_each_node_and_names_the_missing(tmp_path, capsys, monkeypatch):
+    from primus_runner.diagnose.cli import cmd_gather
+
+    monkeypatch.setenv("PRIMUS_LOG_TIMESTAMP", "0")
+    monkeypatch.setenv("PRIMUS_LOG_COLOR", "0")
+    for name, node, ranks, sleeping in (("a-node0.hang-1", 0, (0, 1), ()), ("a-node1.hang-1", 1, (2,), ()),
+                                        ("a-node1.hang-2", 1, (2,), (3,))):
+        bundle = tmp_path / name
+        bundle.mkdir()
+        places = [place_of(r, node, f"n{node + 1}", threads(REDUCING)) for r in ranks]
+        places += [place_of(r, node, f"n{node + 1}", threads(SLEEPING)) for r in sleeping]
+        (bundle / "summary.json").write_text(json.dumps({"node": node, "places": to_json(places)}))
+    older = tmp_path / "a-node1.hang-1" / "summary.json"
+    import os
+    os.utime(older, (1, 1))
+    assert cmd_gather(["--log", str(tmp_path / "a-node0.log"), "--nodes", "2", "--since", "0", "--wait", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "stacks across 2 node(s), 2 bundle(s) found:" in err
+    assert "SUSPECT rank 3 (node 1 n2): stuck_here (train.py:42)" in err
+    assert f"bundle node 1: {tmp_path / 'a-node1.hang-2'}" in err
+    assert cmd_gather(["--log", str(tmp_path / "a-node0.log"), "--nodes", "3", "--since", "0", "--wait", "0"]) == 0
+    assert "node 2: no bundle of this hang" in capsys.readouterr().err

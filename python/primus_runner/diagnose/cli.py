@@ -179,11 +179,12 @@ def cmd_gather(args: list[str]) -> int:
     log_dir = os.path.dirname(os.path.abspath(opts["--log"]))
     nodes, since, wait = int(opts["--nodes"]), float(opts["--since"]), float(opts["--wait"])
     deadline = time.monotonic() + wait
-    found: dict[int, tuple[str, object]] = {}
+    found: dict[int, tuple[float, object]] = {}  # node -> (mtime, summary.json) of its newest bundle
     while True:
         for path in glob.glob(os.path.join(glob.escape(log_dir), "*.hang-*", "summary.json")):
             try:
-                if os.path.getmtime(path) < since:
+                mtime = os.path.getmtime(path)
+                if mtime < since:
                     continue
                 with open(path, encoding="utf-8") as handle:
                     doc = json.load(handle)
@@ -191,14 +192,16 @@ def cmd_gather(args: list[str]) -> int:
                 continue
             if isinstance(doc, dict) and isinstance(doc.get("node"), int):
                 doc["bundle"] = os.path.dirname(path)
-                found[doc["node"]] = (path, doc)
+                if doc["node"] not in found or found[doc["node"]][0] < mtime:
+                    found[doc["node"]] = (mtime, doc)
         if len(found) >= nodes or time.monotonic() >= deadline:
             break
         time.sleep(1)
-    lines = merge_lines([doc for _, doc in sorted(found.items())])
+    lines = merge_lines([doc for _, doc in found.values()])
     missing = [n for n in range(nodes) if n not in found]
     if missing:
-        lines.append(f"  nodes {rank_list(missing)}: no bundle of this hang in {log_dir} after {wait:.0f} s (logs not "
+        word = "nodes" if len(missing) > 1 else "node"
+        lines.append(f"  {word} {rank_list(missing)}: no bundle of this hang in {log_dir} after {wait:.0f} s (logs not "
                      "on a shared filesystem?): each node's bundle is next to its own log on that node, "
                      "<log without .log>.hang-<n>/")
     log.warn("\n".join([f"hang watchdog: stacks across {nodes} node(s), {len(found)} bundle(s) found:", *lines]))
