@@ -418,16 +418,19 @@ main() {
   [[ $PRIMUS_WL_RUN_MODE != torchrun ]] || need_torch=1
   primus_workload_probe_finish "$need_torch"
   [[ -n $LOG_FILE ]] || default_log_file
+  local recorder  # issue 25: PyTorch's flight recorder on ROCm/CUDA (runner/lib/flight_recorder.sh)
+  primus_flight_recorder_env recorder "$LOG_FILE"
   build_command
   if ((OPT_DRY_RUN == 1)); then
-    print_summary "dry run: nothing was started and nothing was written."
+    print_summary ${recorder:+"$recorder"} "dry run: nothing was started and nothing was written."
     exit 0
   fi
   claim_log_file
+  primus_flight_recorder_env recorder "$LOG_FILE"
   [[ -z ${RANK_LOG_DIR:-} ]] || build_command
   primus_log_spool_into "$LOG_FILE"
   primus_launch_log_tee "$LOG_FILE" "$OPT_SILENT"
-  print_summary
+  print_summary ${recorder:+"$recorder"}
   run_workload
 }
 

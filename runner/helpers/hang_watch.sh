@@ -14,7 +14,10 @@
 # process, once per TIMEOUT at most while the run makes progress.
 # With no progress for TIMEOUT seconds it runs the diagnosis (python -m
 # primus_runner.diagnose dump: every local rank's stacks into <log>.hang-<n>/,
-# one grouped summary on stderr, which is the launcher's console and log). Then:
+# one grouped summary on stderr, which is the launcher's console and log); on
+# node 0 of several (NNODES, NODE_RANK) it then waits up to 30 s for the other
+# nodes' bundles beside its log (a shared filesystem) and prints one summary
+# across nodes, or where each node's bundle is (diagnose gather). Then:
 #   ACTION=report  keep watching; report again after new progress and another
 #                  TIMEOUT, or after another full TIMEOUT without any
 #   ACTION=stop    leave $PRIMUS_RC_DIR/hang-stop and send SIGTERM to the launcher,
@@ -84,7 +87,14 @@ while :; do
   ((newest > baseline)) && baseline=$newest
   idle=$((EPOCHSECONDS - baseline))
   if ((idle >= timeout)); then
+    started=$EPOCHSECONDS
     diagnose "$idle"
+    # Node 0 of a multi-node launch: one summary across the nodes' bundles.
+    if [[ ${NNODES:-1} =~ ^[0-9]+$ && ${NNODES:-1} -gt 1 && ${NODE_RANK:-0} == 0 ]]; then
+      PYTHONPATH=$here/../../python${PYTHONPATH:+:$PYTHONPATH} "${PRIMUS_PYTHON:-python3}" \
+        -m primus_runner.diagnose gather --log "$log_file" --nodes "$NNODES" --since "$((started - timeout))" ||
+        say "hang watchdog: the summary across nodes failed (see above)"
+    fi
     baseline=$EPOCHSECONDS
     if [[ $action == stop ]]; then
       [[ -z ${PRIMUS_RC_DIR:-} || ! -d $PRIMUS_RC_DIR ]] || : >"$PRIMUS_RC_DIR/hang-stop"

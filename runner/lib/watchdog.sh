@@ -19,6 +19,8 @@
 
 PRIMUS_HANG_FD=""
 PRIMUS_HANG_EXIT_CODE=86
+# shellcheck source=runner/lib/flight_recorder.sh
+source "$PRIMUS_SUPERVISE_DIR/lib/flight_recorder.sh"
 
 primus_watchdog_env() {
   export PRIMUS_RUN_LOG=$1 PRIMUS_HEARTBEAT_DIR=${1%.log}.ranks

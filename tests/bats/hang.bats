@@ -88,7 +88,7 @@ has_summary() {
   PRIMUS_HANG_TIMEOUT=6 PRIMUS_HANG_ACTION=stop "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" chatty 20 \
     >"$TEST_DIR/launch.out" 2>&1 || status=$?
   [[ $status -eq 0 ]] || { cat "$TEST_DIR/launch.out"; false; }
-  ! grep -q "hang watchdog" "$TEST_DIR/launch.out"
+  [[ $(grep -c "hang watchdog" "$TEST_DIR/launch.out") -eq 0 ]]
   grep -q "rank 1 step 19" "$TEST_DIR/launch.out"
 }
 
@@ -97,7 +97,7 @@ has_summary() {
   PRIMUS_HANG_TIMEOUT=6 PRIMUS_HANG_ACTION=stop "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" heartbeat 20 \
     >"$TEST_DIR/launch.out" 2>&1 || status=$?
   [[ $status -eq 0 ]] || { cat "$TEST_DIR/launch.out"; false; }
-  ! grep -q "hang watchdog" "$TEST_DIR/launch.out"
+  [[ $(grep -c "hang watchdog" "$TEST_DIR/launch.out") -eq 0 ]]
   # One heartbeat file per rank, under the log's .ranks directory.
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.ranks/rank-0.heartbeat
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.ranks/rank-1.heartbeat
@@ -135,4 +135,21 @@ has_summary() {
   run "$PRIMUS_CLI" stacks --log "$TEST_DIR/none.log"
   [[ $status -eq 1 ]]
   [[ $output == *"--log $TEST_DIR/none.log: no running launch writes that log on this node"* ]]
+}
+
+@test "a dry run on a ROCm host (mi300x-2gpu fixture) shows the flight-recorder variables with the dump path under the workspace; user values are kept" {
+  export PRIMUS_SYSFS_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu PRIMUS_DEV_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu
+  run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang
+  echo "$output"
+  [[ $status -eq 0 ]]
+  [[ $output =~ flight\ recorder:\ TORCH_NCCL_TRACE_BUFFER_SIZE=20000\ \(default\)\ TORCH_NCCL_DUMP_ON_TIMEOUT=1\ \(default\)\ TORCH_NCCL_DEBUG_INFO_TEMP_FILE=$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]*-node0.ranks/flight-recorder-rank-\ \(default\) ]]
+  [[ ! -e $PRIMUS_WORKSPACE ]]  # a dry run writes nothing
+  TORCH_NCCL_TRACE_BUFFER_SIZE=5 run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang
+  [[ $output == *"TORCH_NCCL_TRACE_BUFFER_SIZE=5 (yours)"* ]]
+}
+
+@test "no flight-recorder variables on a host without a GPU" {
+  run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang
+  [[ $status -eq 0 ]]
+  [[ $output != *"flight recorder"* && $output != *TORCH_NCCL_DUMP_ON_TIMEOUT* ]]
 }

@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import socket
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,7 +23,8 @@ from primus_runner.diagnose.summary import RankPlace, place_of, summary_lines, t
 
 def new_bundle(log: str, kind: str) -> str:
     """Create ``<log without .log>.<kind>-<n>`` (first free n from 1); its path."""
-    base = (log[:-4] if log.endswith(".log") else log) or os.path.join(os.getcwd(), "primus")
+    # A launch without PRIMUS_RUN_LOG (started by an older launcher): the temporary directory.
+    base = (log[:-4] if log.endswith(".log") else log) or os.path.join(tempfile.gettempdir(), "primus")
     n = 1
     while True:
         path = f"{base}.{kind}-{n}"
@@ -35,13 +37,13 @@ def new_bundle(log: str, kind: str) -> str:
 
 def flight_recorder_files(run: Run) -> list[str]:
     """Files PyTorch's flight recorder (TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>) or the
-    Neuron runtime (NEURON_RT_DEBUG_OUTPUT_DIR) left for this run."""
+    Neuron runtime (NEURON_RT_INSPECT_OUTPUT_DIR) left for this run."""
     found: set[str] = set()
     for _, env in run.processes.values():
         prefix = env.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "")
         if prefix:
             found.update(p for p in glob.glob(glob.escape(prefix) + "*") if os.path.isfile(p))
-        neuron = env.get("NEURON_RT_DEBUG_OUTPUT_DIR", "")
+        neuron = env.get("NEURON_RT_INSPECT_OUTPUT_DIR", "")
         if neuron and os.path.isdir(neuron):
             found.update(str(p) for p in Path(neuron).rglob("*") if p.is_file())
     return sorted(found)

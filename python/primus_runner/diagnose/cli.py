@@ -4,6 +4,7 @@
         (the watchdog runner/helpers/hang_watch.sh; run_worker.sh when a rank failed)
     stacks [--log PATH | --pid PID] [--workspace DIR] [--json]   (primus-cli stacks)
     merge [--heading TEXT] [--stdin] [SUMMARY_JSON ...]          (Slurm: one summary across nodes)
+    gather --log LOG --nodes N --since EPOCH [--wait S]          (node 0's watchdog under Slurm)
 
 Owns the command line and where the lines go (hang: the launcher's console and log
 through stderr; failure: a file report.py adds to the failure report; stacks:
@@ -11,15 +12,17 @@ stdout). It must not find ranks or read stacks itself (runs.py, pyspy.py, bundle
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from primus_runner import log
 from primus_runner.diagnose.bundle import dump_run, new_bundle
 from primus_runner.diagnose.runs import Run, scan
-from primus_runner.diagnose.summary import RankPlace, from_json, summary_lines
+from primus_runner.diagnose.summary import RankPlace, from_json, rank_list, summary_lines
 
 EXIT_MISSING, EXIT_INVALID = 1, 2
 
@@ -131,7 +134,11 @@ def merge_lines(documents: Sequence[object]) -> list[str]:
     """One summary across nodes from summary.json documents / --json lines (pure)."""
     places: list[RankPlace] = []
     bundles: list[str] = []
-    for doc in documents:
+    def node_of(doc: object) -> int:
+        node = doc.get("node") if isinstance(doc, dict) else None
+        return node if isinstance(node, int) else 1 << 30
+
+    for doc in sorted(documents, key=node_of):
         if isinstance(doc, dict):
             places.extend(from_json(doc.get("places")))
             if doc.get("bundle"):
@@ -164,9 +171,46 @@ def cmd_merge(args: list[str]) -> int:
     return 0 if docs else EXIT_MISSING
 
 
+def cmd_gather(args: list[str]) -> int:
+    """Node 0 after its own hang dump: the other nodes' bundles of this hang, when the
+    logs are on a shared filesystem (waits up to --wait seconds for them), merged into
+    one summary; else where each node's bundle is."""
+    opts, _ = _options(args, {"--log": "", "--nodes": "1", "--since": "0", "--wait": "30"}, set())
+    log_dir = os.path.dirname(os.path.abspath(opts["--log"]))
+    nodes, since, wait = int(opts["--nodes"]), float(opts["--since"]), float(opts["--wait"])
+    deadline = time.monotonic() + wait
+    found: dict[int, tuple[float, object]] = {}  # node -> (mtime, summary.json) of its newest bundle
+    while True:
+        for path in glob.glob(os.path.join(glob.escape(log_dir), "*.hang-*", "summary.json")):
+            try:
+                mtime = os.path.getmtime(path)
+                if mtime < since:
+                    continue
+                with open(path, encoding="utf-8") as handle:
+                    doc = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("node"), int):
+                doc["bundle"] = os.path.dirname(path)
+                if doc["node"] not in found or found[doc["node"]][0] < mtime:
+                    found[doc["node"]] = (mtime, doc)
+        if len(found) >= nodes or time.monotonic() >= deadline:
+            break
+        time.sleep(1)
+    lines = merge_lines([doc for _, doc in found.values()])
+    missing = [n for n in range(nodes) if n not in found]
+    if missing:
+        word = "nodes" if len(missing) > 1 else "node"
+        lines.append(f"  {word} {rank_list(missing)}: no bundle of this hang in {log_dir} after {wait:.0f} s (logs not "
+                     "on a shared filesystem?): each node's bundle is next to its own log on that node, "
+                     "<log without .log>.hang-<n>/")
+    log.warn("\n".join([f"hang watchdog: stacks across {nodes} node(s), {len(found)} bundle(s) found:", *lines]))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    commands = {"dump": cmd_dump, "stacks": cmd_stacks, "merge": cmd_merge}
+    commands = {"dump": cmd_dump, "stacks": cmd_stacks, "merge": cmd_merge, "gather": cmd_gather}
     if not args or args[0] in ("-h", "--help"):
         print((__doc__ or "").strip())
         return 0 if args else EXIT_INVALID

@@ -39,13 +39,25 @@ class Run:
 
 _KEYS = ("PRIMUS_RUN_ID", "PRIMUS_RC_DIR", "PRIMUS_RUN_LOG", "RANK", "LOCAL_RANK", "NODE_RANK",
          "PRIMUS_FAULTHANDLER_FILE", "GROUP_RANK",
-         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "NEURON_RT_DEBUG_OUTPUT_DIR")
+         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "NEURON_RT_INSPECT_OUTPUT_DIR")
+
+
+def _uts(pid: int | str) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/uts")
+    except OSError:
+        return ""
 
 
 def scan() -> dict[str, Run]:
-    """Every launch with a live process on this node, by run id."""
+    """Every launch with a live process on this node, by run id. Inside a Slurm step
+    only processes of this host name's namespace count (nodes of a test cluster
+    that share one machine)."""
     runs: dict[str, Run] = {}
+    own_uts = _uts("self") if os.environ.get("SLURM_JOB_ID") else ""
     for proc in psutil.process_iter(["pid", "ppid"]):
+        if own_uts and _uts(proc.pid) != own_uts:
+            continue
         try:
             env = proc.environ()
         except (psutil.Error, OSError):

@@ -66,7 +66,7 @@ def place_of(rank: int, node: int, host: str, threads: Sequence[Thread], stack_f
 
 
 def rank_list(ranks: Iterable[int]) -> str:
-    """``0,2-7`` (pure)."""
+    """``0,2-7``; two neighbours as ``0,1`` (pure)."""
     values = sorted(set(ranks))
     parts: list[str] = []
     start = prev = None
@@ -75,7 +75,10 @@ def rank_list(ranks: Iterable[int]) -> str:
             prev = value
             continue
         if start is not None and prev is not None:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            if start == prev:
+                parts.append(str(start))
+            else:
+                parts.append(f"{start},{prev}" if prev == start + 1 else f"{start}-{prev}")
         start = prev = value
     return ",".join(parts)
 

@@ -12,11 +12,17 @@ the launcher's package: the rank may run on another interpreter):
 Both variables are removed from os.environ so the rank's own children do not take
 them. A sitecustomize of the user's further on sys.path is imported after this one.
 """
+from __future__ import annotations
+
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
 
-def _primus_faulthandler(path):
+
+def _primus_faulthandler(path: str) -> None:
     import faulthandler
     import signal
 
@@ -27,15 +33,16 @@ def _primus_faulthandler(path):
     faulthandler.register(signal.SIGURG, file=handle, all_threads=True, chain=False)
 
 
-def _primus_failure_hook(rc_dir, root):
+def _primus_failure_hook(rc_dir: str, root: str) -> None:
     previous = sys.excepthook
 
-    def hook(kind, value, tb):
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         rank = os.environ.get("RANK", "0")
         try:
             os.mkdir(os.path.join(rc_dir, "failure-stacks.lock"))
         except OSError:
-            return previous(kind, value, tb)
+            previous(kind, value, tb)
+            return
         import contextlib
         import subprocess
 
@@ -49,12 +56,12 @@ def _primus_failure_hook(rc_dir, root):
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=60, check=False)
-        return previous(kind, value, tb)
+        previous(kind, value, tb)
 
     sys.excepthook = hook
 
 
-def _primus_setup():
+def _primus_setup() -> None:
     path = os.environ.pop("PRIMUS_FAULTHANDLER_FILE", "")
     if path:
         _primus_faulthandler(path)
@@ -68,7 +75,7 @@ def _primus_setup():
 
 _primus_setup()
 # A sitecustomize of the user's, further on the path, still runs.
-def _primus_chain():
+def _primus_chain() -> None:
     import importlib.machinery
     import importlib.util
 
