@@ -158,3 +158,20 @@ def test_bad_ratio_is_a_usage_error(tmp_path: Path) -> None:
                           env=_env(PYTHONPATH=str(ROOT / "python")), timeout=60, check=False)
     assert proc.returncode == 2
     assert "--ratio 1.5 is not accepted; accepted: 0 < R <= 1" in proc.stderr
+
+
+def test_a_port_in_use_on_node_0_fails_and_other_nodes_leave_it() -> None:
+    import socket
+
+    held = socket.socket()
+    held.bind(("", 0))
+    held.listen(1)
+    port = held.getsockname()[1]
+    try:
+        busy = system.port_check(port, 0)
+        assert busy.status == "fail" and f"MASTER_PORT={port}" in busy.value
+        assert busy.fix.startswith("export MASTER_PORT=")
+        assert system.port_check(port, 2).status == "pass"
+    finally:
+        held.close()
+    assert system.port_check(port, 0).status == "pass"

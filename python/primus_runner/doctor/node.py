@@ -49,7 +49,7 @@ def run_checks(env: Mapping[str, str]) -> tuple[list[Check], dict[str, Any]]:
     checks.append(system.shm_check())
     checks += system.ulimit_checks(len(nics.ports) if nics else 0)
     checks.append(system.workspace_check(env))
-    checks.append(system.port_check(port, rank))
+    checks.append(system.port_check(port, rank, master))
     checks.append(clock_check(env, master, port, rank, nnodes))
     vendor, model = system.cpu_facts(root)
     facts: dict[str, Any] = {"cpu vendor": vendor, "cpu model": model, **accel_facts,

@@ -168,16 +168,26 @@ def workspace_check(env: Mapping[str, str]) -> Check:
                  "" if status == PASS else "free space there, or set PRIMUS_WORKSPACE elsewhere")
 
 
-def port_check(port: int, node_rank: int) -> Check:
-    """Can MASTER_PORT be bound here (node 0 listens on it)?"""
+def port_check(port: int, node_rank: int, master: str = "") -> Check:
+    """Can MASTER_PORT be bound on node 0 (which listens on it)? Other nodes do not try:
+    only node 0 binds it in a launch (and nodes may share a host in tests)."""
+    if node_rank != 0:
+        return Check("rendezvous port", PASS, f"MASTER_PORT={port}: node 0 binds it, not this node "
+                     f"(node {node_rank})", "bindable on node 0")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    address = ""
+    if master not in ("", "localhost"):
+        try:
+            address = socket.gethostbyname(master)
+        except OSError:
+            address = ""
     try:
-        sock.bind(("", port))
+        sock.bind((address, port))
     except OSError as exc:
-        status = FAIL if node_rank == 0 else WARN
-        return Check("rendezvous port", status, f"MASTER_PORT={port}: {exc.strerror or exc}",
-                     "bindable on node 0", "export MASTER_PORT=<a free port 1024-65535, the same on "
-                     "every node>, or end the process holding it (ss -ltnp)")
+        return Check("rendezvous port", FAIL, f"MASTER_PORT={port} on {address or 'any address'}: "
+                     f"{exc.strerror or exc}", "bindable on node 0",
+                     "export MASTER_PORT=<a free port 1024-65535, the same on every node>, or end the "
+                     "process holding it (ss -ltnp)")
     finally:
         sock.close()
     return Check("rendezvous port", PASS, f"MASTER_PORT={port} bindable", "bindable on node 0")
