@@ -55,7 +55,7 @@ def test_cpu_host_is_healthy_with_at_least_8_checks(tmp_path: Path) -> None:
     assert all(set(c) == {"name", "status", "value", "wanted", "fix"} for c in report["checks"])
     assert report["facts"]["cpu vendor"] == node_versions.cpu_facts("/")[0]
     assert report["facts"]["version torch"].startswith("2.")
-    assert "phase 1/2: node checks" in proc.stderr                       # a progress line
+    assert "phase 1/1: node checks" in proc.stderr                       # a progress line
     assert f"{len(names)} checks, 0 failed" in proc.stdout and "healthy" in proc.stdout
 
 
@@ -135,7 +135,11 @@ def test_cpuinfo_and_torch_version_parsers() -> None:
 
 
 def test_report_line_is_what_the_fleet_reads(tmp_path: Path) -> None:
-    proc = _doctor("--report-line")
+    proc = _doctor("--report-line", "--json", str(tmp_path / "node.json"), HF_TOKEN="hf_not_shown_1234",
+                   NCCL_ALGO="Ring")
+    assert "hf_not_shown_1234" not in proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "node.json").read_text())["uniform"]["NCCL_ALGO"] == "Ring"
+    assert "hf_not_shown_1234" not in (tmp_path / "node.json").read_text()
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith(REPORT_PREFIX)]
     assert len(lines) == 1
