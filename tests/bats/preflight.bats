@@ -65,7 +65,7 @@ ROCE="PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 GLOO_SOCKET_IFNAME=lo"
   run_two_nodes "$ROCE PRIMUS_SYSFS_ROOT=$FIX/eno1-gid3" "$ROCE PRIMUS_SYSFS_ROOT=$FIX/eth0-gid7"
   cat node0.out node1.out
   [[ $STATUS0 -eq 0 && $STATUS1 -eq 0 ]]
-  grep -q "cluster check: 2 nodes agree on .* the meaning of 5 per-node network values and the versions (ROCm 6.3.0-39, RCCL library 1.0.60300, amdgpu driver 6.10.5)" node0.out
+  grep -q "cluster check: 2 nodes agree on .* the meaning of 5 per-node network values and the versions (ROCm 6.3.0-39, RCCL library 1.0.60300, amdgpu driver 6.10.5, torch 2\.[0-9.]*[^)]*)" node0.out
   grep -q "\[preflight\] OK: world size 2" node0.out
 }
 

@@ -97,6 +97,7 @@ def test_failed_checks_fail_the_node_and_secret_values_stay_masked() -> None:
     assert "devices held: pid 7 (python x)" in n2.failed
     assert any("HF_TOKEN: <unset> (majority: ****)" in f for f in n2.failed)
     assert "abc" not in " ".join(fleet.table(verdicts))
+    assert "abc" not in str(fleet.fleet_json([other, rep], verdicts, 0.8, None))
 
 
 def test_pairings_two_rounds_and_odd_leftovers() -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from primus_runner import node_versions
 from primus_runner.doctor import accel, system
 from primus_runner.doctor.cli import REPORT_PREFIX, read_reports
 
@@ -52,9 +53,9 @@ def test_cpu_host_is_healthy_with_at_least_8_checks(tmp_path: Path) -> None:
         assert wanted in names
     assert not [c for c in report["checks"] if c["status"] == "fail"]
     assert all(set(c) == {"name", "status", "value", "wanted", "fix"} for c in report["checks"])
-    assert report["facts"]["cpu vendor"] == system.cpu_facts("/")[0]
+    assert report["facts"]["cpu vendor"] == node_versions.cpu_facts("/")[0]
     assert report["facts"]["version torch"].startswith("2.")
-    assert "phase 1/2: node checks" in proc.stderr                       # a progress line
+    assert "phase 1/1: node checks" in proc.stderr                       # a progress line
     assert f"{len(names)} checks, 0 failed" in proc.stdout and "healthy" in proc.stdout
 
 
@@ -126,15 +127,19 @@ def test_devices_held_by_another_process_are_named(tmp_path: Path) -> None:
 
 
 def test_cpuinfo_and_torch_version_parsers() -> None:
-    assert system.parse_cpuinfo("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon\n") == \
+    assert node_versions.parse_cpuinfo("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon\n") == \
         ("GenuineIntel", "Xeon")
-    assert system.parse_cpuinfo("CPU implementer\t: 0x41\n") == ("ARM", "unknown")
+    assert node_versions.parse_cpuinfo("CPU implementer\t: 0x41\n") == ("ARM", "unknown")
     text = "__version__ = '2.5.1+rocm6.2'\ncuda: Optional[str] = None\nhip: Optional[str] = '6.2.41133'\n"
-    assert system.parse_torch_version(text) == {"torch": "2.5.1+rocm6.2", "torch HIP": "6.2.41133"}
+    assert node_versions.parse_torch_version(text) == {"torch": "2.5.1+rocm6.2", "HIP (torch)": "6.2.41133"}
 
 
 def test_report_line_is_what_the_fleet_reads(tmp_path: Path) -> None:
-    proc = _doctor("--report-line")
+    proc = _doctor("--report-line", "--json", str(tmp_path / "node.json"), HF_TOKEN="hf_not_shown_1234",
+                   NCCL_ALGO="Ring")
+    assert "hf_not_shown_1234" not in proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "node.json").read_text())["uniform"]["NCCL_ALGO"] == "Ring"
+    assert "hf_not_shown_1234" not in (tmp_path / "node.json").read_text()
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith(REPORT_PREFIX)]
     assert len(lines) == 1
@@ -158,3 +163,20 @@ def test_bad_ratio_is_a_usage_error(tmp_path: Path) -> None:
                           env=_env(PYTHONPATH=str(ROOT / "python")), timeout=60, check=False)
     assert proc.returncode == 2
     assert "--ratio 1.5 is not accepted; accepted: 0 < R <= 1" in proc.stderr
+
+
+def test_a_port_in_use_on_node_0_fails_and_other_nodes_leave_it() -> None:
+    import socket
+
+    held = socket.socket()
+    held.bind(("", 0))
+    held.listen(1)
+    port = held.getsockname()[1]
+    try:
+        busy = system.port_check(port, 0)
+        assert busy.status == "fail" and f"MASTER_PORT={port}" in busy.value
+        assert busy.fix.startswith("export MASTER_PORT=")
+        assert system.port_check(port, 2).status == "pass"
+    finally:
+        held.close()
+    assert system.port_check(port, 0).status == "pass"

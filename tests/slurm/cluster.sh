@@ -36,6 +36,9 @@
 # - Jobs on CPU: workloads that need GPUs must not ask for --gpus-per-node
 #   (no GRES is configured); each node has 2 CPUs, so --ntasks-per-node=2 fits.
 # - KillWait=2: scancel escalates SIGTERM to SIGKILL after 2 s.
+# - TaskProlog=$DIR/etc/task_prolog.sh prints the file $DIR/etc/task_env/<node>
+#   when it exists (its `export NAME=VALUE` lines enter that node's tasks): a
+#   test makes one node different by writing that file (and removes it after).
 #
 # Exit codes: 0 ok; 1 a package is missing (the message names the apt-get
 # install line); 2 bad usage; 3 the cluster did not start (the logs are shown).
@@ -113,6 +116,7 @@ write_slurm_conf() {
       "SlurmdDebug=info" \
       "TmpFS=$CLUSTER_DIR/tmp" \
       "PlugStackConfig=$CLUSTER_DIR/etc/plugstack.conf" \
+      "TaskProlog=$CLUSTER_DIR/etc/task_prolog.sh" \
       "ProctrackType=proctrack/linuxproc" \
       "TaskPlugin=task/none" \
       "JobAcctGatherType=jobacct_gather/none" \
@@ -139,6 +143,11 @@ write_slurm_conf() {
     printf 'PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO\n'
   } >"$CLUSTER_DIR/etc/slurm.conf"
   : >"$CLUSTER_DIR/etc/plugstack.conf"
+  mkdir -p "$CLUSTER_DIR/etc/task_env"
+  printf '#!/bin/sh\n# One node made different: %s/etc/task_env/<node> (tests only).\n%s\n' \
+    "$CLUSTER_DIR" "f=$CLUSTER_DIR/etc/task_env/\$SLURMD_NODENAME; [ -f \"\$f\" ] && cat \"\$f\"; exit 0" \
+    >"$CLUSTER_DIR/etc/task_prolog.sh"
+  chmod 0755 "$CLUSTER_DIR/etc/task_prolog.sh"
 }
 
 make_state_dir() {

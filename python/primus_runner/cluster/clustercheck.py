@@ -20,8 +20,10 @@ What is compared (registry field ``scope``, python/primus_runner/env/registry.py
 - versions readable on the node (``versions()``): ROCm (``/opt/rocm/.info/version``),
   the RCCL library file (``/opt/rocm/lib/librccl.so.X``), the amdgpu and neuron
   driver modules (``/sys/module/<mod>/version``), the Neuron runtime library
-  (``/opt/aws/neuron/lib/libnrt.so.X``). The preflight workload adds torch's
-  own versions (torch, HIP, NCCL/RCCL as torch loads them).
+  (``/opt/aws/neuron/lib/libnrt.so.X``), the CPU vendor (``/proc/cpuinfo``) and
+  torch's version from its ``version.py``, never imported (all in
+  python/primus_runner/node_versions.py). The preflight workload adds what torch
+  reports itself (torch, HIP, NCCL/RCCL as torch loads them).
 
 Names in ``PRIMUS_CLUSTER_CHECK_IGNORE`` (variables or version keys) are left out.
 
@@ -57,37 +59,7 @@ MAX_REPORT = 4 << 20
 
 
 # -- what a node reports ---------------------------------------------------------------
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
-
-
-def _lib_version(directory: str, stem: str) -> str | None:
-    """The longest ``<stem>.so.X[.Y...]`` file name's version part (the real file)."""
-    try:
-        names = [n for n in os.listdir(directory) if n.startswith(stem + ".so.")]
-    except OSError:
-        return None
-    if not names:
-        return None
-    best = max(names, key=lambda n: (n.count("."), n))
-    return best[len(stem) + 4:]
-
-
-def versions(root: str, env: Mapping[str, str]) -> dict[str, str]:
-    """Versions readable on this node (absent ones are left out)."""
-    rocm = os.path.join(root, (env.get("ROCM_PATH") or env.get("ROCM_HOME") or "/opt/rocm").lstrip("/"))
-    found = {
-        "ROCm": _read(os.path.join(rocm, ".info/version")),
-        "RCCL library": _lib_version(os.path.join(rocm, "lib"), "librccl"),
-        "amdgpu driver": _read(os.path.join(root, "sys/module/amdgpu/version")),
-        "Neuron runtime": _lib_version(os.path.join(root, "opt/aws/neuron/lib"), "libnrt"),
-        "Neuron driver": _read(os.path.join(root, "sys/module/neuron/version")),
-    }
-    return {k: v for k, v in found.items() if v}
+from primus_runner.node_versions import versions  # noqa: E402 (the node's versions, CPU vendor, torch)
 
 
 def _subnets(result: Any, names: list[str], routes: list[Any]) -> list[str]:

@@ -76,7 +76,7 @@ def node_main(argv: list[str]) -> int:
 
     args = _node_parser().parse_args(argv)
     env = dict(os.environ)
-    progress("phase 1/2: node checks")
+    progress("phase 1/2: node checks" if args.probe else "phase 1/1: node checks")
     rep = report(env)
     if args.probe:
         from primus_runner.doctor.probe import run_probe
@@ -86,8 +86,10 @@ def node_main(argv: list[str]) -> int:
         rep["checks"] += rep["probe"].pop("checks", [])
     checks = checks_of(rep)
     if args.json:
+        from primus_runner.doctor.fleet import masked
+
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(rep, handle, indent=2)
+            json.dump(masked(rep), handle, indent=2)
             handle.write("\n")
     if args.report_line:
         sys.stdout.write(REPORT_PREFIX + json.dumps(rep, separators=(",", ":")) + "\n")

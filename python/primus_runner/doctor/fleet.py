@@ -132,10 +132,16 @@ def table(verdicts: Sequence[NodeVerdict]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5] for r in rows]
 
 
+def masked(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A report for a file: secret values (compared as SHA-256 digests) shown as ****."""
+    uniform = {k: "****" if str(v).startswith("sha256:") else v for k, v in report.get("uniform", {}).items()}
+    return {**report, "uniform": uniform}
+
+
 def fleet_json(reports: Sequence[Mapping[str, Any]], verdicts: Sequence[NodeVerdict],
                ratio: float, floor_gbps: float | None) -> dict[str, Any]:
     from primus_runner.records import asdict
 
     return {"protocol": "primus-doctor-fleet/1", "nodes": len(reports), "ratio": ratio,
             "floor_gbps": floor_gbps, "ranking": [asdict(v) for v in verdicts],
-            "exclude": exclude_line(verdicts), "reports": list(reports)}
+            "exclude": exclude_line(verdicts), "reports": [masked(r) for r in reports]}

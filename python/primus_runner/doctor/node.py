@@ -33,6 +33,7 @@ def _job(env: Mapping[str, str]) -> tuple[str, int, int, int]:
 def run_checks(env: Mapping[str, str]) -> tuple[list[Check], dict[str, Any]]:
     from primus_runner.cluster.clustercheck import uniform_values
     from primus_runner.doctor import accel, network, system
+    from primus_runner.node_versions import cpu_facts
 
     root = env.get("PRIMUS_SYSFS_ROOT") or "/"
     dev_root = env.get("PRIMUS_DEV_ROOT") or "/"
@@ -49,11 +50,11 @@ def run_checks(env: Mapping[str, str]) -> tuple[list[Check], dict[str, Any]]:
     checks.append(system.shm_check())
     checks += system.ulimit_checks(len(nics.ports) if nics else 0)
     checks.append(system.workspace_check(env))
-    checks.append(system.port_check(port, rank))
+    checks.append(system.port_check(port, rank, master))
     checks.append(clock_check(env, master, port, rank, nnodes))
-    vendor, model = system.cpu_facts(root)
+    vendor, model = cpu_facts(root)
     facts: dict[str, Any] = {"cpu vendor": vendor, "cpu model": model, **accel_facts,
-                             **{f"version {k}": v for k, v in versions.items()}}
+                             **{f"version {k}": v for k, v in versions.items() if k != "CPU vendor"}}
     return checks, {"facts": facts, "uniform": uniform_values(env), "node_rank": rank,
                     "nnodes": nnodes, "master": master, "port": port}
 

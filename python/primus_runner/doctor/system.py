@@ -6,16 +6,17 @@ the thresholds below, which are this project's choices, not vendor figures:
 /dev/shm >= 1 GiB, open files >= 65536 (the container mode itself sets
 ``nofile=1048576``, reference primus-runner-behaviour.md), workspace >= 10 GiB
 free, memlock unlimited where RDMA ports exist (registered memory is pinned).
-Must not import torch: torch's version is read from ``torch/version.py``.
+Versions and CPU facts are python/primus_runner/node_versions.py's (the cluster
+check compares the same). Must not import torch.
 """
 from __future__ import annotations
 
 import os
-import re
 import socket
 from collections.abc import Mapping
 
 from primus_runner.doctor.record import FAIL, PASS, WARN, Check
+from primus_runner.node_versions import cpu_facts
 
 GIB = 1 << 30
 SHM_MIN = 1 * GIB
@@ -23,33 +24,7 @@ NOFILE_MIN = 65536
 WORKSPACE_MIN = 10 * GIB
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
 # -- CPU --------------------------------------------------------------------------------
-def parse_cpuinfo(text: str) -> tuple[str, str]:
-    """(vendor, model) from /proc/cpuinfo text: x86 ``vendor_id``/``model name``,
-    Arm ``CPU implementer`` (0x41 Arm, 0xc0 Ampere) when no vendor_id."""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() not in fields:
-            fields[key.strip()] = value.strip()
-    vendor = fields.get("vendor_id") or {"0x41": "ARM", "0xc0": "Ampere"}.get(
-        fields.get("CPU implementer", "").lower(), fields.get("CPU implementer", "unknown"))
-    model = fields.get("model name") or fields.get("Model") or fields.get("cpu model") or "unknown"
-    return vendor, model
-
-
-def cpu_facts(root: str) -> tuple[str, str]:
-    return parse_cpuinfo(_read(os.path.join(root, "proc/cpuinfo")) or "")
-
-
 def cpu_check(root: str) -> Check:
     vendor, model = cpu_facts(root)
     status = PASS if vendor != "unknown" else WARN
@@ -59,37 +34,10 @@ def cpu_check(root: str) -> Check:
 
 
 # -- versions ---------------------------------------------------------------------------
-def parse_torch_version(text: str) -> dict[str, str]:
-    """torch's ``version.py`` text -> {"torch": "2.13.0+cpu", "torch HIP": ..., "torch CUDA": ...}."""
-    out: dict[str, str] = {}
-    for key, label in (("__version__", "torch"), ("hip", "torch HIP"), ("cuda", "torch CUDA")):
-        match = re.search(rf"^{re.escape(key)}(?:\s*:[^=]*)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
-        if match:
-            out[label] = match.group(1)
-    return out
-
-
-def torch_versions() -> dict[str, str]:
-    """torch's versions as installed for this interpreter, without importing torch."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return {}
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    for folder in spec.submodule_search_locations:
-        text = _read(os.path.join(folder, "version.py"))
-        if text:
-            return parse_torch_version(text)
-    return {}
-
-
 def versions_check(root: str, env: Mapping[str, str]) -> tuple[Check, dict[str, str]]:
-    from primus_runner.cluster.clustercheck import versions
+    from primus_runner.node_versions import versions
 
-    found = {**versions(root, env), **torch_versions()}
+    found = versions(root, env)
     shown = ", ".join(f"{k} {v}" for k, v in found.items())
     if "torch" not in found:
         return (Check("versions", WARN, shown or "nothing readable", "torch importable by the launcher's "
@@ -168,16 +116,26 @@ def workspace_check(env: Mapping[str, str]) -> Check:
                  "" if status == PASS else "free space there, or set PRIMUS_WORKSPACE elsewhere")
 
 
-def port_check(port: int, node_rank: int) -> Check:
-    """Can MASTER_PORT be bound here (node 0 listens on it)?"""
+def port_check(port: int, node_rank: int, master: str = "") -> Check:
+    """Can MASTER_PORT be bound on node 0 (which listens on it)? Other nodes do not try:
+    only node 0 binds it in a launch (and nodes may share a host in tests)."""
+    if node_rank != 0:
+        return Check("rendezvous port", PASS, f"MASTER_PORT={port}: node 0 binds it, not this node "
+                     f"(node {node_rank})", "bindable on node 0")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    address = ""
+    if master not in ("", "localhost"):
+        try:
+            address = socket.gethostbyname(master)
+        except OSError:
+            address = ""
     try:
-        sock.bind(("", port))
+        sock.bind((address, port))
     except OSError as exc:
-        status = FAIL if node_rank == 0 else WARN
-        return Check("rendezvous port", status, f"MASTER_PORT={port}: {exc.strerror or exc}",
-                     "bindable on node 0", "export MASTER_PORT=<a free port 1024-65535, the same on "
-                     "every node>, or end the process holding it (ss -ltnp)")
+        return Check("rendezvous port", FAIL, f"MASTER_PORT={port} on {address or 'any address'}: "
+                     f"{exc.strerror or exc}", "bindable on node 0",
+                     "export MASTER_PORT=<a free port 1024-65535, the same on every node>, or end the "
+                     "process holding it (ss -ltnp)")
     finally:
         sock.close()
     return Check("rendezvous port", PASS, f"MASTER_PORT={port} bindable", "bindable on node 0")

@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
+# The fleet doctor on the live Slurm cluster (tests/slurm/cluster.sh: node1..node4
+# on 127.0.77.1-4, each with its own hostname; run with tests/slurm/run.sh):
+# a healthy fleet exits 0; a node handed another host tree by the cluster's
+# TaskProlog is named and excluded; a node made slow with tc (htb + u32 filter
+# on the loopback, traffic to that node's address) is named by --probe with its
+# figure and excluded. The tc change is always undone in teardown.
+
+REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+load "$REPO_ROOT/node_modules/bats-support/load"
+load "$REPO_ROOT/node_modules/bats-assert/load"
+
+PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
+ODD_NODE=node3
+# The slowed node: node1. All "nodes" share this host's loopback, where a
+# connection's source address is 127.0.0.1 whoever opens it, so tc can only
+# tell a node's traffic by its own listening address; gloo connects the higher
+# address to the lower one, so node1 listens on every one of its connections
+# and tc slows all of them (node3 would be slowed only towards node4).
+SLOW_NODE=node1
+SLOW_ADDR=127.0.77.1
+
+setup_file() {
+  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF && -n ${PRIMUS_SLURM_DIR:-} ]] || {
+    echo "SLURM_CONF/PRIMUS_SLURM_DIR not set: run this suite with tests/slurm/run.sh" >&3
+    return 1
+  }
+  local states
+  states=$(sinfo -h -N -o '%N %t' | sort -u)
+  [[ $states == *"node1 idle"*"node2 idle"*"node3 idle"*"node4 idle"* ]] || {
+    echo "the test cluster is not up with 4 idle nodes: $states" >&3
+    return 1
+  }
+}
+
+setup() {
+  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-doctor-live.XXXXXX")
+  chmod 0755 "$TEST_DIR"
+  cd "$TEST_DIR" || return 1
+  local name
+  for name in $(compgen -e); do
+    case $name in
+      SLURM_CONF | PRIMUS_SLURM_DIR) ;;
+      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_* | NCCL_* | GLOO_*) unset "$name" ;;
+    esac
+  done
+  unset MASTER_ADDR NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE PRIMUS_DRY_RUN \
+    PRIMUS_SYSFS_ROOT PRIMUS_DEV_ROOT PRIMUS_ACCELERATOR
+  export HOME=$TEST_DIR/home PRIMUS_WORKSPACE=$TEST_DIR PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0
+  mkdir -p "$HOME"
+  export PRIMUS_PYTHON=$REPO_ROOT/.venv/bin/python
+  export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))
+  TC_ADDED=0
+}
+
+teardown() {
+  if ((TC_ADDED)); then
+    tc qdisc del dev lo root 2>/dev/null || true
+  fi
+  rm -f "$PRIMUS_SLURM_DIR/etc/task_env/$ODD_NODE"
+  scancel --user=root --full 2>/dev/null || true
+  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+}
+
+# the last line of $output
+last_line() { printf '%s\n' "${output##*$'\n'}"; }
+
+@test "slurm doctor inside a 4-node salloc: every node checked, fleet healthy, exit 0, JSON of every check" {
+  run salloc -N 4 --time=5 "$PRIMUS_CLI" slurm doctor --json "$TEST_DIR/fleet.json"
+  echo "$output"
+  assert_success
+  assert_output --partial "phase 1/3: node checks on every node"
+  assert_output --partial "[doctor] 4 node(s), 0 failed - fleet healthy"
+  refute_output --partial -- "--exclude="
+  run "$PRIMUS_PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1]))
+print(sorted(x["host"] for x in r["reports"]), min(len(x["checks"]) for x in r["reports"]),
+      sorted({c["value"][:9] for x in r["reports"] for c in x["checks"] if c["name"] == "clock offset"}))' \
+    "$TEST_DIR/fleet.json"
+  assert_success
+  assert_output --regexp "^\['node1', 'node2', 'node3', 'node4'\] (1[0-9]) "
+  # node 0 is the reference clock; the others measured an offset against it.
+  assert_output --partial "this is n"
+  assert_output --regexp "'[+-][0-9]"
+}
+
+@test "slurm doctor -N 4: a node handed another host tree (TaskProlog) is named against the majority and excluded" {
+  printf 'export PRIMUS_SYSFS_ROOT=%s\nexport PRIMUS_DEV_ROOT=%s\n' \
+    "$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu" "$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu" \
+    >"$PRIMUS_SLURM_DIR/etc/task_env/$ODD_NODE"
+  run "$PRIMUS_CLI" slurm doctor -N 4
+  echo "$output"
+  assert_failure 3
+  # Ranked worst first: node3 heads the table with what differs from the majority.
+  assert_line --regexp "^node3 +FAIL .*differs: accelerator: rocm \(majority: cpu\)"
+  assert_output --partial "differs: devices: 2 (majority: 0)"
+  assert_output --partial "[doctor] 4 node(s), 1 failed - leave them out:"
+  [[ $(last_line) == "--exclude=node3" ]]
+}
+
+@test "slurm doctor -N 4 --probe: a node slowed by tc (htb + u32 on lo) is named with its figure and excluded" {
+  local qdisc
+  qdisc=$(tc qdisc show dev lo)
+  [[ $qdisc == *"noqueue"* || -z $qdisc ]] || {
+    echo "lo already has a qdisc ($qdisc): not touching it" >&3
+    return 1
+  }
+  tc qdisc add dev lo root handle 1: htb
+  TC_ADDED=1
+  tc class add dev lo parent 1: classid 1:1 htb rate 200mbit ceil 200mbit
+  tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip dst "$SLOW_ADDR/32" flowid 1:1
+  tc filter add dev lo parent 1: protocol ip prio 2 u32 match ip src "$SLOW_ADDR/32" flowid 1:1
+  # --ratio 0.5: 4 "nodes" share 2 cores here, so healthy pairs vary by up to
+  # ~30%; the slowed node measures ~0.05x the median.
+  run "$PRIMUS_CLI" slurm doctor -N 4 --probe --ratio 0.5 --json "$TEST_DIR/fleet.json"
+  echo "$output"
+  assert_failure 3
+  assert_output --partial "phase 2/2: probe (node pairs, all_reduce)"
+  assert_line --regexp "^$SLOW_NODE +FAIL +[0-9.e-]+ +[0-9]+ +0\.[0-9]+ +probe: [0-9.e-]+ GB/s is 0\.[0-9]+x the fleet median"
+  [[ $(last_line) == "--exclude=$SLOW_NODE" ]]
+  # The partners of node1 were slow in one round only: not excluded.
+  run "$PRIMUS_PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1]))
+print(" ".join(v["host"] + ":" + format(v["ratio"], ".2f") for v in r["ranking"]))' "$TEST_DIR/fleet.json"
+  echo "$output"
+  assert_output --regexp "^$SLOW_NODE:0\.[0-7][0-9] "
+}
