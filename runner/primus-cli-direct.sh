@@ -71,6 +71,12 @@ source "$RUNNER_DIR/lib/launch_log.sh"
 source "$RUNNER_DIR/lib/launch_hooks.sh"
 # shellcheck source=runner/lib/launch_env.sh
 source "$RUNNER_DIR/lib/launch_env.sh"
+# shellcheck source=runner/lib/venv_activate.sh
+source "$RUNNER_DIR/lib/venv_activate.sh"
+# shellcheck source=runner/lib/numa_decision.sh
+source "$RUNNER_DIR/lib/numa_decision.sh"
+# shellcheck source=runner/lib/mode_config.sh
+source "$RUNNER_DIR/lib/mode_config.sh"
 
 # ----------------------------------------------------------------- arguments
 
@@ -131,22 +137,13 @@ setting() {
 }
 
 resolve_settings() {
-  local dry numa all
-  primus_config_get_into dry main.dry_run 0
-  ((OPT_DRY_RUN == 1)) || [[ $dry != 1 ]] || OPT_DRY_RUN=1
-  [[ $OPT_DEBUG == 1 || ${PRIMUS_CONFIG[main.debug]:-0} == 1 ]] && export PRIMUS_LOG_LEVEL=DEBUG
-  # --numa/--no-numa > config direct.numa (when set to true) > ENABLE_NUMA_BINDING.
-  setting numa "$OPT_NUMA" direct.numa 0
-  if [[ -z $OPT_NUMA && $numa != 1 && ${ENABLE_NUMA_BINDING:-0} == 1 ]]; then
-    numa=1
-  fi
+  local numa all
+  primus_mode_config_flags direct OPT_DRY_RUN OPT_DEBUG  # main./direct.dry_run, debug
+  [[ $OPT_DEBUG != 1 ]] || export PRIMUS_LOG_LEVEL=DEBUG
+  primus_config_get_into numa direct.numa ""
+  primus_numa_decide "$OPT_NUMA" "$numa"  # runner/lib/numa_decision.sh
   setting all "$OPT_ALL_RANKS" direct.log_all_ranks 0
   ALL_RANKS=$all
-  if [[ $numa == 1 ]]; then
-    export PRIMUS_NUMA_BIND=1
-  else
-    export PRIMUS_NUMA_BIND=0  # --no-numa also overrides an inherited value
-  fi
   check_kill_grace
   setting LOG_FILE "$OPT_LOG_FILE" direct.log_file ""
   if [[ -n $LOG_FILE && (-d $LOG_FILE || $LOG_FILE == */) ]]; then
@@ -348,6 +345,8 @@ print_summary() {
     "  processes per node: $GPUS_PER_NODE$count_from"
     "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} run_mode=$PRIMUS_WL_RUN_MODE ($PRIMUS_WL_RUN_MODE_ORIGIN)"
     "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
+    "  entry=${PRIMUS_WL_ENTRY[*]} ($PRIMUS_WL_ENTRY_ORIGIN)"
+    "  numa binding: $PRIMUS_NUMA_DECISION"
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
   local item shown
   for item in "${PRIMUS_CLI_ENV[@]}"; do
@@ -397,6 +396,7 @@ main() {
   trap 'exit 129' HUP
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
+  primus_venv_activate
   primus_workload_python_pick "$OPT_PYTHON"
   primus_workload_probe_start
   resolve_settings

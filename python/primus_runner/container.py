@@ -292,7 +292,17 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
         plan.pass_env("PRIMUS_USER_CONFIG", user_cfg)
         plan.log("INFO", f"user config {user_cfg} mounted read-only for the inner direct")
     mounts.extend(inner_mounts)
-    dry = opts.dry_run or cfg.get("main.dry_run") in (True, "1", "true")
+    # main./container.dry_run, and slurm.dry_run under the slurm entry (issue 30,
+    # item 6; the keys upstream Primus reads; runner/lib/mode_config.sh for bash).
+    sections = ["main", "container"] + (["slurm"] if env.get("PRIMUS_VIA_SLURM_ENTRY") == "1" else [])
+    dry = opts.dry_run
+    for section in sections:
+        if not dry and cfg.get(f"{section}.dry_run") is True:
+            dry = True
+            plan.log("INFO", f"dry run: config {section}.dry_run is true (nothing will start)")
+        if not opts.debug and cfg.get(f"{section}.debug") is True:
+            opts.debug = True
+            plan.log("INFO", f"debug logging: config {section}.debug is true (inner direct --debug)")
     # An absolute workspace outside those mounts (logs, checkpoints) is mounted
     # too, or the job's output would stay in the container (created unless dry-run).
     workspace = env.get("PRIMUS_WORKSPACE", "")
