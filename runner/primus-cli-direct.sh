@@ -22,7 +22,9 @@
 #                           venv or conda env); torchrun is `PATH -m torch.distributed.run`
 #   --env KEY=VALUE|FILE|NAME
 #                           export KEY=VALUE for the job (repeatable; beats every
-#                           other source). FILE: KEY=VALUE lines, '#' comments;
+#                           other source). FILE: shell-style KEY=VALUE lines
+#                           ($VAR, ${VAR:-x} expanded, quotes stripped, '#'
+#                           comments; $(...) and backticks refused, never run);
 #                           NAME: the value NAME has in the environment. A
 #                           secret NAME=VALUE (*_TOKEN, *_API_KEY, ...) is moved
 #                           off the command line: the launcher restarts itself

@@ -164,7 +164,7 @@ def env_item(item: str, what: str, env: Mapping[str, str]) -> list[tuple[str, st
     if os.path.isfile(item):
         from primus_runner import envfile
 
-        return envfile.read(item, f"{what} file")
+        return envfile.read(item, f"{what} file", env)
     if _VAR_RE.match(item) and item in env:
         return [(item, env[item])]
     raise UsageError(f"{what} '{item}' is neither KEY=VALUE, an existing file, nor a variable set "

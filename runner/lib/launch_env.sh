@@ -45,8 +45,9 @@ primus_cli_env_check() {
 }
 
 # primus_cli_env_read_file FILE: the KEY=VALUE items of an env file, as the one
-# parser (python/primus_runner/envfile.py: '#' comments, optional 'export ',
-# literal values) reads them; a bad file is exit 2 naming the line, as every mode.
+# parser (python/primus_runner/envfile.py: shell-style assignments, $VAR expanded
+# from earlier lines and this environment, quotes stripped, nothing ever run)
+# reads them; a bad file is exit 2 naming the line, as every mode.
 primus_cli_env_read_file() {
   local item rc=0
   local -a items=()

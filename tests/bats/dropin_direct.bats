@@ -185,3 +185,22 @@ teardown() {
   assert_output --partial "dry run: nothing was started or removed."
   [[ ! -e $STUB_RECORD_DIR/args.nul ]]
 }
+
+@test "item 9: container --env FILE uses the same parser: \$VAR expanded, quotes stripped; \$(...) refused, never run" {
+  export STUB_RECORD_DIR=$TEST_DIR/stub PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
+  mkdir -p "$STUB_RECORD_DIR"
+  printf '%s\n' 'export FOO=/opt' 'BAZ=$FOO/x' 'Q="x \"y\""' "L='\$HOME'" 'D=${NOPE:-dflt}' >job.env
+  run "$PRIMUS_CLI" container --runtime docker --image img:1 --env job.env -- --single --script "$TEST_DIR/show.py"
+  assert_success
+  values=$(tr '\0' '\n' <"$STUB_RECORD_DIR/env.nul")
+  grep -qx 'BAZ=/opt/x' <<<"$values"
+  grep -qx 'Q=x "y"' <<<"$values"
+  grep -qx 'L=$HOME' <<<"$values"
+  grep -qx 'D=dflt' <<<"$values"
+  rm -f "$STUB_RECORD_DIR/args.nul"
+  printf '%s\n' 'OK=1' 'BAD=`touch pwned`' >bad.env
+  run "$PRIMUS_CLI" container --runtime docker --image img:1 --env bad.env -- --single --script "$TEST_DIR/show.py"
+  assert_failure 2
+  assert_output --partial "bad.env line 2 (BAD): backticks are command substitution, never executed here"
+  [[ ! -e pwned && ! -e $STUB_RECORD_DIR/args.nul ]]
+}
