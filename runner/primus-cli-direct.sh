@@ -41,7 +41,8 @@
 #                           give each local process its own NEURON_RT_VISIBLE_CORES
 #                           slice of K logical NeuronCores (K > 1: SPMD workloads
 #                           only, XLA_USE_SPMD=1 or PRIMUS_NEURON_SPMD=1)
-#   --silent                workload output only to the log file, not the console
+#   --silent                the workload's and the launcher's output only to the
+#                           log file; warnings and errors still on stderr
 #   --accelerator A         auto|rocm|cuda|neuron|cpu (sets PRIMUS_ACCELERATOR)
 #   -h, --help              this help
 #
@@ -391,6 +392,9 @@ main() {
   primus_require_python
   # Until the log file is known, the console is copied to a spool (not in a
   # dry run, which writes nothing); every exit path leaves the log.
+  # --silent, as upstream Primus: the launcher's own stdout too goes only to
+  # the log; warnings and errors stay on stderr (a dry run still prints).
+  ((OPT_SILENT == 0 || OPT_DRY_RUN == 1)) || exec >/dev/null
   ((OPT_DRY_RUN == 1)) || primus_log_spool_start
   trap on_launcher_exit EXIT
   trap 'exit 130' INT

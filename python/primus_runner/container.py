@@ -276,6 +276,11 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
             inner_env.append(key)
     inner, inner_mounts = copts.rewrite_inner(opts.inner, cwd, env, plan, env_item)
     plan.forwarded = [n for n in plan.forwarded if n not in plan.env]
+    from primus_runner import container_env
+
+    dropped = container_env.unforwarded(env, {*plan.forwarded, *plan.env}, reg, neuron)
+    if dropped:
+        plan.log("WARN", container_env.unforwarded_note(dropped))
 
     mounts = [f"{root}:{root}"]
     if cwd != root and not cwd.startswith(root + os.sep):
@@ -338,7 +343,10 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     if env.get("PRIMUS_SKIP_VALIDATION") == "1":
         plan.log("WARN", "PRIMUS_SKIP_VALIDATION=1: environment checks skipped.")
     else:
-        code = _check({**env, **plan.env}, accel, tuple(plan.explicit))
+        view = {**env, **plan.env}
+        # MASTER_PORT=auto goes in as auto: the inner direct picks the port (container_env).
+        view = container_env.master_port_view(view, view.get("NNODES", "1")) or view
+        code = _check(view, accel, tuple(plan.explicit))
 
     for key, value in (("runtime", runtime), ("runtime_path", runtime_path), ("image", image),
                        ("name", name), ("label", f"{LABEL}=1"), ("label_name", f"{LABEL_NAME}={base}"),

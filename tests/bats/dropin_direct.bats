@@ -6,6 +6,8 @@
 # debug:/dry_run: keys), and the NUMA decision on --dry-run. Real runs use the
 # project's .venv interpreter (torch, CPU) with --single; nothing is mocked.
 
+bats_require_minimum_version 1.5.0
+
 setup() {
   load helpers/launcher
   launcher_setup
@@ -203,4 +205,35 @@ teardown() {
   assert_failure 2
   assert_output --partial "bad.env line 2 (BAD): backticks are command substitution, never executed here"
   [[ ! -e pwned && ! -e $STUB_RECORD_DIR/args.nul ]]
+}
+
+@test "item 11: container names the job settings it does not forward, once; MASTER_PORT=auto is accepted as in direct" {
+  export STUB_RECORD_DIR=$TEST_DIR/stub PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
+  mkdir -p "$STUB_RECORD_DIR"
+  TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NVTE_SOME_NEW_KNOB=0 NCCL_DEBUG=INFO MASTER_PORT=auto \
+    run "$PRIMUS_CLI" container --runtime docker --image img:1 -- --single --script "$TEST_DIR/show.py"
+  assert_success
+  [[ $(grep -c 'do not reach the container' <<<"$output") == 1 ]]
+  assert_output --partial "NVTE_SOME_NEW_KNOB TORCH_NCCL_ASYNC_ERROR_HANDLING. Fix: pass them with --env NAME"
+  values=$(tr '\0' '\n' <"$STUB_RECORD_DIR/env.nul")
+  grep -qx 'MASTER_PORT=auto' <<<"$values"   # the inner direct picks the free port
+  grep -qx 'NCCL_DEBUG=INFO' <<<"$values"
+  ! grep -q '^TORCH_NCCL_ASYNC_ERROR_HANDLING=' <<<"$values"
+  NNODES=2 MASTER_PORT=auto run "$PRIMUS_CLI" container --runtime docker --image img:1 -- --single --script "$TEST_DIR/show.py"
+  assert_failure 2
+  assert_output --partial "MASTER_PORT=auto with NNODES=2"
+}
+
+@test "item 7: --silent sends the launcher's own stdout to the log too; warnings and errors stay on stderr" {
+  printf 'import sys\nprint("WORKLOAD-OUT")\nprint("WORKLOAD-ERR", file=sys.stderr)\n' >"$TEST_DIR/w.py"
+  run --separate-stderr "$PRIMUS_CLI" direct --silent --single --script "$TEST_DIR/w.py"
+  assert_success
+  [[ -z $output ]]                     # nothing on stdout: no INFO line, no workload output
+  log=$(ls "$PRIMUS_WORKSPACE"/logs/*.log)
+  grep -q 'launch configuration:' "$log"
+  grep -q 'WORKLOAD-OUT' "$log"
+  [[ $stderr == *WORKLOAD-ERR* ]]
+  run --separate-stderr "$PRIMUS_CLI" direct --silent --single --script "$TEST_DIR/missing.py"
+  assert_failure 1
+  [[ -z $output && $stderr == *"training script '$TEST_DIR/missing.py' (--script) not found"* ]]
 }
