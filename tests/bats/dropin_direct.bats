@@ -218,7 +218,7 @@ teardown() {
   values=$(tr '\0' '\n' <"$STUB_RECORD_DIR/env.nul")
   grep -qx 'MASTER_PORT=auto' <<<"$values"   # the inner direct picks the free port
   grep -qx 'NCCL_DEBUG=INFO' <<<"$values"
-  ! grep -q '^TORCH_NCCL_ASYNC_ERROR_HANDLING=' <<<"$values"
+  grep -q '^TORCH_NCCL_ASYNC_ERROR_HANDLING=' <<<"$values" && false
   NNODES=2 MASTER_PORT=auto run "$PRIMUS_CLI" container --runtime docker --image img:1 -- --single --script "$TEST_DIR/show.py"
   assert_failure 2
   assert_output --partial "MASTER_PORT=auto with NNODES=2"
