@@ -22,7 +22,9 @@
 #                           venv or conda env); torchrun is `PATH -m torch.distributed.run`
 #   --env KEY=VALUE|FILE|NAME
 #                           export KEY=VALUE for the job (repeatable; beats every
-#                           other source). FILE: KEY=VALUE lines, '#' comments;
+#                           other source). FILE: shell-style KEY=VALUE lines
+#                           ($VAR, ${VAR:-x} expanded, quotes stripped, '#'
+#                           comments; $(...) and backticks refused, never run);
 #                           NAME: the value NAME has in the environment. A
 #                           secret NAME=VALUE (*_TOKEN, *_API_KEY, ...) is moved
 #                           off the command line: the launcher restarts itself
@@ -39,7 +41,8 @@
 #                           give each local process its own NEURON_RT_VISIBLE_CORES
 #                           slice of K logical NeuronCores (K > 1: SPMD workloads
 #                           only, XLA_USE_SPMD=1 or PRIMUS_NEURON_SPMD=1)
-#   --silent                workload output only to the log file, not the console
+#   --silent                the workload's and the launcher's output only to the
+#                           log file; warnings and errors still on stderr
 #   --accelerator A         auto|rocm|cuda|neuron|cpu (sets PRIMUS_ACCELERATOR)
 #   -h, --help              this help
 #
@@ -71,6 +74,12 @@ source "$RUNNER_DIR/lib/launch_log.sh"
 source "$RUNNER_DIR/lib/launch_hooks.sh"
 # shellcheck source=runner/lib/launch_env.sh
 source "$RUNNER_DIR/lib/launch_env.sh"
+# shellcheck source=runner/lib/venv_activate.sh
+source "$RUNNER_DIR/lib/venv_activate.sh"
+# shellcheck source=runner/lib/numa_decision.sh
+source "$RUNNER_DIR/lib/numa_decision.sh"
+# shellcheck source=runner/lib/mode_config.sh
+source "$RUNNER_DIR/lib/mode_config.sh"
 
 # ----------------------------------------------------------------- arguments
 
@@ -132,22 +141,13 @@ setting() {
 }
 
 resolve_settings() {
-  local dry numa all
-  primus_config_get_into dry main.dry_run 0
-  ((OPT_DRY_RUN == 1)) || [[ $dry != 1 ]] || OPT_DRY_RUN=1
-  [[ $OPT_DEBUG == 1 || ${PRIMUS_CONFIG[main.debug]:-0} == 1 ]] && export PRIMUS_LOG_LEVEL=DEBUG
-  # --numa/--no-numa > config direct.numa (when set to true) > ENABLE_NUMA_BINDING.
-  setting numa "$OPT_NUMA" direct.numa 0
-  if [[ -z $OPT_NUMA && $numa != 1 && ${ENABLE_NUMA_BINDING:-0} == 1 ]]; then
-    numa=1
-  fi
+  local numa all
+  primus_mode_config_flags direct OPT_DRY_RUN OPT_DEBUG  # main./direct.dry_run, debug
+  [[ $OPT_DEBUG != 1 ]] || export PRIMUS_LOG_LEVEL=DEBUG
+  primus_config_get_into numa direct.numa ""
+  primus_numa_decide "$OPT_NUMA" "$numa"  # runner/lib/numa_decision.sh
   setting all "$OPT_ALL_RANKS" direct.log_all_ranks 0
   ALL_RANKS=$all
-  if [[ $numa == 1 ]]; then
-    export PRIMUS_NUMA_BIND=1
-  else
-    export PRIMUS_NUMA_BIND=0  # --no-numa also overrides an inherited value
-  fi
   check_kill_grace
   setting LOG_FILE "$OPT_LOG_FILE" direct.log_file ""
   if [[ -n $LOG_FILE && (-d $LOG_FILE || $LOG_FILE == */) ]]; then
@@ -344,6 +344,8 @@ print_summary() {
     "  processes per node: $nproc"
     "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} run_mode=$PRIMUS_WL_RUN_MODE ($PRIMUS_WL_RUN_MODE_ORIGIN)"
     "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
+    "  entry=${PRIMUS_WL_ENTRY[*]} ($PRIMUS_WL_ENTRY_ORIGIN)"
+    "  numa binding: $PRIMUS_NUMA_DECISION"
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
   local item shown
   for item in "${PRIMUS_CLI_ENV[@]}"; do
@@ -386,6 +388,9 @@ main() {
   primus_require_python
   # Until the log file is known, the console is copied to a spool (not in a
   # dry run, which writes nothing); every exit path leaves the log.
+  # --silent, as upstream Primus: the launcher's own stdout too goes only to
+  # the log; warnings and errors stay on stderr (a dry run still prints).
+  ((OPT_SILENT == 0 || OPT_DRY_RUN == 1)) || exec >/dev/null
   ((OPT_DRY_RUN == 1)) || primus_log_spool_start
   trap on_launcher_exit EXIT
   trap 'exit 130' INT
@@ -393,6 +398,7 @@ main() {
   trap 'exit 129' HUP
   exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
+  primus_venv_activate
   # env check (--verdict, runner/primus-cli-env-check.sh) needs no workload.
   [[ -n $PRIMUS_VERDICT ]] || primus_workload_python_pick "$OPT_PYTHON"
   [[ -n $PRIMUS_VERDICT ]] || primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"

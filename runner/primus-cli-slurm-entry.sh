@@ -453,7 +453,8 @@ main() {
   check_tasks_per_node
   find_first_host
   log_step
-  export PRIMUS_RUNNER_DIR
+  # The mode honours config slurm.dry_run / slurm.debug (runner/lib/mode_config.sh).
+  export PRIMUS_RUNNER_DIR PRIMUS_VIA_SLURM_ENTRY=1
   build_command
   if ((ENTRY_DRY_RUN)); then
     exec "${LAUNCH_CMD[@]}"

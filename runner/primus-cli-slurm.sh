@@ -56,6 +56,8 @@ source "$SLURM_RUNNER_DIR/lib/common.sh"
 source "$SLURM_RUNNER_DIR/lib/config.sh"
 # shellcheck source=runner/lib/mode_words.sh
 source "$SLURM_RUNNER_DIR/lib/mode_words.sh"
+# shellcheck source=runner/lib/mode_config.sh
+source "$SLURM_RUNNER_DIR/lib/mode_config.sh"
 
 OPT_DRY_RUN=0
 OPT_DEBUG=0
@@ -503,6 +505,8 @@ main() {
   scan_slurm_flags
   split_after
   load_config
+  primus_mode_config_flags slurm OPT_DRY_RUN OPT_DEBUG  # main./slurm.dry_run, debug
+  ((OPT_DEBUG == 0)) || export PRIMUS_LOG_LEVEL=DEBUG
   fill_from_config
   hide_secrets
   add_default_flags

@@ -15,7 +15,8 @@
 #                                             (after primus_workload_entry: it checks -m NAME)
 #   primus_workload_probe_finish NEED_TORCH   PRIMUS_WL_EXE, PRIMUS_WL_TORCH_VERSION/PATH;
 #                                             a --module the interpreter cannot import -> exit 1
-#   primus_workload_entry CLI_SCRIPT CLI_MODULE   PRIMUS_WL_ENTRY (script path or -m NAME)
+#   primus_workload_entry CLI_SCRIPT CLI_MODULE   PRIMUS_WL_ENTRY (script path or -m NAME),
+#                                             PRIMUS_WL_ENTRY_ORIGIN (for the summary)
 #   primus_workload_run_mode CLI_SINGLE FIRST_WORD   PRIMUS_WL_RUN_MODE, _ORIGIN
 #   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* and JAX coordinator
 # Every failure exits (1 missing, 2 invalid) with the culprit, how it was
@@ -29,7 +30,7 @@ __PRIMUS_WORKLOAD_SH=1
 PRIMUS_WL_PYTHON="" PRIMUS_WL_PYTHON_ORIGIN="" PRIMUS_WL_EXE=""
 PRIMUS_WL_TORCH_VERSION="" PRIMUS_WL_TORCH_PATH="" PRIMUS_WL_PROBE_FD=""
 PRIMUS_WL_RUN_MODE="" PRIMUS_WL_RUN_MODE_ORIGIN=""
-PRIMUS_WL_ENTRY=()
+PRIMUS_WL_ENTRY=() PRIMUS_WL_ENTRY_ORIGIN="" PRIMUS_WL_ENTRY_FALLBACK=0
 
 readonly PRIMUS_WL_FIX_PYTHON="activate the environment that holds your training stack (source <venv>/bin/activate, conda activate <env>), or pass --python /path/to/python, or export PRIMUS_WORKLOAD_PYTHON=/path/to/python, or set direct.python in the config"
 
@@ -86,7 +87,9 @@ def primus_module_found(name):
 
 # The probe: the interpreter's sys.executable, and torch's version and package
 # directory, found with importlib's finder and torch/version.py; importing torch
-# itself would cost about a second of every launch (SPEC section 10).
+# itself would cost about a second of every launch (SPEC section 10), and the
+# file of the installed module primus.cli.main when that interpreter has one
+# (found without importing the package: nothing of it runs).
 readonly __PRIMUS_WL_PROBE=$__PRIMUS_WL_MODULE_FINDER'
 import sys, importlib.util as u
 v = p = ""
@@ -101,7 +104,15 @@ if s is not None and s.submodule_search_locations:
                 break
     except OSError:
         pass
-sys.stdout.write(sys.executable + "\0" + v + "\0" + p + "\0")
+m = ""
+s = u.find_spec("primus")
+if s is not None and s.submodule_search_locations:
+    import os.path as o
+    for d in s.submodule_search_locations:
+        if o.isfile(o.join(d, "cli", "main.py")) and o.isfile(o.join(d, "cli", "__init__.py")):
+            m = o.join(d, "cli", "main.py")
+            break
+sys.stdout.write(sys.executable + "\0" + v + "\0" + p + "\0" + m + "\0")
 if len(sys.argv) > 1:
     sys.stdout.write(str(int(primus_module_found(sys.argv[1]))) + "\0")'
 
@@ -118,10 +129,10 @@ primus_workload_probe_start() {
 # primus_workload_probe_finish NEED_TORCH: read the probe; NEED_TORCH=1 (torchrun
 # mode) and no torch → exit 1 before anything starts.
 primus_workload_probe_finish() {
-  local need=$1 exe="" version="" path="" found=""
+  local need=$1 exe="" version="" path="" module="" found=""
   if [[ -n $PRIMUS_WL_PROBE_FD ]]; then
     { IFS= read -r -d '' exe && IFS= read -r -d '' version && IFS= read -r -d '' path &&
-      IFS= read -r -d '' found; } <&"$PRIMUS_WL_PROBE_FD" || true
+      IFS= read -r -d '' module && IFS= read -r -d '' found; } <&"$PRIMUS_WL_PROBE_FD" || true
     exec {PRIMUS_WL_PROBE_FD}<&-
     PRIMUS_WL_PROBE_FD=""
   fi
@@ -129,6 +140,7 @@ primus_workload_probe_finish() {
     primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) does not run as Python ('$PRIMUS_WL_PYTHON -c ...' failed); nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
   fi
   PRIMUS_WL_EXE=$exe PRIMUS_WL_TORCH_VERSION=$version PRIMUS_WL_TORCH_PATH=$path
+  primus_workload_module_fallback_check "$module"
   if [[ $need == 1 && -z $path ]]; then
     primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with '$exe -m torch.distributed.run'; nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
   fi
@@ -173,10 +185,11 @@ primus_workload_entry() {
   fi
   if [[ -n $script ]]; then
     [[ -f $script ]] || primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' (--script) not found; nothing was started. Fix: pass an existing file, or $how_fix."
-    PRIMUS_WL_ENTRY=("$script")
+    PRIMUS_WL_ENTRY=("$script") PRIMUS_WL_ENTRY_ORIGIN="--script"
     return 0
   fi
-  [[ -n $module ]] || module=${PRIMUS_CONFIG[direct.module]-}
+  PRIMUS_WL_ENTRY_ORIGIN="--module"
+  [[ -n $module ]] || module=${PRIMUS_CONFIG[direct.module]-} PRIMUS_WL_ENTRY_ORIGIN="config direct.module"
   if [[ -n $module ]]; then
     if [[ ! $module =~ ^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$ ]]; then
       primus_bad_usage "primus-cli direct" "--module / direct.module '$module' is not a Python module name; accepted: dotted identifiers such as mypkg.train."
@@ -196,9 +209,28 @@ primus_workload_entry() {
     origin="the default (direct.script)"
   fi
   if ! __primus_wl_find_script "$script"; then
+    # Upstream's fallback (runner/primus-cli-direct.sh:673-682): the default
+    # script missing -> the installed module, checked by the probe (_finish).
+    if [[ $script == primus/cli/main.py ]]; then
+      PRIMUS_WL_ENTRY=(-m primus.cli.main) PRIMUS_WL_ENTRY_FALLBACK=1
+      PRIMUS_WL_ENTRY_ORIGIN="installed module: primus/cli/main.py not in $PWD or $PRIMUS_ROOT"
+      return 0
+    fi
     primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' ($origin) not found in $PWD or $PRIMUS_ROOT; nothing was started. Fix: $how_fix."
   fi
-  PRIMUS_WL_ENTRY=("$__PRIMUS_WL_SCRIPT")
+  PRIMUS_WL_ENTRY=("$__PRIMUS_WL_SCRIPT") PRIMUS_WL_ENTRY_ORIGIN=$origin
+}
+
+# primus_workload_module_fallback_check MODULE_FILE: the fallback to the
+# installed primus.cli.main stands only when the workload's interpreter has
+# that module (MODULE_FILE from the probe); else exit 1, nothing runs in its
+# place (SPEC section 9).
+primus_workload_module_fallback_check() {
+  [[ $PRIMUS_WL_ENTRY_FALLBACK == 1 ]] || return 0
+  if [[ -z $1 ]]; then
+    primus_die "$PRIMUS_EXIT_MISSING" "training script 'primus/cli/main.py' (the default) not found in $PWD or $PRIMUS_ROOT, and the workload interpreter $PRIMUS_WL_EXE (chosen by $PRIMUS_WL_PYTHON_ORIGIN) has no installed module primus.cli.main to fall back to (upstream Primus runs 'python -m primus.cli.main' then); nothing was started. Fix: run from your Primus checkout, pip install Primus into that environment, or name what to run: --script path/to/train.py or --module package.module."
+  fi
+  PRIMUS_WL_ENTRY_ORIGIN="installed module $1, because primus/cli/main.py is not in $PWD or $PRIMUS_ROOT"
 }
 
 # primus_workload_run_mode CLI_SINGLE FIRST_WORD: env RUN_MODE (a hook's

@@ -60,7 +60,7 @@ ours() {
 @test "values and secrets reach the job byte for byte, every way; printed lines show ****" {
   mkdir out
   tricky=$'it\'s "quoted" $(touch pwned) `id` ; * \n second line'
-  printf 'FILE_VAL=from file $(x)\nFILE_TOKEN=file-secret-4\n' >vals.env
+  printf '%s\n' "FILE_VAL='from file \$(x)'" 'FILE_TOKEN=file-secret-4' >vals.env
   printf 'INNER_FILE_VAL=inner file\n' >inner.env
   printf 'direct:\n  run_mode: single\n  env: ["CFG_VAL=from config", "CFG_TOKEN=cfg-secret-3"]\n' >cfg.yaml
   HF_TOKEN=hf-secret-0 PRIMUS_TRICKY=$tricky NCCL_DEBUG=WARN \

@@ -68,13 +68,16 @@ teardown() {
   [[ ! -e pwned ]]
 }
 
-@test "--env FILE reads KEY=VALUE lines literally" {
+@test "--env FILE reads shell-style assignments: quotes stripped, \$VAR expanded, nothing run" {
   mkdir out
-  printf '# comment\n\nPRIMUS_T_F1=one two\nPRIMUS_T_F2="quoted"\n' >vars.env
-  run "$PRIMUS_CLI" direct --single --env vars.env --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_F1 PRIMUS_T_F2
+  printf '# comment\n\nPRIMUS_T_F1=one two\nPRIMUS_T_F2="quoted"\nPRIMUS_T_F4=$PRIMUS_T_F1/x\nPRIMUS_T_F5='"'"'$(touch pwned)'"'"'\n' >vars.env
+  run "$PRIMUS_CLI" direct --single --env vars.env --script "$WORKLOADS/print_env.py" -- "$PWD/out" PRIMUS_T_F1 PRIMUS_T_F2 PRIMUS_T_F4 PRIMUS_T_F5
   assert_success
   [[ $(<out/PRIMUS_T_F1.0) == "one two" ]]
-  [[ $(<out/PRIMUS_T_F2.0) == '"quoted"' ]]
+  [[ $(<out/PRIMUS_T_F2.0) == quoted ]]
+  [[ $(<out/PRIMUS_T_F4.0) == "one two/x" ]]
+  [[ $(<out/PRIMUS_T_F5.0) == '$(touch pwned)' ]]
+  [[ ! -e pwned ]]
 }
 
 @test "--env FILE: the one parser (envfile.py) for every mode: 'export ' lines accepted, a bad line is exit 2 naming file and line, the same verdict as env check" {

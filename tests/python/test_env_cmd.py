@@ -106,7 +106,7 @@ def test_check_container_option():
 def test_check_env_file(tmp_path):
     env_file = tmp_path / "job.env"
     env_file.write_text("# a comment\n\nexport MASTER_PORT=80\n"
-                        "PRIMUS_PATCHES=$(touch /tmp/primus-env-pwned); a b\n"
+                        "PRIMUS_PATCHES='$(touch /tmp/primus-env-pwned); a b'\n"
                         "NEURON_RT_LOG_LEVEL=INFO\nNEURON_RT_LOG_LOCATION=console\n")
     # The current environment is not checked when --env-file is given.
     result = run_cli(["check", "--env-file", str(env_file), "--format", "json"],
@@ -115,6 +115,11 @@ def test_check_env_file(tmp_path):
     findings = json.loads(result.stdout)["findings"]
     assert {(f["variable"], f["value"]) for f in findings} == {
         ("MASTER_PORT", "80"), ("PRIMUS_PATCHES", "$(touch /tmp/primus-env-pwned); a b")}
+    assert not os.path.exists("/tmp/primus-env-pwned")
+    # Unquoted, the command substitution is refused (never run), naming the line.
+    env_file.write_text("PRIMUS_PATCHES=$(touch /tmp/primus-env-pwned)\n")
+    result = run_cli(["check", "--env-file", str(env_file)])
+    assert result.returncode == 2 and "line 1 (PRIMUS_PATCHES)" in result.stderr
     assert not os.path.exists("/tmp/primus-env-pwned")
 
 

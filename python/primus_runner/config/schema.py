@@ -12,7 +12,10 @@ with the row's type (``container.options.*``: every key maps to a
 ``docker run`` / ``podman run`` option).
 
 Types:
-  bool    true or false (YAML's yes/no/on/off also parse as booleans)
+  bool    true or false (YAML's yes/no/on/off also parse as booleans); a quoted
+          "true"/"false"/"yes"/"no"/"on"/"off"/"1"/"0" (any case) is read as
+          that boolean, as upstream Primus's runner/.primus.yaml writes them
+  bool_auto  a bool, or "auto" (direct.numa: upstream's default, decided later)
   int     a whole number (a quoted string of digits is accepted too)
   str     text; a number is accepted and read as its text
   list    a list of scalars (strings, numbers, booleans)
@@ -47,7 +50,9 @@ SCHEMA: dict[str, str] = {
     "direct.workspace": "str",
     "direct.log_file": "str",
     "direct.log_all_ranks": "bool",
-    "direct.numa": "bool",
+    "direct.numa": "bool_auto",
+    "direct.debug": "bool",
+    "direct.dry_run": "bool",
     "direct.single": "bool",
     "direct.env": "list",
     "direct.patch": "list",
@@ -56,6 +61,8 @@ SCHEMA: dict[str, str] = {
     "container.runtime": "str",
     "container.image": "str",
     "container.name": "str",
+    "container.debug": "bool",
+    "container.dry_run": "bool",
     "container.options.*": "option",
     # slurm: primus-cli slurm
     "slurm.mode": "str",
@@ -66,10 +73,18 @@ SCHEMA: dict[str, str] = {
     "slurm.srun_native": "bool",
     "slurm.signal": "str",
     "slurm.requeue": "bool",
+    "slurm.debug": "bool",
+    "slurm.dry_run": "bool",
 }
+
+# Quoted booleans, as upstream Primus's own runner/.primus.yaml writes them
+# (privileged: "true", debug: false); read as the boolean (issue 30, item 5).
+BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True,
+              "off": False, "1": True, "0": False}
 
 WANTED = {
     "bool": "a boolean (true or false)",
+    "bool_auto": "a boolean (true or false) or auto",
     "int": "a whole number",
     "str": "a string",
     "list": "a list of values, e.g. [A=1, B=2] or one '- item' per line",
@@ -107,7 +122,9 @@ def fits(kind: str, value: Any) -> bool:
     if value is None:
         return True
     if kind == "bool":
-        return isinstance(value, bool)
+        return isinstance(value, bool) or bool_word(value) is not None
+    if kind == "bool_auto":
+        return fits("bool", value) or (isinstance(value, str) and value.strip().lower() == "auto")
     if kind == "int":
         if isinstance(value, str):
             return value.strip().lstrip("-").isdigit()
@@ -121,6 +138,13 @@ def fits(kind: str, value: Any) -> bool:
     if kind == "map":
         return isinstance(value, dict)
     raise ValueError(f"config schema: unknown type '{kind}'")
+
+
+def bool_word(value: Any) -> bool | None:
+    """The boolean a quoted word stands for (BOOL_WORDS), else None."""
+    if isinstance(value, str):
+        return BOOL_WORDS.get(value.strip().lower())
+    return None
 
 
 def kind_of(dotted: str, schema: dict[str, str] | None = None) -> str | None:
@@ -139,7 +163,8 @@ def kind_of(dotted: str, schema: dict[str, str] | None = None) -> str | None:
 
 def _guess_kind(value: Any) -> set[str]:
     """The types a value of an unknown key could have been meant as."""
-    return {kind for kind in ("bool", "int", "str", "list", "option", "map") if fits(kind, value)}
+    return {kind for kind in ("bool", "bool_auto", "int", "str", "list", "option", "map")
+            if fits(kind, value)}
 
 
 def suggestion(dotted: str, value: Any, schema: dict[str, str] | None = None) -> str | None:
@@ -171,6 +196,7 @@ def _fix(dotted: str, kind: str) -> str:
     leaf = dotted.rsplit(".", 1)[-1]
     examples = {
         "bool": f"write '{leaf}: true' or '{leaf}: false'",
+        "bool_auto": f"write '{leaf}: true', '{leaf}: false' or '{leaf}: auto'",
         "int": f"write a number, e.g. '{leaf}: 2'",
         "str": f"write one text value, e.g. '{leaf}: value'",
         "list": f"write a list, e.g. '{leaf}: [NAME=value]'",
@@ -208,6 +234,8 @@ def _walk(node: dict[str, Any], prefix: str, path: str, table: dict[str, str],
             continue
         if not fits(kind, value):
             errors.append(_type_error(dotted, path, value, kind))
+        elif kind in ("bool", "bool_auto") and bool_word(value) is not None:
+            node[raw_key] = bool_word(value)      # "true" -> True, for every reader
 
 
 def _type_error(dotted: str, path: str, value: Any, kind: str) -> str:

@@ -164,7 +164,7 @@ def env_item(item: str, what: str, env: Mapping[str, str]) -> list[tuple[str, st
     if os.path.isfile(item):
         from primus_runner.env import envfile
 
-        return envfile.read(item, f"{what} file")
+        return envfile.read(item, f"{what} file", env)
     if _VAR_RE.match(item) and item in env:
         return [(item, env[item])]
     raise UsageError(f"{what} '{item}' is neither KEY=VALUE, an existing file, nor a variable set "
@@ -276,6 +276,11 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
             inner_env.append(key)
     inner, inner_mounts = copts.rewrite_inner(opts.inner, cwd, env, plan, env_item)
     plan.forwarded = [n for n in plan.forwarded if n not in plan.env]
+    from primus_runner import container_env
+
+    dropped = container_env.unforwarded(env, {*plan.forwarded, *plan.env}, reg, neuron)
+    if dropped:
+        plan.log("WARN", container_env.unforwarded_note(dropped))
 
     mounts = [f"{root}:{root}"]
     if cwd != root and not cwd.startswith(root + os.sep):
@@ -292,7 +297,17 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
         plan.pass_env("PRIMUS_USER_CONFIG", user_cfg)
         plan.log("INFO", f"user config {user_cfg} mounted read-only for the inner direct")
     mounts.extend(inner_mounts)
-    dry = opts.dry_run or cfg.get("main.dry_run") in (True, "1", "true")
+    # main./container.dry_run, and slurm.dry_run under the slurm entry (issue 30,
+    # item 6; the keys upstream Primus reads; runner/lib/mode_config.sh for bash).
+    sections = ["main", "container"] + (["slurm"] if env.get("PRIMUS_VIA_SLURM_ENTRY") == "1" else [])
+    dry = opts.dry_run
+    for section in sections:
+        if not dry and cfg.get(f"{section}.dry_run") is True:
+            dry = True
+            plan.log("INFO", f"dry run: config {section}.dry_run is true (nothing will start)")
+        if not opts.debug and cfg.get(f"{section}.debug") is True:
+            opts.debug = True
+            plan.log("INFO", f"debug logging: config {section}.debug is true (inner direct --debug)")
     # An absolute workspace outside those mounts (logs, checkpoints) is mounted
     # too, or the job's output would stay in the container (created unless dry-run).
     workspace = env.get("PRIMUS_WORKSPACE", "")
@@ -328,7 +343,10 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     if env.get("PRIMUS_SKIP_VALIDATION") == "1":
         plan.log("WARN", "PRIMUS_SKIP_VALIDATION=1: environment checks skipped.")
     else:
-        code = _check({**env, **plan.env}, accel, tuple(plan.explicit))
+        view = {**env, **plan.env}
+        # MASTER_PORT=auto goes in as auto: the inner direct picks the port (container_env).
+        view = container_env.master_port_view(view, view.get("NNODES", "1")) or view
+        code = _check(view, accel, tuple(plan.explicit))
 
     for key, value in (("runtime", runtime), ("runtime_path", runtime_path), ("image", image),
                        ("name", name), ("label", f"{LABEL}=1"), ("label_name", f"{LABEL_NAME}={base}"),

@@ -9,7 +9,8 @@ before ``--`` is a ``docker run``/``podman run`` option and passes through:
 with ``-``; else a bare flag.
 
 ``container.options.<key>`` (the reference launcher's .primus.yaml layout) maps
-to ``--key value``: a list repeats the flag, ``true`` gives the bare flag,
+to ``--key value``: a list repeats the flag, ``true`` (or ``"true"``, as
+upstream Primus's file writes it) gives the bare flag,
 ``false``/null/""/[] removes it (so every default can be removed); ``_`` and
 ``-`` in keys are the same. A flag on the command line replaces a single value
 and adds to a list (``--ulimit host`` replaces every ulimit). ``--shm-size`` is
@@ -164,8 +165,8 @@ def merge_options(cfg: Any, passthrough: list[tuple[str, str | None, bool]], pla
         opts.items.pop(flag, None)             # a later file's spelling replaces
         if _removed(value):
             continue
-        if value is True:
-            opts.items[flag] = [(None, False)]
+        if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
+            opts.items[flag] = [(None, False)]   # upstream writes privileged: "true"
         elif isinstance(value, list):
             opts.items[flag] = [(str(v), False) for v in value if not _removed(v)]
             opts.listy.add(flag)

@@ -67,8 +67,12 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     env = inputs.merged(env, items)
     # The direct launcher reads only these sections; container.* (a 47-name
     # allowlist) and slurm.* would only cost record parsing in bash.
-    direct_view = cfgmod.Config({k: v for k, v in cfg.values.items() if k in ("main", "direct")},
-                                cfg.sources, cfg.warnings)
+    view = {k: v for k, v in cfg.values.items() if k in ("main", "direct")}
+    slurm = cfg.values.get("slurm")
+    if env.get("PRIMUS_VIA_SLURM_ENTRY") == "1" and isinstance(slurm, dict):
+        # slurm.dry_run / slurm.debug reach a launch the entry started (mode_config.sh).
+        view["slurm"] = {k: v for k, v in slurm.items() if k in ("dry_run", "debug")}
+    direct_view = cfgmod.Config(view, cfg.sources, cfg.warnings)
     yield from config_records(direct_view)
     # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
     picked = rendezvous.auto_port(env)
