@@ -383,9 +383,9 @@ main() {
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
   # with --env NAME and the value in the environment (SPEC section 3).
-  local -a secret_free
-  if primus_secret_env_args secret_free $(($# - ${#WORKLOAD[@]})) "$@"; then
-    exec "$BASH" "${BASH_SOURCE[0]}" "${secret_free[@]}"
+  local -a argv_clean
+  if primus_secret_env_args argv_clean $(($# - ${#WORKLOAD[@]})) "$@"; then
+    exec "$BASH" "${BASH_SOURCE[0]}" "${argv_clean[@]}"
   fi
   primus_require_python
   # Until the log file is known, the console is copied to a spool (not in a
