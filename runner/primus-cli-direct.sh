@@ -268,8 +268,8 @@ build_command() {
       LAUNCH_CMD+=(--redirects 3)
     fi
   fi
-  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}"
-    "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}")
+  primus_torchrun_words script_cmd "${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}"
+  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}")
 }
 
 # --------------------------------------------------------------------- logs
