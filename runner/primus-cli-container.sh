@@ -84,6 +84,7 @@ on_record() {
       [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || primus_die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
       printf -v "$2" '%s' "$3"
       export "${2?}"
+      primus_secret_note "$2"
       ENV_NAMES+=("$2")
       ;;
   esac

@@ -262,8 +262,8 @@ build_command() {
       LAUNCH_CMD+=(--redirects 3)
     fi
   fi
-  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}"
-    "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}")
+  primus_torchrun_words script_cmd "${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}"
+  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}")
 }
 
 # --------------------------------------------------------------------- logs
@@ -381,9 +381,9 @@ main() {
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
   # with --env NAME and the value in the environment (SPEC section 3).
-  local -a secret_free
-  if primus_secret_env_args secret_free $(($# - ${#WORKLOAD[@]})) "$@"; then
-    exec "$BASH" "${BASH_SOURCE[0]}" "${secret_free[@]}"
+  local -a argv_clean
+  if primus_secret_env_args argv_clean $(($# - ${#WORKLOAD[@]})) "$@"; then
+    exec "$BASH" "${BASH_SOURCE[0]}" "${argv_clean[@]}"
   fi
   primus_require_python
   # Until the log file is known, the console is copied to a spool (not in a

@@ -269,7 +269,7 @@ fill_stop_flags() {
 # sbatch's environment (their --export, default ALL; sbatch(1)) and the entry
 # gets --env NAME. A --export list gets the names added; --export=NONE cannot
 # carry them.
-SECRET_NAMES=()
+MOVED_ENV_NAMES=()
 hide_secrets() {
   # direct: its options end at the first `--`; container: its options, `--`,
   # the inner direct's options, then `--` and the workload.
@@ -286,9 +286,9 @@ hide_secrets() {
   local -a clean
   primus_secret_env_args clean "$count" "${MODE_ARGS[@]}" || return 0
   MODE_ARGS=("${clean[@]}")
-  SECRET_NAMES=("${PRIMUS_SECRET_MOVED[@]}")
+  MOVED_ENV_NAMES=("${PRIMUS_SECRET_MOVED[@]}")
   local flag value names
-  names=$(IFS=,; printf '%s' "${SECRET_NAMES[*]}")
+  names=$(IFS=,; printf '%s' "${MOVED_ENV_NAMES[*]}")
   for ((i = 0; i < ${#SLURM_FLAGS[@]}; i++)); do
     flag=${SLURM_FLAGS[i]}
     case $flag in
@@ -466,8 +466,8 @@ simulate_node0() {
 
 # secrets_note: where the secrets given with --env went (dry run and log).
 secrets_note() {
-  ((${#SECRET_NAMES[@]})) || return 0
-  LOG_INFO "secrets ${SECRET_NAMES[*]} (given with --env) travel in $LAUNCHER's environment" \
+  ((${#MOVED_ENV_NAMES[@]})) || return 0
+  LOG_INFO "secrets ${MOVED_ENV_NAMES[*]} (given with --env) travel in $LAUNCHER's environment" \
     "(--export), by name only: their values are on no command line and not in the batch script."
 }
 

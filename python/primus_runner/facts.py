@@ -3,7 +3,10 @@ python3 -m primus_runner.env.registry --write-json; do not edit."""
 from __future__ import annotations
 
 SECRET_NAMES = frozenset(['DATABRICKS_TOKEN', 'HF_TOKEN', 'WANDB_API_KEY'])
-SECRET_SUFFIXES = ('_TOKEN', '_API_KEY', '_SECRET', '_PASSWORD')
+SECRET_SUFFIXES = ('_TOKEN', '_API_KEY', '_SECRET', '_PASSWORD', '_ACCESS_KEY', '_PRIVATE_KEY', '_CREDENTIALS', '_PAT')
+SECRET_INFIXES = ('SECRET', 'PASSWORD', 'PASSWD')
+SECRET_WORDS = frozenset(['TOKEN'])
+SECRET_EXEMPT = ('PRIMUS_SECRET_*', '__PRIMUS_*')
 LOG_LEVELS = {'DEBUG': 10, 'INFO': 20, 'WARN': 30, 'ERROR': 40}
 LOG_LEVEL_DEFAULT = 'INFO'
 LOG_SWITCH_ON = ('1',)

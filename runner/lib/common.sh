@@ -315,6 +315,7 @@ primus_read_nul_exports() {
     fi
     printf -v "$name" '%s' "$value"
     export "${name?}"
+    primus_secret_note "$name"
   done
   [[ $__xt != *x* ]] || set -x
 }

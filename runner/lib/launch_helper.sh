@@ -125,6 +125,7 @@ primus_helper_on_record() {
     env)
       printf -v "$2" '%s' "$3"
       export "${2?}"
+      primus_secret_note "$2"
       ;;
     note) PRIMUS_PREPARE_NOTE[$2]=$3 PRIMUS_PREPARE_NOTE[$2=]=${!2-} ;;
     cli)

@@ -8,6 +8,7 @@
 #                                   the registry, as Python's masking.is_secret)
 #   primus_mask_into VAR TEXT       TEXT with every secret value as ****
 #   primus_mask_add NAME VALUE      one more value to mask (no variable holds it)
+#   primus_secret_note NAME         NAME was assigned from user input (masking cache)
 #   primus_mask_value NAME VALUE    VALUE, or **** when NAME is a secret
 #   primus_mask_stream              a filter: stdin to stdout, masked
 #   primus_debug_trace_begin/_end   PRIMUS_DEBUG=1 xtrace, masked
@@ -20,11 +21,35 @@ fi
 __PRIMUS_SECRETS_SH=1
 
 # primus_is_secret_name NAME: true when NAME's value must never be printed.
-# The names and suffixes come from runner/lib/facts.sh (registry shared_facts), the
-# data Python's primus_runner.masking.is_secret reads too.
+# The rule comes from runner/lib/facts.sh (registry shared_facts), the data
+# Python's primus_runner.masking.is_secret reads too; PRIMUS_SECRET_NAMES adds
+# the user's names and `*` globs (__primus_secret_user_glob).
 primus_is_secret_name() {
-  # shellcheck disable=SC2053  # the right side is the rule's glob, unquoted on purpose
-  [[ ${1^^} == $PRIMUS_SECRET_GLOB ]]
+  local __u=${1^^}
+  __primus_secret_user_glob
+  # shellcheck disable=SC2053  # the right sides are the rule's globs, unquoted on purpose
+  [[ $__u != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
+    [[ $__u == $PRIMUS_SECRET_GLOB || $__u == $__PRIMUS_USER_SECRET_GLOB ]]
+}
+
+# __primus_secret_user_glob: PRIMUS_SECRET_NAMES (names or `*` globs, comma or
+# space separated, any case; a word with another character is ignored, as in
+# masking.user_patterns) as an extended glob in __PRIMUS_USER_SECRET_GLOB and
+# an ERE group in __PRIMUS_USER_SECRET_RE; both match nothing when it is unset.
+# Recomputed only when the value changes.
+__PRIMUS_USER_SECRET_FOR=$'\x01'
+__primus_secret_user_glob() {
+  local __v=${PRIMUS_SECRET_NAMES-} __w __g="" __r=""
+  [[ $__v != "$__PRIMUS_USER_SECRET_FOR" ]] || return 0
+  __PRIMUS_USER_SECRET_FOR=$__v
+  for __w in ${__v//,/ }; do
+    [[ $__w =~ ^[A-Za-z0-9_*]+$ ]] || continue
+    __g+="${__g:+|}${__w^^}"
+    __r+="${__r:+|}${__w//\*/[A-Za-z0-9_]*}"
+  done
+  # A name never holds a newline: the empty case matches nothing.
+  __PRIMUS_USER_SECRET_GLOB="@(${__g:-$'\n'})"
+  __PRIMUS_USER_SECRET_RE=${__r:+|$__r}
 }
 
 # __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES. This
@@ -54,6 +79,47 @@ __primus_all_var_names() {
     "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}" "${!y@}" "${!z@}" "${!_@}")
 }
 
+# __primus_secret_var_names: the names of this shell's secret variables, in
+# __PRIMUS_SECRET_VARS, for the maskers. Listing every variable costs O(n^2) in
+# bash (its variable lists are de-duplicated pairwise: 10,000 exported variables
+# take seconds per listing, issue 27), so with more than
+# PRIMUS_SECRET_RESCAN_MAX variables the list is made once (again when
+# PRIMUS_SECRET_NAMES changes) and kept current by primus_secret_note, which
+# every place that assigns a variable from user input calls; a smaller shell is
+# listed afresh each time (a secret assigned anywhere is masked).
+PRIMUS_SECRET_RESCAN_MAX=1000
+__PRIMUS_SECRET_SCANNED=0
+__PRIMUS_SECRET_SCAN_FOR=""
+declare -ga __PRIMUS_SECRET_VARS 2>/dev/null || true
+__primus_secret_var_names() {
+  local __name
+  __primus_secret_user_glob
+  if ((__PRIMUS_SECRET_SCANNED > PRIMUS_SECRET_RESCAN_MAX)) &&
+    [[ $__PRIMUS_SECRET_SCAN_FOR == "$__PRIMUS_USER_SECRET_FOR" ]]; then
+    return 0
+  fi
+  __primus_all_var_names
+  __PRIMUS_SECRET_SCANNED=${#__PRIMUS_NAMES[@]}
+  __PRIMUS_SECRET_SCAN_FOR=$__PRIMUS_USER_SECRET_FOR
+  __PRIMUS_SECRET_VARS=()
+  for __name in "${__PRIMUS_NAMES[@]}"; do
+    # The rule's globs inline (primus_is_secret_name): a function call per
+    # variable would cost milliseconds.
+    # shellcheck disable=SC2053
+    [[ ${__name^^} != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
+      [[ ${__name^^} == $PRIMUS_SECRET_GLOB || ${__name^^} == $__PRIMUS_USER_SECRET_GLOB ]] ||
+      continue
+    __PRIMUS_SECRET_VARS+=("$__name")
+  done
+}
+
+# primus_secret_note NAME: NAME was just assigned from user input; a secret
+# name joins the maskers' list (see __primus_secret_var_names).
+primus_secret_note() {
+  primus_is_secret_name "$1" || return 0
+  [[ " ${__PRIMUS_SECRET_VARS[*]} " == *" $1 "* ]] || __PRIMUS_SECRET_VARS+=("$1")
+}
+
 # Tracing (set -x) never shows a secret: every function here that handles a
 # secret value starts with `{ local __xt=$-; set +x; } 2>/dev/null` and ends by
 # restoring the caller's xtrace, so a caller's `set -x` traces their call but
@@ -66,12 +132,8 @@ __primus_all_var_names() {
 primus_mask_into() {
   { local __xt=$-; set +x; } 2>/dev/null
   local __out=$1 __text=$2 __name __value
-  __primus_all_var_names
-  for __name in "${__PRIMUS_NAMES[@]}"; do
-    # The rule's glob inline (primus_is_secret_name): a function call per
-    # variable per log line would cost milliseconds.
-    # shellcheck disable=SC2053
-    [[ ${__name^^} == $PRIMUS_SECRET_GLOB ]] || continue
+  __primus_secret_var_names
+  for __name in "${__PRIMUS_SECRET_VARS[@]}"; do
     __value=${!__name-}
     [[ ${#__value} -ge 3 ]] || continue
     __text=${__text//"$__value"/****}
@@ -117,10 +179,8 @@ primus_mask_stream() (
   set +x
   local -a __values=()
   local __name __value __line __re __n
-  __primus_all_var_names
-  for __name in "${__PRIMUS_NAMES[@]}"; do
-    # shellcheck disable=SC2053
-    [[ ${__name^^} == $PRIMUS_SECRET_GLOB ]] || continue
+  __primus_secret_var_names
+  for __name in "${__PRIMUS_SECRET_VARS[@]}"; do
     [[ $__name == __* ]] && continue
     __value=${!__name-}
     ((${#__value} >= 3)) && __values+=("$__value")
@@ -129,7 +189,7 @@ primus_mask_stream() (
     ((${#__value} >= 3)) && __values+=("$__value")
   done
   # NAME=VALUE or `-v NAME %s VALUE` (printf -v in a trace) with a secret NAME.
-  __re='(^|[^A-Za-z0-9_])('"$PRIMUS_SECRET_NAME_RE"'(=|[[:space:]]+%s[[:space:]]+))('"'[^']*'|[^*'\"[:space:]][^'\"[:space:]]*)"
+  __re='(^|[^A-Za-z0-9_])(('"$PRIMUS_SECRET_NAME_RE$__PRIMUS_USER_SECRET_RE"')(=|[[:space:]]+%s[[:space:]]+))('"'[^']*'|[^*'\"[:space:]][^'\"[:space:]]*)"
   shopt -s nocasematch
   while IFS= read -r __line || [[ -n $__line ]]; do
     for __value in "${__values[@]}"; do
@@ -183,6 +243,7 @@ primus_secret_env_args() {
       $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && primus_is_secret_name "$__name"; then
       printf -v "$__name" '%s' "${__next#*=}"
       export "${__name?}"
+      primus_secret_note "$__name"
       __sea_out+=(--env "$__name")
       PRIMUS_SECRET_MOVED+=("$__name")
       __i=$((__i + 1))

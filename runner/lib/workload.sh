@@ -27,6 +27,9 @@ if [[ -n ${__PRIMUS_WORKLOAD_SH:-} ]]; then
 fi
 __PRIMUS_WORKLOAD_SH=1
 
+# shellcheck source=runner/lib/torchrun_words.sh
+source "${BASH_SOURCE[0]%/*}/torchrun_words.sh"
+
 PRIMUS_WL_PYTHON="" PRIMUS_WL_PYTHON_ORIGIN="" PRIMUS_WL_EXE=""
 PRIMUS_WL_TORCH_VERSION="" PRIMUS_WL_TORCH_PATH="" PRIMUS_WL_PROBE_FD=""
 PRIMUS_WL_RUN_MODE="" PRIMUS_WL_RUN_MODE_ORIGIN=""

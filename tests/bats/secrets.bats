@@ -18,6 +18,7 @@ setup() {
   printf 'echo "env.DB_PASSWORD=%s"\n' "$S_HOOK" >hooks/00_secret.sh
   printf 'direct:\n  env: [DATABRICKS_TOKEN=%s]\n' "$S_CONFIG" >cfg.yaml
   export HF_TOKEN=$S_EXPORT PRIMUS_HOOKS_DIR=$PWD/hooks
+  secrets_more_init
 }
 
 teardown() {
@@ -42,10 +43,10 @@ wait_and_scan() {
 # launch_and_scan MODE-OPTION...: start a launch of the probe with the secrets,
 # scan every process's argv while it runs, then let it finish.
 launch_and_scan() {
-  "$PRIMUS_CLI" direct --config cfg.yaml --env "WANDB_API_KEY=$S_CLI" "$@" \
+  "$PRIMUS_CLI" direct --config cfg.yaml --env "WANDB_API_KEY=$S_CLI" "${NEW_ENV_ARGS[@]}" "$@" \
     --script "$WORKLOADS/secret_probe.py" -- \
     "$(sha HF_TOKEN "$S_EXPORT")" "$(sha WANDB_API_KEY "$S_CLI")" \
-    "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")" \
+    "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")" "${NEW_PROBE_ARGS[@]}" \
     >"$TEST_DIR/console" 2>&1 &
   local pid=$!
   if ! wait_for "$PROBE_DIR/started-0" 90; then
@@ -65,12 +66,15 @@ assert_clean_run() {
   ((RC == 0)) || { cat "$TEST_DIR/console"; fail "launch exit $RC"; }
   # The job saw every value, byte for byte.
   run cat "$PROBE_DIR/seen-0"
-  assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok')"
+  assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok')
+$NEW_SEEN"
   # Nothing the launcher printed or wrote holds one: console, workspace, logs.
   local files
   files=$(grep_secrets "$TEST_DIR/console" "$PRIMUS_WORKSPACE" "$PROBE_DIR")
   [[ -z $files ]] || fail "secret value in: $files"
   run grep -c 'WANDB_API_KEY=\*\*\*\*' "$TEST_DIR/console"
+  assert_success
+  run grep -c 'AWS_SECRET_ACCESS_KEY=\*\*\*\*' "$TEST_DIR/console"
   assert_success
 }
 
@@ -123,6 +127,13 @@ assert_clean_run() {
   assert_failure 2
   assert_output --partial "--export=NONE cannot carry WANDB_API_KEY"
   refute_output --partial "$S_CLI"
+  # Issue 27: a credential-shaped name and a PRIMUS_SECRET_NAMES name go the same way.
+  run "$REPO_ROOT/runner/primus-cli" slurm --dry-run sbatch -N 2 -- direct "${NEW_ENV_ARGS[@]}" \
+    --env "CORP_SIGNING_KEY=$S_USER" --module primus_runner -- preflight
+  assert_success
+  refute_output --partial "$S_AWS"
+  refute_output --partial "$S_USER"
+  assert_output --partial "direct --env AWS_SECRET_ACCESS_KEY --env CORP_SIGNING_KEY --module"
 }
 
 @test "--env NAME takes the exported value; a name that is not set is a clean error" {
@@ -147,16 +158,19 @@ assert_clean_run() {
   export PROBE_DIR=$PWD/probe
   mkdir -p "$PROBE_DIR"
   "$PRIMUS_CLI" container --config cfg.yaml --env "WANDB_API_KEY=$S_CLI" --env "PROBE_DIR=$PROBE_DIR" \
-    --env "PRIMUS_HOOKS_DIR=$PRIMUS_HOOKS_DIR" -- --env "INNER_TOKEN=$S_OUTER" --single \
+    --env "PRIMUS_HOOKS_DIR=$PRIMUS_HOOKS_DIR" "${NEW_ENV_ARGS[@]}" --env GITHUB_PAT --env CORP_SIGNING_KEY \
+    -- --env "INNER_TOKEN=$S_OUTER" --single \
     --script "$WORKLOADS/secret_probe.py" -- \
     "$(sha HF_TOKEN "$S_EXPORT")" "$(sha WANDB_API_KEY "$S_CLI")" \
     "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")" "$(sha INNER_TOKEN "$S_OUTER")" \
+    "${NEW_PROBE_ARGS[@]}" \
     >"$TEST_DIR/console" 2>&1 &
   wait_and_scan $!
   [[ -z $LEAKS ]] || fail "secret on a command line while the container ran: $LEAKS"
   ((RC == 0)) || { cat "$TEST_DIR/console"; fail "launch exit $RC"; }
   run cat "$PROBE_DIR/seen-0"
-  assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok' 'INNER_TOKEN ok')"
+  assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok' 'INNER_TOKEN ok')
+$NEW_SEEN"
   local files
   files=$(grep_secrets "$TEST_DIR/console" "$PRIMUS_WORKSPACE" "$PROBE_DIR")
   [[ -z $files ]] || fail "secret value in: $files"

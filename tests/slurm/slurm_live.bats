@@ -253,6 +253,10 @@ secret_job_setup() {
   export HF_TOKEN=$S_EXPORT PRIMUS_HOOKS_DIR=$TEST_DIR/hooks
   PROBE_ARGS=("$(sha HF_TOKEN "$S_EXPORT")" "$(sha WANDB_API_KEY "$S_CLI")"
     "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")")
+  # Issue 27: credential-shaped names and a PRIMUS_SECRET_NAMES name (exported:
+  # srun/sbatch pass the environment on).
+  secrets_more_init
+  PROBE_ARGS+=("${NEW_PROBE_ARGS[@]}")
 }
 
 # secret_job_check: every rank (2 nodes x 2) saw every value; no value in the
@@ -261,7 +265,8 @@ secret_job_check() {
   local rank
   for rank in 0 1 2 3; do
     run cat "$PROBE_DIR/seen-$rank"
-    assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok')"
+    assert_output "$(printf '%s\n' 'HF_TOKEN ok' 'WANDB_API_KEY ok' 'DATABRICKS_TOKEN ok' 'DB_PASSWORD ok')
+$NEW_SEEN"
   done
   local files
   files=$(grep_secrets "$PRIMUS_WORKSPACE" "$1")
@@ -273,8 +278,8 @@ secret_job_check() {
   # No `timeout` wrapper: its own argv would hold what the user typed (the
   # probe ends by itself after 60 s).
   "$PRIMUS_CLI" slurm --config "$TEST_DIR/cfg.yaml" srun -N 2 -- direct \
-    --env "WANDB_API_KEY=$S_CLI" --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- \
-    "${PROBE_ARGS[@]}" >"$TEST_DIR/console" 2>&1 &
+    --env "WANDB_API_KEY=$S_CLI" "${NEW_ENV_ARGS[@]}" \
+    --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- "${PROBE_ARGS[@]}" >"$TEST_DIR/console" 2>&1 &
   local pid=$! rank
   for rank in 0 1 2 3; do
     wait_for "$PROBE_DIR/started-$rank" 180 || { touch "$PROBE_DIR/go"; cat "$TEST_DIR/console"; fail "rank $rank never started"; }
@@ -292,8 +297,8 @@ secret_job_check() {
 @test "secrets through slurm sbatch: not in the spooled batch script (scontrol write batch_script), on no argv, every rank sees them" {
   secret_job_setup
   run timeout 60 "$PRIMUS_CLI" slurm --config "$TEST_DIR/cfg.yaml" sbatch -N 2 -o "$TEST_DIR/job-%j.out" -- \
-    direct --env "WANDB_API_KEY=$S_CLI" --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- \
-    "${PROBE_ARGS[@]}"
+    direct --env "WANDB_API_KEY=$S_CLI" "${NEW_ENV_ARGS[@]}" \
+    --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- "${PROBE_ARGS[@]}"
   assert_success
   assert_output --partial "secrets WANDB_API_KEY (given with --env) travel in sbatch's environment"
   local job rank
@@ -315,7 +320,7 @@ secret_job_check() {
   [[ -z $leaks ]] || fail "secret on a command line while the job ran: $leaks"
   [[ $(job_state "$job") == COMPLETED ]] || { cat "$TEST_DIR/job-$job.out"; fail "job $job: $(job_state "$job")"; }
   run cat "$TEST_DIR/spooled.sh"
-  assert_output --partial "direct --env WANDB_API_KEY --script"
+  assert_output --partial "direct --env WANDB_API_KEY --env AWS_SECRET_ACCESS_KEY --script"
   [[ -z $(grep_secrets "$TEST_DIR/spooled.sh") ]] || fail "secret in the spooled batch script"
   secret_job_check "$TEST_DIR/job-$job.out"
 }

@@ -24,6 +24,9 @@ def python_text(facts: dict[str, Any]) -> str:
             "from __future__ import annotations\n\n"
             f"SECRET_NAMES = frozenset({sorted(facts['secret_names'])!r})\n"
             f"SECRET_SUFFIXES = {tuple(facts['secret_suffixes'])!r}\n"
+            f"SECRET_INFIXES = {tuple(facts['secret_infixes'])!r}\n"
+            f"SECRET_WORDS = frozenset({sorted(facts['secret_words'])!r})\n"
+            f"SECRET_EXEMPT = {tuple(_globs(facts['secret_exempt']))!r}\n"
             f"LOG_LEVELS = {{{levels}}}\n"
             f"LOG_LEVEL_DEFAULT = {facts['log_level_default']!r}\n"
             f"LOG_SWITCH_ON = {tuple(facts['log_switch_on'])!r}\n"
@@ -41,18 +44,41 @@ def _words(values: list[str]) -> str:
 
 
 def secret_glob(facts: dict[str, Any]) -> str:
-    """The secret-name rule as one extended glob (``[[ ${NAME^^} == $GLOB ]]``)."""
+    """The secret-name rule as one extended glob (``[[ ${NAME^^} == $GLOB ]]``); the
+    exempt names are a second glob (PRIMUS_SECRET_EXEMPT_GLOB)."""
     names = _words(sorted(facts["secret_names"])).split()
     suffixes = ["*" + s for s in _words(facts["secret_suffixes"]).split()]
-    return "@(" + "|".join(names + suffixes) + ")"
+    infixes = ["*" + s + "*" for s in _words(facts["secret_infixes"]).split()]
+    words = [p for w in _words(facts["secret_words"]).split()
+             for p in (w, w + "_*", "*_" + w, "*_" + w + "_*")]
+    return "@(" + "|".join(dict.fromkeys(names + suffixes + infixes + words)) + ")"
+
+
+def exempt_glob(facts: dict[str, Any]) -> str:
+    return "@(" + "|".join(_globs(facts["secret_exempt"])) + ")"
+
+
+def _globs(values: list[str]) -> list[str]:
+    for value in values:
+        if not value.replace("_", "").replace("*", "").isalnum():
+            raise ValueError(f"shared fact {value!r} is not a name glob")
+    return list(values)
 
 
 def secret_name_regex(facts: dict[str, Any]) -> str:
     """The same rule as a bash ERE group matching a whole name (case-insensitively
-    under nocasematch): a name ending in a suffix, or one of the names."""
+    under nocasematch): a name ending in a suffix, containing an infix, with a
+    word, or one of the names (the exempt names are not subtracted: a regex
+    cannot; the stream masking they serve may mask them too)."""
     names = _words(sorted(facts["secret_names"])).split()
     suffixes = _words(facts["secret_suffixes"]).split()
-    return "([A-Za-z0-9_]*(" + "|".join(suffixes) + ")|" + "|".join(names) + ")"
+    infixes = _words(facts["secret_infixes"]).split()
+    words = _words(facts["secret_words"]).split()
+    ident = "[A-Za-z0-9_]*"
+    return ("(" + ident + "(" + "|".join(suffixes) + ")"
+            + "|" + ident + "(" + "|".join(infixes) + ")" + ident
+            + "|(" + ident + "_)?(" + "|".join(words) + ")(_" + ident + ")?"
+            + "|" + "|".join(names) + ")")
 
 
 def shell_text(facts: dict[str, Any]) -> str:
@@ -60,9 +86,11 @@ def shell_text(facts: dict[str, Any]) -> str:
     return ("# shellcheck shell=bash disable=SC2034\n"
             f"# runner/lib/facts.sh: facts shared with Python ({_HEADER}).\n"
             "# A library: sourced by runner/lib/common.sh; it only defines these read-only values.\n"
-            "# The secret-name rule (secret_names, secret_suffixes) as one extended glob\n"
-            "# and as an ERE group matching a whole name (for masking loops).\n"
+            "# The secret-name rule (secret_names, _suffixes, _infixes, _words) as one\n"
+            "# extended glob, the names it exempts (secret_exempt) as another, and the\n"
+            "# rule as an ERE group matching a whole name (for masking loops).\n"
             f"PRIMUS_SECRET_GLOB='{secret_glob(facts)}'\n"
+            f"PRIMUS_SECRET_EXEMPT_GLOB='{exempt_glob(facts)}'\n"
             f"PRIMUS_SECRET_NAME_RE='{secret_name_regex(facts)}'\n"
             f"declare -gA PRIMUS_LOG_LEVELS=({levels})\n"
             f"PRIMUS_LOG_LEVEL_DEFAULT={_words([facts['log_level_default']])}\n"

@@ -40,25 +40,25 @@ usage() {
 
 # origin_label TOKEN: the human label of one recorded origin ("a+b" allowed).
 origin_label() {
-  local token part out=""
+  local label part out=""
   local -a parts
   IFS=+ read -r -a parts <<<"$1"
   for part in "${parts[@]}"; do
     case $part in
-      default) token="default (base_env.sh)" ;;
-      detected) token="detected" ;;
-      launcher) token="launcher" ;;
-      deterministic) token="deterministic (PRIMUS_DETERMINISTIC=1)" ;;
-      MI300X | MI325X | MI355X) token="gpu layer ($part.sh)" ;;
-      neuron) token="neuron layer (neuron.sh)" ;;
-      jax_xla) token="jax layer (jax_xla.sh)" ;;
-      append) token="XLA_FLAGS_APPEND" ;;
-      user) token="user export" ;;
-      hook) token="hook" ;;
-      cli) token="--env" ;;
-      *) token=$part ;;
+      default) label="default (base_env.sh)" ;;
+      detected) label="detected" ;;
+      launcher) label="launcher" ;;
+      deterministic) label="deterministic (PRIMUS_DETERMINISTIC=1)" ;;
+      MI300X | MI325X | MI355X) label="gpu layer ($part.sh)" ;;
+      neuron) label="neuron layer (neuron.sh)" ;;
+      jax_xla) label="jax layer (jax_xla.sh)" ;;
+      append) label="XLA_FLAGS_APPEND" ;;
+      user) label="user export" ;;
+      hook) label="hook" ;;
+      cli) label="--env" ;;
+      *) label=$part ;;
     esac
-    out+="${out:+ + }$token"
+    out+="${out:+ + }$label"
   done
   printf '%s' "$out"
 }
@@ -82,6 +82,7 @@ apply_cli_env() {
     name=${item%%=*}
     printf -v "$name" '%s' "${item#*=}"
     export "${name?}"
+    primus_secret_note "$name"
     __PRIMUS_ORIGIN[$name]=cli
   done
   if declare -F primus_xla_apply_append >/dev/null; then primus_xla_apply_append; fi

@@ -10,7 +10,21 @@ secrets_init() {
   S_CONFIG=db_cfg_${RANDOM}${RANDOM}x         # config direct.env DATABRICKS_TOKEN=...
   S_HOOK=pw_hook_${RANDOM}${RANDOM}x          # a hook's env.DB_PASSWORD=... line
   S_OUTER=gh_outer_${RANDOM}${RANDOM}x        # --env given at the outer level (slurm)
-  SECRET_VALUES=("$S_EXPORT" "$S_CLI" "$S_CONFIG" "$S_HOOK" "$S_OUTER")
+  # Issue 27: credential-shaped names beyond the suffixes, and a user's own name.
+  S_AWS=aws_cli_${RANDOM}${RANDOM}x           # --env AWS_SECRET_ACCESS_KEY=...
+  S_PAT=gh_pat_${RANDOM}${RANDOM}x            # exported GITHUB_PAT
+  S_USER=corp_key_${RANDOM}${RANDOM}x         # exported CORP_SIGNING_KEY, named by PRIMUS_SECRET_NAMES
+  SECRET_VALUES=("$S_EXPORT" "$S_CLI" "$S_CONFIG" "$S_HOOK" "$S_OUTER" "$S_AWS" "$S_PAT" "$S_USER")
+}
+
+# secrets_more_init: export the issue-27 secrets and set NEW_ENV_ARGS (the
+# --env word) and NEW_PROBE_ARGS / NEW_SEEN (the probe's arguments and lines).
+secrets_more_init() {
+  export GITHUB_PAT=$S_PAT CORP_SIGNING_KEY=$S_USER PRIMUS_SECRET_NAMES="corp_*_key"
+  NEW_ENV_ARGS=(--env "AWS_SECRET_ACCESS_KEY=$S_AWS")
+  NEW_PROBE_ARGS=("$(sha AWS_SECRET_ACCESS_KEY "$S_AWS")" "$(sha GITHUB_PAT "$S_PAT")"
+    "$(sha CORP_SIGNING_KEY "$S_USER")")
+  NEW_SEEN=$(printf '%s\n' 'AWS_SECRET_ACCESS_KEY ok' 'GITHUB_PAT ok' 'CORP_SIGNING_KEY ok')
 }
 
 # sha NAME VALUE: NAME=sha256(VALUE), the probe's argument.
