@@ -1,7 +1,7 @@
 # primus-runner: set-up, demo, tests, lint and benchmarks.
 #   make demo    train the built-in CPU workload (--module primus_runner), 2 local processes
 #   make test    lint + bats + pytest + the live Slurm suite (sets up first)
-#   make bench   SPEC section 10 timings (medians; figures, never assertions)
+#   make bench   launch-overhead timings (medians; figures, never assertions)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help

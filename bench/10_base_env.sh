@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/10_base_env.sh: time to source runner/helpers/envs/base_env.sh and the
-# whole loader primus-env.sh (SPEC section 10: base_env <= 0.08 s), each in a
+# whole loader primus-env.sh (target: base_env <= 0.08 s), each in a
 # fresh `bash --norc` under env -i. Two cases: inside the launcher (detection
 # already done: no python3 start) and by hand on a fake MI300X host (one python3
 # start for the devices + nics helpers). Prints figures, asserts nothing.

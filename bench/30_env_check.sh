@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/30_env_check.sh: `primus-cli env check` over a full environment (SPEC
-# section 10: <= 0.15 s): every registry variable set to a valid example value
+# bench/30_env_check.sh: `primus-cli env check` over a full environment (target:
+# <= 0.15 s): every registry variable set to a valid example value
 # (registry.full_environment), under env -i so nothing else is checked. Also the
 # clean-environment case and the in-process cost of one check() call.
 # Prints figures, asserts nothing.

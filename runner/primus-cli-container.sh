@@ -31,7 +31,8 @@
 # (--shm-size only when --ipc is not host); devices by accelerator: /dev/kfd and
 # /dev/dri (ROCm) or /dev/neuron0..N-1 (Neuron), /dev/infiniband when present.
 #
-# Forwarded from the host by name when set: the reference section 11 allowlist
+# Forwarded from the host by name when set: the container allowlist
+# (config container.options.env; `env explain NAME` says whether NAME is on it)
 # and every PRIMUS_*, NCCL_*, RCCL_*, GLOO_*, IONIC_*, HIPBLASLT_* variable
 # (NEURON_*, FI_* on Neuron hosts). Any other registered variable that is set
 # gets a warning with the --env that passes it. Under Slurm, OpenMPI or

@@ -19,7 +19,9 @@
 #                           the built-in CPU workload is --module primus_runner
 #   --python PATH           the workload's interpreter (default: PRIMUS_WORKLOAD_PYTHON,
 #                           config direct.python, else python3 on PATH: an activated
-#                           venv or conda env); torchrun is `PATH -m torch.distributed.run`
+#                           venv or conda env); torchrun is `PATH runner/helpers/
+#                           torchrun_quiet.py` (torch.distributed.run without its
+#                           traceback on a stop; PRIMUS_TORCHRUN replaces it)
 #   --env KEY=VALUE|FILE|NAME
 #                           export KEY=VALUE for the job (repeatable; beats every
 #                           other source). FILE: shell-style KEY=VALUE lines

@@ -24,7 +24,7 @@
 # that is not an option then starts the workload (`-- preflight --quick` runs
 # `container -- preflight --quick`).
 #
-# What it does on each node (SPEC section 4 `slurm-entry`, section 5):
+# What it does on each node (README "slurm", "Detection and rank mapping"):
 # - reads the step's shape, step-level variables first so a smaller srun inside
 #   a larger allocation maps only its own nodes: SLURM_STEP_NUM_NODES >
 #   SLURM_NNODES > SLURM_JOB_NUM_NODES; SLURM_STEP_NODELIST > SLURM_NODELIST >

@@ -3,7 +3,7 @@
 #                         [MODE OPTIONS] [-- WORKLOAD ARGS]
 #
 # Build and run the Slurm call that starts runner/primus-cli-slurm-entry.sh on
-# every node of the allocation, one task per node (SPEC section 4 `slurm`).
+# every node of the allocation, one task per node (README "slurm").
 #   srun (default)  srun SLURM FLAGS ... primus-cli-slurm-entry.sh MODE ...
 #   sbatch          sbatch SLURM FLAGS with a batch script (given on stdin, so
 #                   Slurm spools its own copy) whose body runs
@@ -351,7 +351,7 @@ quote_words() {
 }
 
 # shown_words VAR WORDS...: VAR = the words quoted for display, with secrets
-# masked (SPEC section 3): a word NAME=VALUE whose NAME is a secret shows
+# masked (README "Security"): a word NAME=VALUE whose NAME is a secret shows
 # NAME=****, and the values of secret variables of this shell show ****.
 shown_words() {
   local __sw_out=$1 __sw_word __sw_text="" __sw_q

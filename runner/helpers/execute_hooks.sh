@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# runner/helpers/execute_hooks.sh: run the launch hooks (SPEC section 8).
+# runner/helpers/execute_hooks.sh: run the launch hooks (README "Hooks and patches").
 #
 # Usage:
 #   execute_hooks.sh [--dry-run] [--hooks-dir DIR] --group G --name N -- [workload args...]
@@ -17,7 +17,7 @@
 # PRIMUS_RUNNER_DIR / PRIMUS_PYTHON in its environment. --scripts runs exactly
 # the given files instead (execute_patches.sh uses it). --skip-exit CODE: a
 # script exiting CODE was skipped (its protocol lines still apply) and the next
-# one runs (patches: 2, behaviour sheet section 8).
+# one runs (patches: 2, as the upstream Primus runner's execute_patches.sh).
 #
 # Protocol (only a hook's stdout is parsed; its stderr passes straight through):
 #   env.NAME=VALUE    export NAME=VALUE (VALUE literal: everything after the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# runner/helpers/execute_patches.sh: run patch scripts after the hooks (SPEC section 8).
+# runner/helpers/execute_patches.sh: run patch scripts after the hooks (README "Hooks and patches").
 #
 # Usage:
 #   execute_patches.sh [--dry-run] PATCH...
@@ -10,7 +10,7 @@
 # `execute_hooks.sh --help`): stdout lines env.NAME=VALUE and extra.name=value
 # become NUL records on this script's stdout.
 #
-# Exit codes of a patch (behaviour sheet section 8):
+# Exit codes of a patch (those of the upstream Primus runner's execute_patches.sh):
 #   0      done
 #   2      skipped (nothing to do here): its env./extra. lines still apply and
 #          the next patch runs
@@ -18,7 +18,7 @@
 #          78 -> 2 as for hooks)
 #
 # PRIMUS_PATCHES is not read here: it selects Primus's own Python patches
-# (reference section 2); every patch you pass with --patch / direct.patch runs.
+# (Primus docs, environment variables: "Primus core"); every patch you pass with --patch / direct.patch runs.
 set -euo pipefail
 HERE=${BASH_SOURCE[0]%/*}; [[ $HERE != "${BASH_SOURCE[0]}" ]] || HERE=.
 

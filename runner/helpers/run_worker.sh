@@ -5,7 +5,7 @@
 #   run_worker.sh PROGRAM [ARGS...]
 #
 # torchrun reports any failed worker as exit 1; the launcher wants the worker's
-# own code (SPEC section 3) and a report naming the rank that failed first. So
+# own code (exit codes: README "Exit codes") and a report naming the rank that failed first. So
 # each worker runs through this wrapper, which on a non-zero status writes
 # $PRIMUS_RC_DIR/failed-<RANK>: NUL-terminated fields code, end time (us since
 # the epoch), RANK, LOCAL_RANK, the files behind its stdout and stderr (torchrun's
@@ -113,12 +113,16 @@ if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
   cmd=("$(dirname "${BASH_SOURCE[0]}")/numa_bind.sh" "$local_rank" -- "$@")
 fi
 
-"${cmd[@]}"
+# The program gets this wrapper's stderr; the wrapper's own goes to /dev/null
+# from here on, so bash's report of a child stopped by a signal ("Terminated",
+# "Killed") never joins the rank's output: the launcher says how the run ended.
+exec {worker_err}>&2 2>/dev/null
+"${cmd[@]}" 2>&"$worker_err" {worker_err}>&-
 rc=$?
 if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
   ended=${EPOCHREALTIME//[.,]/}
-  out=$(readlink "/proc/$$/fd/1" 2>/dev/null) || out=""
-  err=$(readlink "/proc/$$/fd/2" 2>/dev/null) || err=""
+  out=$(readlink "/proc/$$/fd/1") || out=""
+  err=$(readlink "/proc/$$/fd/$worker_err") || err=""
   printf '%s\0' "$rc" "$ended" "${RANK:-$local_rank}" "$local_rank" "$out" "$err" \
     "${TORCHELASTIC_ERROR_FILE:-}" >"$PRIMUS_RC_DIR/failed-${RANK:-$local_rank}"
   # The first rank to fail has the stacks of the others read before torchrun

@@ -7,6 +7,12 @@ grace period), after it has already stopped its workers. The launcher prints
 the one closing line of a stopped run itself; here such a stop exits 128+N
 without the traceback.
 
+torchrun's own log lines (its elastic agent's "Sending process N closing
+signal SIGTERM", "failed (exitcode: 1)", "Received 15 death signal": the
+``torch.distributed`` loggers) go to $PRIMUS_RC_DIR/torchrun.log, secrets
+masked, which the launcher appends to its log file (runner/lib/torchrun_log.sh):
+the console keeps the workers' output and the launcher's own lines.
+
 Any other exception (a failed worker's ChildFailedError table, a busy
 MASTER_PORT, a rendezvous timeout): when the launcher runs it (PRIMUS_RC_DIR is
 set), the full traceback goes to $PRIMUS_RC_DIR/torchrun.err, which the
@@ -35,6 +41,46 @@ def keep_traceback(exc: BaseException, rc_dir: str) -> bool:
             handle.write("".join(traceback.format_exception(exc)))
     except OSError:
         return False
+    return True
+
+
+def keep_torch_logs(rc_dir: str) -> bool:
+    """Send the ``torch.distributed`` loggers' records to RC_DIR/torchrun.log
+    (masked) instead of the console; False when the file cannot be opened."""
+    import logging
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    try:
+        from primus_runner.masking import mask_text
+    except ImportError:  # the runner's package not found: nothing leaves the console
+        return False
+    finally:
+        sys.path.pop(0)
+
+    class Masked(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return mask_text(super().format(record))
+
+    try:
+        handler = logging.FileHandler(os.path.join(rc_dir, "torchrun.log"), encoding="utf-8")
+    except OSError:
+        return False
+    # The fields of torch's own log format: level letter, date and time, pid, where.
+    handler.setFormatter(Masked("%(levelname).1s%(asctime)s %(process)d %(pathname)s:%(lineno)d] %(message)s",
+                                "%m%d %H:%M:%S"))
+    # torch's logging set-up gives "torch.distributed" and some of its children
+    # their own console handler (propagate off): each is replaced by the file.
+    names = [name for name in list(logging.root.manager.loggerDict)
+             if name == "torch.distributed" or name.startswith("torch.distributed.")]
+    for name in ["torch.distributed", *names]:
+        logger = logging.getLogger(name)
+        console = [h for h in logger.handlers if type(h) is logging.StreamHandler
+                   and getattr(h, "stream", None) in (sys.stderr, sys.stdout)]
+        for old in console:
+            logger.removeHandler(old)
+        if console or name == "torch.distributed":
+            logger.addHandler(handler)
+            logger.propagate = False
     return True
 
 
@@ -80,6 +126,9 @@ def run_torchrun() -> int:
         from torch.distributed.elastic.multiprocessing.api import SignalException
     except ImportError:  # no torch: let runpy report it as torchrun would
         SignalException = None  # type: ignore[assignment,misc]
+    rc_dir = os.environ.get("PRIMUS_RC_DIR", "")
+    if rc_dir and SignalException is not None:
+        keep_torch_logs(rc_dir)
     try:
         runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
     except SystemExit as done:
@@ -89,7 +138,6 @@ def run_torchrun() -> int:
     except Exception as exc:
         if SignalException is not None and isinstance(exc, SignalException):
             return 128 + int(exc.sigval)
-        rc_dir = os.environ.get("PRIMUS_RC_DIR", "")
         if not rc_dir or not keep_traceback(exc, rc_dir):
             raise
         print(f"torchrun: {summary(exc)} (full traceback in the log)", file=sys.stderr)

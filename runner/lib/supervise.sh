@@ -46,6 +46,8 @@ source "$PRIMUS_SUPERVISE_DIR/lib/signal_origin.sh"
 source "$PRIMUS_SUPERVISE_DIR/lib/stop_ranks.sh"
 # shellcheck source=runner/lib/watchdog.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/watchdog.sh"
+# shellcheck source=runner/lib/torchrun_log.sh
+source "$PRIMUS_SUPERVISE_DIR/lib/torchrun_log.sh"
 
 # primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, digits
 # only, checked by the launcher; default 10; slurm-entry sets it from KillWait).
@@ -148,6 +150,7 @@ primus_stop_run() {
       kill -KILL "${left[@]}" 2>/dev/null
     fi
     wait "$PRIMUS_RUN_PID" 2>/dev/null
+    primus_keep_torchrun_log "$PRIMUS_RUN_LOG"
     primus_watchdog_exit_code code $((128 + num))
     primus_closing_line "$name" "$origin" "$total" "$grace" "$killed" "$code" \
       "$(primus_running_ranks_text "${running[@]}")"
@@ -257,7 +260,9 @@ primus_wait_pid() {
   while :; do
     PRIMUS_TRAPPED=0
     rc=0
-    wait "$pid" || rc=$?
+    # 2>/dev/null: bash's own "line N: PID Killed ..." for a child ended by a
+    # signal; the closing line or the failure report says it in words.
+    wait "$pid" 2>/dev/null || rc=$?
     if ((rc == 127 && prev != 0)); then
       rc=$prev  # already collected before the trap ran
       break
@@ -293,6 +298,7 @@ primus_run_workload() {
   local rc=$PRIMUS_RUN_RC
   PRIMUS_RUN_PID=""
   trap - TERM INT HUP
+  primus_keep_torchrun_log "$log_file"
   if [[ $PRIMUS_RUN_MODE != single ]] && ((rc != 0)); then
     rc=$(primus_failure_report "$rc" "$log_file")
   fi

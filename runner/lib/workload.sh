@@ -8,7 +8,8 @@
 # (runner/lib/common.sh); the workload runs with, in this order,
 #   --python PATH  >  PRIMUS_WORKLOAD_PYTHON  >  config direct.python  >  python3 on PATH
 # (PATH at launch time, so an activated venv or conda env wins), and torchrun is
-# that interpreter's own (`<python> -m torch.distributed.run`, or PRIMUS_TORCHRUN).
+# that interpreter's own (`<python> runner/helpers/torchrun_quiet.py`, which runs
+# torch.distributed.run, or PRIMUS_TORCHRUN).
 #
 #   primus_workload_python_pick CLI_PYTHON    PRIMUS_WL_PYTHON, PRIMUS_WL_PYTHON_ORIGIN
 #   primus_workload_probe_start               one `<python> -c` in the background
@@ -145,7 +146,7 @@ primus_workload_probe_finish() {
   PRIMUS_WL_EXE=$exe PRIMUS_WL_TORCH_VERSION=$version PRIMUS_WL_TORCH_PATH=$path
   primus_workload_module_fallback_check "$module"
   if [[ $need == 1 && -z $path ]]; then
-    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with '$exe -m torch.distributed.run'; nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
+    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with its torch.distributed.run ('$exe runner/helpers/torchrun_quiet.py'); nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
   fi
   [[ ${PRIMUS_WL_ENTRY[0]-} != -m || $found == 1 ]] || __primus_wl_module_recheck
 }

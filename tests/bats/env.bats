@@ -31,7 +31,7 @@ clean_env() {
   assert_output --partial "default:     1234"
   assert_output --partial "set by:"
   assert_output --partial "used by:"
-  assert_output --partial "forwarded (section 11 allowlist)"
+  assert_output --partial "forwarded (container allowlist)"
   assert_output --partial "[error] master_port_range: MASTER_PORT must be a whole number from 1024 to 65535"
 }
 

@@ -115,3 +115,51 @@ time.sleep(600)' "$1" "$TEST_DIR/held" &
   refute_output --partial "MASTER_PORT=1234"
   assert_output --regexp "MASTER_PORT=[0-9]+"
 }
+
+# refute_internals FILE: none of torchrun's or the wrappers' own lines in FILE.
+refute_internals() {
+  run grep -E "^[WE][0-9]{4} [0-9:.]+ [0-9]+ .*(api|run)\.py:[0-9]+\]|Terminated$|Killed$|supervise\.sh: line|run_worker\.sh: line" "$1"
+  assert_failure
+}
+
+@test "a rank killed by SIGKILL: the OOM hint; torchrun's and bash's own lines stay in the log, off the console" {
+  export GPUS_PER_NODE=2
+  # The hint reads this fake cgroup and kernel log (PRIMUS_SYSFS_ROOT / PRIMUS_DEV_ROOT).
+  mkdir -p "$PRIMUS_SYSFS_ROOT/proc/self" "$PRIMUS_SYSFS_ROOT/sys/fs/cgroup/job" "$PRIMUS_DEV_ROOT/dev"
+  echo "0::/job" >"$PRIMUS_SYSFS_ROOT/proc/self/cgroup"
+  printf 'oom 1\noom_kill 1\n' >"$PRIMUS_SYSFS_ROOT/sys/fs/cgroup/job/memory.events"
+  echo "3,5,9,-;Memory cgroup out of memory: Killed process 77 (python)" >"$PRIMUS_DEV_ROOT/dev/kmsg"
+  "$PRIMUS_CLI" direct --script "$WORKLOADS/kill_self.py" -- 1 >"$TEST_DIR/console" 2>&1 && status=0 || status=$?
+  cat "$TEST_DIR/console"
+  [[ $status -eq 137 ]]
+  grep -q "global rank 1 (local rank 1 of node 0) failed first, exit code 137 (killed by SIGKILL)" "$TEST_DIR/console"
+  grep -q "hint: a rank killed by SIGKILL that the launcher did not stop was most often killed by the kernel's out-of-memory killer" "$TEST_DIR/console"
+  grep -qF "cgroup /job memory.events: oom_kill 1" "$TEST_DIR/console"
+  grep -qF "kernel log: Memory cgroup out of memory: Killed process 77 (python)" "$TEST_DIR/console"
+  refute_internals "$TEST_DIR/console"
+  # torchrun's own lines are in the log, between markers.
+  log=$(echo "$PRIMUS_WORKSPACE"/logs/*.log)
+  grep -q "^----- torchrun's own log lines (not shown on the console) -----" "$log"
+  grep -qE "^W[0-9]{4} .*Sending process [0-9]+ closing signal SIGTERM" "$log"
+}
+
+@test "a stop: no [defaultN]:Terminated, no torchrun lines on the console" {
+  export GPUS_PER_NODE=2 PRIMUS_KILL_GRACE=8
+  mkdir -p "$TEST_DIR/out"
+  # sleeper.py keeps SIGTERM's default action: killed by it, as most scripts are.
+  setsid "$PRIMUS_CLI" direct --script "$WORKLOADS/sleeper.py" -- "$TEST_DIR/out" first-hour >"$TEST_DIR/console" 2>&1 &
+  launcher=$!
+  local i
+  for ((i = 0; i < 300; i++)); do
+    [[ -f $TEST_DIR/out/pid.0 && -f $TEST_DIR/out/pid.1 ]] && break
+    sleep 0.1
+  done
+  [[ -f $TEST_DIR/out/pid.1 ]]
+  kill -TERM -- "-$launcher"
+  wait "$launcher" && status=0 || status=$?
+  cat "$TEST_DIR/console"
+  [[ $status -eq 143 ]]
+  refute_internals "$TEST_DIR/console"
+  grep -q "Received 15 death signal" "$PRIMUS_WORKSPACE"/logs/*.log
+  [[ $(tail -n 1 "$TEST_DIR/console") == *"stop: SIGTERM"*"ranks 0, 1 still running at the stop"* ]]
+}

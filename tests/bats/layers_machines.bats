@@ -112,7 +112,7 @@ refute_invented() {
   run env PYTHONPATH="$REPO_ROOT/python" "$VENV_PY" -m primus_runner env explain RCCL_WARP_SPEED_AUTO
   assert_success
   assert_line --partial "runner/helpers/envs/MI355X.sh (default 0"
-  assert_line --regexp '^  source: +reference launcher behaviour sheet §6$'
+  assert_line --regexp '^  source: +AMD-AGI/Primus@fd1eeabb runner/helpers/envs/primus-env.sh \(GPU-model layer\)$'
 }
 
 @test "LD_LIBRARY_PATH: the ROCm lib directory first, duplicates dropped; absent ROCm changes nothing" {

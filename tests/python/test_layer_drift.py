@@ -145,7 +145,7 @@ def test_gpu_model_layers_set_exactly_the_sheet(reg, model, expected):
     layered = {name: value for name, (origin, value) in seen.items() if origin == model}
     assert layered == expected
     for name in expected:
-        assert "behaviour sheet" in (reg.get(name).source or ""), name
+        assert "AMD-AGI/Primus@fd1eeabb" in (reg.get(name).source or ""), name
 
 
 def test_deviations_are_exercised():

@@ -112,7 +112,7 @@ def test_registry_adds_only_the_runner_own_variables(reg):
     extra = sorted(v.name for v in reg.variables if v.name not in reference_names())
     # Names only the reference launcher's behaviour sheet gives, each with its source.
     sheet = [v.name for v in reg.variables if v.section == "reference-launcher"]
-    assert all("behaviour sheet §" in (reg.get(name).source or "") for name in sheet)
+    assert all("AMD-AGI/Primus@fd1eeabb runner/" in (reg.get(name).source or "") for name in sheet)
     assert extra == sorted(RUNNER_SWITCHES + RUNNER_OWN + sheet + LIBRARY_OWN + NEURON_AWS)
     assert all(reg.get(name).section == "neuron-aws" for name in NEURON_AWS)
     assert all(reg.get(name).section == "runner" for name in RUNNER_SWITCHES)

@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every lau
 
 PROTOCOL = "primus-cluster-check/1"
 SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "IP_INTERFACE")
+# The per-node variables compared by what they mean (the others are not compared).
+MEANING_VARS = (*SOCKET_VARS, "NCCL_IB_HCA", "NCCL_IB_GID_INDEX")
 EXIT_MISMATCH = 2
 EXIT_RUNTIME = 3
 MAX_REPORT = 4 << 20
@@ -87,7 +89,7 @@ def meanings(env: Mapping[str, str], root: str) -> dict[str, str]:
     from primus_runner.network.hca import select_ports
     from primus_runner.network.interfaces import select_interfaces
 
-    wanted = [n for n in (*SOCKET_VARS, "NCCL_IB_HCA", "NCCL_IB_GID_INDEX") if env.get(n)]
+    wanted = [n for n in MEANING_VARS if env.get(n)]
     if not wanted:
         return {}
     result = detect_nics(root, env)

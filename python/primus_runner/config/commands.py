@@ -1,4 +1,4 @@
-"""``config`` command: show the merged configuration, render templates, dump for bash.
+"""The config command: show the merged configuration, render templates, dump for bash.
 
   config show [--config FILE] [--format text|json]
       every value with the file it came from (lowest to highest precedence:
@@ -35,17 +35,33 @@ def _display(dotted: str, value: Any) -> str:
     return mask(leaf, cfgmod.scalar_text(value))
 
 
+def _notes(cfg: cfgmod.Config) -> dict[str, str]:
+    """What a launch really does with a shown value, where that differs."""
+    from primus_runner.launch.detect import count_gives_way_to_detection
+
+    notes = {}
+    if "direct.gpus_per_node" in cfg.sources and count_gives_way_to_detection(cfg):
+        notes["direct.gpus_per_node"] = ("system default: a launch uses the detected count instead "
+                                         "(one process per GPU, 1 without accelerator)")
+    return notes
+
+
 def show(cfg: cfgmod.Config, fmt: str) -> str:
     rows = [(k, _display(k, v), cfg.sources.get(k, "")) for k, v in cfgmod.flatten(cfg.values)]
+    notes = _notes(cfg)
     if fmt == "json":
-        return json.dumps({k: {"value": v, "source": s} for k, v, s in rows}, indent=2) + "\n"
+        return json.dumps({k: {"value": v, "source": s, **({"note": notes[k]} if k in notes else {})}
+                           for k, v, s in rows}, indent=2) + "\n"
     width = max((len(k) for k, _, _ in rows), default=0)
-    lines = [f"{k.ljust(width)}  {v}    # {s}" for k, v, s in rows]
+    lines = [f"{k.ljust(width)}  {v}    # {s}" + (f" ({notes[k]})" if k in notes else "")
+             for k, v, s in rows]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="primus-cli config", description=__doc__,
+    from primus_runner.usertext import plain
+
+    p = argparse.ArgumentParser(prog="primus-cli config", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="action", required=True)
     s = sub.add_parser("show", help="merged configuration with each value's source file")

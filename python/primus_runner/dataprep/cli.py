@@ -24,8 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--workspace", help="workspace for the default prefix (default $PRIMUS_WORKSPACE or ./output)")
     common.add_argument("--timeout", help=f"seconds to wait for node 0 ({TIMEOUT_ENV} wins; default 3600)")
     common.add_argument("--format", choices=("text", "json"), default="text")
-    parser = argparse.ArgumentParser(prog="python3 -m primus_runner data",
-                                     description="Prepare tokenized data once for all nodes (reference section 8).")
+    parser = argparse.ArgumentParser(
+        prog="python3 -m primus_runner data",
+        description="Prepare tokenized data once for all nodes (README \"Data preparation\").")
     sub = parser.add_subparsers(dest="action", required=True)
     p = sub.add_parser("prepare", parents=[common],
                        help="node rank 0 / local rank 0 prepares (or reuses); other ranks wait",

@@ -215,7 +215,7 @@ def cmd_list(subsystem: str | None, fmt: str) -> int:
 
 # --------------------------------------------------------------------------- explain
 def cmd_explain(name: str) -> int:
-    from primus_runner.env.docs import SCOPE_WORDS, container_cell
+    from primus_runner.env.docs import container_cell, scope_words
     from primus_runner.env.registry import load
     from primus_runner.masking import mask
 
@@ -242,9 +242,10 @@ def cmd_explain(name: str) -> int:
     field("subsystem", f"{var.subsystem} ({var.section_title}; {var.reference})")
     field("set by", var.set_by or "-")
     field("used by", var.used_by or "-")
-    field("scope", f"{var.scope} ({SCOPE_WORDS[var.scope]})")
+    field("scope", f"{var.scope} ({scope_words(var)})")
     if var.launcher_default is not None:
-        field("launcher", f"base_env.sh / direct launcher export {var.launcher_default!r}")
+        field("launcher", f"fallback {var.launcher_default!r}: base_env.sh exports it only when the user, "
+              "a scheduler, the config and detection left it unset")
     if var.launcher_derived is not None:
         field("launcher", f"base_env.sh derives it from {var.launcher_derived}")
     if var.source:

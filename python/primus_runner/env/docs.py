@@ -19,17 +19,34 @@ if TYPE_CHECKING:
 # What the cluster check does with a variable of each scope (registry field `scope`).
 SCOPE_WORDS = {
     "cluster-uniform": "must be identical on every node; the cluster check stops the launch otherwise",
-    "per-node": "may differ per node; the cluster check compares what it means (subnet, link "
-                "layer, GID type and family)",
+    "per-node": "may differ per node; never compared between nodes",
     "per-process": "set per rank; never compared",
     "local": "this host's own business; never compared or sent to other nodes",
 }
+# The per-node network variables: compared by meaning (python/primus_runner/cluster/clustercheck.py).
+_MEANING_WORDS = {
+    "NCCL_SOCKET_IFNAME": "the IPv4 subnet of the interfaces it selects",
+    "GLOO_SOCKET_IFNAME": "the IPv4 subnet of the interfaces it selects",
+    "IP_INTERFACE": "the IPv4 subnet of the interface it names",
+    "NCCL_IB_HCA": "the link layer of the ports it selects",
+    "NCCL_IB_GID_INDEX": "the GID type and family it points at",
+}
+
+
+def scope_words(var: Any) -> str:
+    """What ``var``'s scope means for the cluster check, in words."""
+    from primus_runner.cluster.clustercheck import MEANING_VARS
+
+    if var.scope == "per-node" and var.name in MEANING_VARS:
+        return (f"may differ per node; the cluster check compares what it means: "
+                f"{_MEANING_WORDS.get(var.name, 'its meaning')}")
+    return SCOPE_WORDS[var.scope]
 
 
 def container_cell(reg: Any, var: Any, long: bool) -> str:
     """How a host value of ``var`` reaches a container launch."""
     if reg.container_forwards(var.name):
-        return "forwarded (section 11 allowlist)" if var.forwarded else "forwarded (prefix)"
+        return "forwarded (container allowlist)" if var.forwarded else "forwarded (prefix)"
     if reg.container_forwards(var.name, neuron=True):
         return "forwarded on Neuron hosts (prefix)"
     if var.host:
@@ -84,8 +101,10 @@ def render_docs(reg: Registry) -> str:
         "python/primus_runner/data/variables.yaml. Do not edit by hand: "
         "tests/python/test_env_cmd.py fails when this file is stale. -->")
     add("")
-    add("Every variable primus-runner knows: the Primus reference (sections 1-14), the AWS "
-        "Neuron runtime reference, and the runner's own switches. `primus-cli env explain NAME` "
+    add("Every variable primus-runner knows: the Primus docs' [environment variables]("
+        "https://rocm.docs.amd.com/projects/primus/en/latest/03-configuration-reference/environment-variables.html) "
+        "(sections 1-14), the AWS Neuron runtime's environment variables, and the runner's own "
+        "switches. `primus-cli env explain NAME` "
         "prints one entry; `primus-cli env check` applies the rules listed with each variable "
         "before a launch (`primus-cli direct` runs it as its last step).")
     add("")
@@ -113,8 +132,8 @@ def render_docs(reg: Registry) -> str:
             _render_variable(reg, var, add)
     add("## Container allowlist")
     add("")
-    add("Forwarded from the host into the container when set (Primus reference section 11), in "
-        "this order:")
+    add("Forwarded from the host into the container when set (the Primus docs' environment "
+        "variables, section 11), in this order:")
     add("")
     add(", ".join(f"`{name}`" for name in reg.container_forwarded()))
     add("")
@@ -194,7 +213,7 @@ def _render_variable(reg: Registry, var: Variable, add: Callable[[str], None]) -
     add(f"| Subsystem | `{var.subsystem}` |")
     add(f"| Set by | {_cell(var.set_by or '-')} |")
     add(f"| Used by | {_cell(var.used_by or '-')} |")
-    add(f"| Across nodes | `{var.scope}`: {SCOPE_WORDS[var.scope]} |")
+    add(f"| Across nodes | `{var.scope}`: {scope_words(var)} |")
     if var.launcher_default is not None:
         shown_default = f"`{var.launcher_default}`" if var.launcher_default else '"" (empty)'
         add(f"| Launcher default | {shown_default} |")

@@ -55,6 +55,12 @@ def _from_system_config(cfg: cfgmod.Config, key: str) -> bool:
     return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
 
 
+def count_gives_way_to_detection(cfg: cfgmod.Config) -> bool:
+    """True when the config's direct.gpus_per_node is only the system default,
+    which a launch replaces with the detected count (1 without accelerator)."""
+    return _from_system_config(cfg, DIST_KEYS["GPUS_PER_NODE"])
+
+
 def _gpus_per_node_is_a_default(origin: str | None, cfg: cfgmod.Config) -> bool:
     """True when GPUS_PER_NODE comes only from runner/.primus.yaml or the
     reference (not from the user, a scheduler, ~/.primus.yaml or --config)."""

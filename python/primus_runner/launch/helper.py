@@ -1,7 +1,7 @@
 """``launch prepare``: the one Python step before the shell layers of a launch.
 
-The direct launcher calls this once per launch (SPEC section 10 allows two
-Python starts before the workload: this one and ``env check``). It
+The direct launcher calls this once per launch (the launch-overhead budget
+allows two Python starts before the workload: this one and ``env check``). It
 
 1. loads and merges the configuration files (runner/.primus.yaml,
    ~/.primus.yaml, --config FILE);
@@ -115,7 +115,9 @@ def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
 def _parser() -> Any:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python3 -m primus_runner launch", description=__doc__,
+    from primus_runner.usertext import plain
+
+    p = argparse.ArgumentParser(prog="python3 -m primus_runner launch", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="action", required=True)
     prep = sub.add_parser("prepare", help="config + ranks + detection as NUL records")

@@ -152,7 +152,8 @@ def tail(text: str, count: int) -> list[str]:
 
 
 def format_report(first: Failure, others: Sequence[Failure], exception: str,
-                  last_lines: Sequence[str], log_file: str, node: str) -> list[str]:
+                  last_lines: Sequence[str], log_file: str, node: str,
+                  hints: Sequence[str] = ()) -> list[str]:
     """The lines of the report (pure)."""
     where = f"local rank {first.local_rank} of node {node}"
     lines = [f"failure report: global rank {first.rank} ({where}) failed first, {describe_code(first.code)}."]
@@ -169,6 +170,7 @@ def format_report(first: Failure, others: Sequence[Failure], exception: str,
     if others:
         ended = ", ".join(f"{f.rank} ({describe_code(f.code)})" for f in sorted(others, key=lambda f: f.rank))
         lines.append(f"  ranks of this node that ended after it: {ended}")
+    lines.extend(f"  {hint}" for hint in hints)
     if log_file:
         lines.append(f"  launcher log (with torchrun's own error report): {log_file}")
     return lines
@@ -244,7 +246,11 @@ def report(rc_dir: Path, log_file: str, torchrun_code: int, requeue_code: int | 
         first = Failure(first.code, first.time_us, first.rank, first.local_rank, flat, flat,
                         first.error_file)
     others = [f for f in failures if f.rank != first.rank]
-    for line in format_report(first, others, exception, tail(output, TAIL_LINES), log_file, node):
+    from primus_runner.failure.oom import oom_hint
+
+    hints = oom_hint(first.code, os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
+                     os.environ.get("PRIMUS_DEV_ROOT") or "/")
+    for line in format_report(first, others, exception, tail(output, TAIL_LINES), log_file, node, hints):
         log.error(line)
     # The other ranks' stacks, read by run_worker.sh when the first rank failed (issue 25).
     stacks = _read(str(rc_dir / "failure-stacks")).rstrip("\n")

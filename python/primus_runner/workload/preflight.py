@@ -169,7 +169,9 @@ def run(env: Mapping[str, str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m primus_runner preflight", description=__doc__,
+    from primus_runner.usertext import plain
+
+    parser = argparse.ArgumentParser(prog="python3 -m primus_runner preflight", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.parse_args(argv)
     return run(dict(os.environ))

@@ -1,4 +1,4 @@
-"""``train pretrain --config FILE``: the embedded CPU workload (SPEC section 9).
+"""``train pretrain --config FILE``: the embedded CPU workload (README "The embedded default workload").
 
 A small real language model (token embedding -> GRU -> vocabulary projection)
 trained with PyTorch DDP on the gloo backend, so the whole launch path can be
@@ -164,7 +164,9 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m primus_runner train", description=__doc__,
+    from primus_runner.usertext import plain
+
+    parser = argparse.ArgumentParser(prog="python3 -m primus_runner train", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", choices=["pretrain"], help="training stage (only 'pretrain')")
     parser.add_argument("--config", required=True, help="workload YAML (${VAR:default} allowed)")

@@ -1,9 +1,11 @@
 # shellcheck shell=bash
-# runner/helpers/envs/primus-env.sh: the environment layer loader (SPEC 6).
+# runner/helpers/envs/primus-env.sh: the environment layer loader (README
+# "Environment layers").
 #
 #   source runner/helpers/envs/primus-env.sh [-- WORKLOAD ARGS...]
+#   source runner/helpers/envs/primus-env.sh --help    this help; loads nothing
 #
-# Order (each layer only fills what the user did not export, SPEC 3):
+# Order (each layer only fills what the user did not export):
 #   1. base_env.sh                reference defaults, detection (once)
 #   2. accelerator layer          PRIMUS_ACCELERATOR=rocm: <PRIMUS_GPU_MODEL>.sh
 #                                 (MI300X.sh, MI325X.sh, MI355X.sh; another or no
@@ -37,6 +39,13 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   case ${1:-} in -h | --help) exit 0 ;; esac
   echo "primus-env.sh must be sourced: source $0" >&2
   exit 2
+fi
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  # shellcheck source=runner/lib/usage.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/../../lib/usage.sh"
+  primus_usage "${BASH_SOURCE[0]}"
+  return 0
 fi
 
 if [[ -n ${__PRIMUS_ENV_LOADED:-} ]]; then
