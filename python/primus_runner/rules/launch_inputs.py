@@ -25,7 +25,11 @@ def _pet_rdzv(s: _State) -> Iterator[Finding]:
 def _bare_rank(s: _State) -> Iterator[Finding]:
     from primus_runner.schedulers import detect_source
 
-    problem = refusals.bare_rank_problem(s.env, detect_source(s.env))
+    from primus_runner.rules.primus import _launcher_set
+
+    # NNODES/NODE_RANK a launcher or base_env default filled in are not the user's.
+    view = {k: v for k, v in s.env.items() if k not in ("NNODES", "NODE_RANK") or not _launcher_set(s, k)}
+    problem = refusals.bare_rank_problem(view, detect_source(s.env))
     if problem is not None:
         yield s.found("error", problem[0], problem[2], problem[3], problem[1])
 
