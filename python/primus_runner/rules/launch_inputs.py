@@ -23,9 +23,8 @@ def _pet_rdzv(s: _State) -> Iterator[Finding]:
 
 @rule("bare_rank_world_size")
 def _bare_rank(s: _State) -> Iterator[Finding]:
-    from primus_runner.schedulers import detect_source
-
     from primus_runner.rules.primus import _launcher_set
+    from primus_runner.schedulers import detect_source
 
     # NNODES/NODE_RANK a launcher or base_env default filled in are not the user's.
     view = {k: v for k, v in s.env.items() if k not in ("NNODES", "NODE_RANK") or not _launcher_set(s, k)}
