@@ -82,7 +82,7 @@ primus_helper_start() {
   if ((n_env > 0)); then
     # A helper that died already is reported by the record reader, not by SIGPIPE here.
     trap '' PIPE
-    printf '%s\0' "${PRIMUS_CLI_ENV_ARGS[@]}" "" 2>/dev/null >&"$PRIMUS_HELPER_IN" || true
+    { printf '%s\0' "${PRIMUS_CLI_ENV_ARGS[@]}" "" >&"$PRIMUS_HELPER_IN"; } 2>/dev/null || true
     trap - PIPE
   fi
 }

@@ -69,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p_check = sub.add_parser(
         "check", help="check an environment against every rule",
-        description="Check the current environment (or --env-file) against the registry. "
+        description="Check the current environment (or --env-file) against the registry: the rules "
+        "engine alone, as primus-env.sh runs it. 'primus-cli env check' gives the launch's verdict "
+        "instead (config, --env, detection, layers and hooks first; see its --help). "
         "Exit 2 on an error (or on a warning with --strict), else 0.")
     p_check.add_argument("--strict", action="store_true", help="treat warnings as errors")
     # primus-cli env check: one line on success (the layers' own check stays silent).

@@ -24,8 +24,11 @@ def _pet_rdzv(s: _State) -> Iterator[Finding]:
 @rule("bare_rank_world_size")
 def _bare_rank(s: _State) -> Iterator[Finding]:
     from primus_runner.cluster.schedulers import detect_source
+    from primus_runner.env.rules.primus import _launcher_set
 
-    problem = refusals.bare_rank_problem(s.env, detect_source(s.env))
+    # NNODES/NODE_RANK a launcher or base_env default filled in are not the user's.
+    view = {k: v for k, v in s.env.items() if k not in ("NNODES", "NODE_RANK") or not _launcher_set(s, k)}
+    problem = refusals.bare_rank_problem(view, detect_source(s.env))
     if problem is not None:
         yield s.found("error", problem[0], problem[2], problem[3], problem[1])
 
