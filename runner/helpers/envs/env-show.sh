@@ -44,12 +44,15 @@ origin_label() {
   local -a parts
   IFS=+ read -r -a parts <<<"$1"
   for part in "${parts[@]}"; do
+    if [[ " ${PRIMUS_GPU_MODELS[*]} " == *" $part "* ]]; then  # runner/lib/facts.sh
+      out+="${out:+ + }gpu layer ($part.sh)"
+      continue
+    fi
     case $part in
       default) token="default (base_env.sh)" ;;
       detected) token="detected" ;;
       launcher) token="launcher" ;;
       deterministic) token="deterministic (PRIMUS_DETERMINISTIC=1)" ;;
-      MI300X | MI325X | MI355X) token="gpu layer ($part.sh)" ;;
       neuron) token="neuron layer (neuron.sh)" ;;
       jax_xla) token="jax layer (jax_xla.sh)" ;;
       append) token="XLA_FLAGS_APPEND" ;;
