@@ -1,10 +1,13 @@
 """Exceptions that carry the exit codes of SPEC section 3."""
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_MISSING = 1      # missing library, dependency or file
-EXIT_INVALID = 2      # invalid arguments or configuration
-EXIT_RUNTIME = 3      # hook, patch or launched program failed
+# The values live once in the registry's shared_facts (generated facts.py):
+# EXIT_MISSING 1 missing library, dependency or file; EXIT_INVALID 2 invalid
+# arguments or configuration; EXIT_RUNTIME 3 hook, patch or launched program failed.
+from primus_runner.facts import EXIT_INVALID, EXIT_MISSING, EXIT_OK, EXIT_RUNTIME
+
+__all__ = ["EXIT_INVALID", "EXIT_MISSING", "EXIT_OK", "EXIT_RUNTIME", "MissingError", "PrimusError",
+           "RuntimeFailure", "UsageError", "closest"]
 
 
 class PrimusError(Exception):

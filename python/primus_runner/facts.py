@@ -14,3 +14,17 @@ LOOPBACK_NAMES = ('localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-lo
 ACCELERATORS = ('auto', 'rocm', 'cuda', 'neuron', 'cpu')
 SRUN_NATIVE_ON = ('1', 'true', 'yes')
 SRUN_NATIVE_OFF = ('0', 'false', 'no')
+EXIT_OK = 0
+EXIT_MISSING = 1
+EXIT_INVALID = 2
+EXIT_RUNTIME = 3
+HOOK_EXIT_MISSING = 66
+HOOK_EXIT_CONFIG = 78
+DISTRIBUTED_DEFAULTS = {
+    'MASTER_ADDR': 'localhost',
+    'MASTER_PORT': '1234',
+    'NNODES': '1',
+    'NODE_RANK': '0',
+    'GPUS_PER_NODE': '8',
+}
+GPU_MODELS = ('MI300X', 'MI325X', 'MI355X')

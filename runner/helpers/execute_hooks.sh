@@ -59,7 +59,8 @@ HERE=${BASH_SOURCE[0]%/*}; [[ $HERE != "${BASH_SOURCE[0]}" ]] || HERE=.
 # shellcheck source=runner/lib/common.sh
 source "$HERE/../lib/common.sh"
 
-readonly HOOK_EXIT_MISSING=66 HOOK_EXIT_CONFIG=78
+# The hook protocol's codes, from runner/lib/facts.sh (registry shared_facts).
+readonly HOOK_EXIT_MISSING=$PRIMUS_HOOK_EXIT_MISSING HOOK_EXIT_CONFIG=$PRIMUS_HOOK_EXIT_CONFIG
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"

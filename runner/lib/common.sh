@@ -64,11 +64,8 @@ source "$__primus_lib_dir/usage.sh"
 source "$__primus_lib_dir/secrets.sh"
 unset __primus_lib_dir
 
-# Exit codes (SPEC section 3).
-PRIMUS_EXIT_MISSING=1
-PRIMUS_EXIT_INVALID=2
-# shellcheck disable=SC2034  # used by the scripts that source this file
-PRIMUS_EXIT_RUNTIME=3
+# Exit codes (SPEC section 3): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
+# protocol's PRIMUS_HOOK_EXIT_MISSING/CONFIG come from facts.sh (registry shared_facts).
 
 if [[ -z ${PRIMUS_RUNNER_DIR:-} ]]; then
   primus_dir_of PRIMUS_RUNNER_DIR "${BASH_SOURCE[0]}"

@@ -14,3 +14,16 @@ PRIMUS_LOOPBACK_NAMES=(localhost localhost.localdomain ip6-localhost ip6-loopbac
 PRIMUS_ACCELERATORS=(auto rocm cuda neuron cpu)
 PRIMUS_SRUN_NATIVE_ON=(1 true yes)
 PRIMUS_SRUN_NATIVE_OFF=(0 false no)
+# Exit codes (SPEC section 3) and the hook protocol's (mapped to 1 and 2).
+PRIMUS_EXIT_OK=0
+PRIMUS_EXIT_MISSING=1
+PRIMUS_EXIT_INVALID=2
+PRIMUS_EXIT_RUNTIME=3
+PRIMUS_HOOK_EXIT_MISSING=66
+PRIMUS_HOOK_EXIT_CONFIG=78
+# The launcher's distributed fallbacks (reference section 1).
+declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=([MASTER_ADDR]=localhost [MASTER_PORT]=1234 [NNODES]=1 [NODE_RANK]=0 [GPUS_PER_NODE]=8)
+# GPU models with a layer file (behaviour sheet section 6).
+PRIMUS_GPU_MODELS=(MI300X MI325X MI355X)
+# Neuron family -> default logical core size (registry neuron.families).
+declare -gA PRIMUS_NEURON_FAMILY_LNC=([trn1]=1 [inf2]=1 [trn2]=2 [trn3]=2)

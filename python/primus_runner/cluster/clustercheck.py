@@ -47,6 +47,8 @@ import socket
 import time
 from collections.abc import Mapping
 
+from primus_runner.facts import DISTRIBUTED_DEFAULTS, EXIT_INVALID, EXIT_RUNTIME
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any, TextIO
@@ -55,8 +57,7 @@ PROTOCOL = "primus-cluster-check/1"
 SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "IP_INTERFACE")
 # The per-node variables compared by what they mean (the others are not compared).
 MEANING_VARS = (*SOCKET_VARS, "NCCL_IB_HCA", "NCCL_IB_GID_INDEX")
-EXIT_MISMATCH = 2
-EXIT_RUNTIME = 3
+EXIT_MISMATCH = EXIT_INVALID
 MAX_REPORT = 4 << 20
 
 
@@ -220,11 +221,11 @@ def compare(reports: list[dict[str, Any]], ignore: set[str] | frozenset[str] = f
 
 # -- the exchange -------------------------------------------------------------------------
 def _endpoint(env: Mapping[str, str]) -> tuple[str, int]:
-    host = env.get("MASTER_ADDR") or "localhost"
+    host = env.get("MASTER_ADDR") or DISTRIBUTED_DEFAULTS["MASTER_ADDR"]
     explicit = env.get("PRIMUS_CLUSTER_CHECK_PORT")
     if explicit:
         return host, int(explicit)
-    port = int(env.get("MASTER_PORT") or 1234)
+    port = int(env.get("MASTER_PORT") or DISTRIBUTED_DEFAULTS["MASTER_PORT"])
     return host, port + 1 if port < 65535 else port - 1
 
 

@@ -10,15 +10,11 @@ import re
 from collections.abc import Callable, Mapping
 
 from primus_runner.errors import UsageError
+from primus_runner.facts import DISTRIBUTED_DEFAULTS
 from primus_runner.grammar import is_ip_literal
 
-BUILTIN_DEFAULTS = {
-    "MASTER_ADDR": "localhost",
-    "MASTER_PORT": "1234",
-    "NNODES": "1",
-    "NODE_RANK": "0",
-    "GPUS_PER_NODE": "8",
-}
+# Reference section 1's fallbacks: registry shared_facts distributed_defaults.
+BUILTIN_DEFAULTS = dict(DISTRIBUTED_DEFAULTS)
 
 DECIMAL = re.compile(r"^[0-9]+$")
 _TASKS_ITEM = re.compile(r"^([0-9]+)(?:\(x([0-9]+)\))?$")

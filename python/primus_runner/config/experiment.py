@@ -40,8 +40,9 @@ from typing import Any
 
 from primus_runner.config.experiment_config import section
 
-EXIT_MISSING = 66
-EXIT_CONFIG = 78
+# The hook protocol's codes (registry shared_facts; the hook runner maps them to 1 and 2).
+from primus_runner.facts import HOOK_EXIT_CONFIG, HOOK_EXIT_MISSING
+
 HOOKS = Path(__file__).resolve().parents[3] / "runner" / "helpers" / "hooks"
 STEP_OPTIONS = ("--config", "--data_path", "--patch_args", "--backend_path", "--backend", "--primus_path")
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -93,7 +94,7 @@ def split_options(argv: Sequence[str], names: Sequence[str] = STEP_OPTIONS) -> t
             found[key[2:]] = value
         elif arg in names:
             if i + 1 >= len(argv):
-                raise HookExit(EXIT_CONFIG, f"{arg} needs a value")
+                raise HookExit(HOOK_EXIT_CONFIG, f"{arg} needs a value")
             found[arg[2:]] = argv[i + 1]
             i += 1
         else:
@@ -109,12 +110,12 @@ def load_config(path: str, env: Mapping[str, str] = os.environ) -> dict[str, Any
 
     missing = missing_config(path)
     if missing:
-        raise HookExit(EXIT_MISSING, missing)
+        raise HookExit(HOOK_EXIT_MISSING, missing)
     from primus_runner.config.files import load_rendered_yaml
 
     loaded = load_rendered_yaml(path, env)
     if not isinstance(loaded, dict):
-        raise HookExit(EXIT_CONFIG, f"experiment config '{path}' is not a YAML mapping.")
+        raise HookExit(HOOK_EXIT_CONFIG, f"experiment config '{path}' is not a YAML mapping.")
     return loaded
 
 
@@ -155,7 +156,7 @@ class Context:
         try:
             return int(self.env.get("NODE_RANK", "0") or "0")
         except ValueError:
-            raise HookExit(EXIT_CONFIG, f"NODE_RANK={self.env.get('NODE_RANK')!r} is not an integer.") from None
+            raise HookExit(HOOK_EXIT_CONFIG, f"NODE_RANK={self.env.get('NODE_RANK')!r} is not an integer.") from None
 
     def backend_path(self, env_names: Sequence[str], dirname: str) -> str:
         """--backend_path > the named variables (any case) > <repo>/third_party/<dir>
@@ -186,7 +187,7 @@ class Context:
         say(f"running: {shown}")
         rc = subprocess.run(cmd, check=False, env=run_env, stdout=sys.stderr, stdin=subprocess.DEVNULL).returncode
         if rc != 0:
-            raise HookExit(EXIT_MISSING, f"'{shown}' failed with exit code {rc}; fix the install (or set "
+            raise HookExit(HOOK_EXIT_MISSING, f"'{shown}' failed with exit code {rc}; fix the install (or set "
                            "PRIMUS_SKIP_PIP=1 when the image already has the packages).")
 
     def skip_pip(self) -> bool:
@@ -196,7 +197,7 @@ class Context:
 def require_dataset_type(ctx: Context, framework: str) -> str:
     value = lookup(ctx.section(), "dataset_type")
     if not value:
-        raise HookExit(EXIT_CONFIG, f"{framework}: the experiment config {ctx.config} sets no "
+        raise HookExit(HOOK_EXIT_CONFIG, f"{framework}: the experiment config {ctx.config} sets no "
                        "pre_trainer dataset_type; set it (for example dataset_type: synthetic).")
     return str(value)
 
@@ -241,7 +242,7 @@ def pretrain(argv: list[str], env: Mapping[str, str] = os.environ, hooks: Path =
     configured = str(sec.get("framework") or "")
     backend = opts.get("backend", "")
     if backend and configured and backend != configured:
-        raise HookExit(EXIT_CONFIG, f"--backend {backend} contradicts pre_trainer.framework: {configured} in "
+        raise HookExit(HOOK_EXIT_CONFIG, f"--backend {backend} contradicts pre_trainer.framework: {configured} in "
                        f"{config}; drop --backend or make them the same.")
     framework = backend or configured
     if not framework:
@@ -289,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python3 -m primus_runner.config.experiment pretrain|posttrain [--hooks-dir DIR] [--config FILE] "
               "[ARGS...]",
               file=sys.stderr)
-        return EXIT_CONFIG
+        return HOOK_EXIT_CONFIG
     hooks = HOOKS
     rest = args[1:]
     if rest[:1] == ["--hooks-dir"] and len(rest) >= 2:
@@ -305,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(exc, UsageError):
             print(f"[prepare] ERROR: {exc}", file=sys.stderr, flush=True)
-            return EXIT_CONFIG
+            return HOOK_EXIT_CONFIG
         raise
 
 

@@ -202,9 +202,13 @@ class Registry:
                 rules_of.setdefault(name, []).append(rule_id)
         self.sections: list[dict[str, str]] = []
         variables: list[Variable] = []
+        # The launcher's distributed fallbacks live once, in shared_facts.
+        fallbacks = data.get("shared_facts", {}).get("distributed_defaults", {})
         for section in data["sections"]:
             self.sections.append({k: section[k] for k in ("id", "title", "reference", "subsystem")})
             for name, spec in section["variables"].items():
+                if name in fallbacks and "launcher_default" not in spec:
+                    spec = {**spec, "launcher_default": str(fallbacks[name])}
                 variables.append(_variable(name, spec, section, name in forwarded,
                                            tuple(rules_of.get(name, ()))))
         self.variables: tuple[Variable, ...] = tuple(variables)

@@ -3,7 +3,9 @@ python/primus_runner/facts.py for Python and runner/lib/facts.sh for bash, so bo
 languages read the same secret-name rule, log levels, log switches, loopback names
 and accelerator names, and neither holds a hand copy. ``python3 -m
 primus_runner.env.registry --write-json`` writes them; ``--check-json`` (a test) fails
-when one is stale.
+when one is stale. Also the exit codes, the hook protocol's codes, the distributed
+fallbacks, the GPU models and (bash only) the Neuron family default LNC, so neither
+language keeps a second copy (tests/python/test_facts_once.py scans for one).
 """
 from __future__ import annotations
 
@@ -33,7 +35,17 @@ def python_text(facts: dict[str, Any]) -> str:
             f"LOOPBACK_NAMES = {tuple(facts['loopback_names'])!r}\n"
             f"ACCELERATORS = {tuple(facts['accelerators'])!r}\n"
             f"SRUN_NATIVE_ON = {tuple(facts['srun_native_on'])!r}\n"
-            f"SRUN_NATIVE_OFF = {tuple(facts['srun_native_off'])!r}\n")
+            f"SRUN_NATIVE_OFF = {tuple(facts['srun_native_off'])!r}\n"
+            + "".join(f"{k} = {int(v)}\n" for k, v in facts["exit_codes"].items())
+            + "".join(f"{k} = {int(v)}\n" for k, v in facts["hook_exit_codes"].items())
+            + "DISTRIBUTED_DEFAULTS = {\n"
+            + "".join(f"    {k!r}: {v!r},\n" for k, v in _str_dict(facts["distributed_defaults"]).items())
+            + "}\n"
+            f"GPU_MODELS = {tuple(facts['gpu_models'])!r}\n")
+
+
+def _str_dict(values: dict[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in values.items()}
 
 
 def _words(values: list[str]) -> str:
@@ -81,8 +93,12 @@ def secret_name_regex(facts: dict[str, Any]) -> str:
             + "|" + "|".join(names) + ")")
 
 
-def shell_text(facts: dict[str, Any]) -> str:
+def shell_text(facts: dict[str, Any], families: dict[str, Any] | None = None) -> str:
     levels = " ".join(f"[{k}]={int(v)}" for k, v in facts["log_levels"].items())
+    defaults = " ".join(f"[{_words([k])}]={_words([str(v)])}"
+                        for k, v in facts["distributed_defaults"].items())
+    lnc = " ".join(f"[{_words([name])}]={int(spec['default_lnc'])}"
+                   for name, spec in (families or {}).items())
     return ("# shellcheck shell=bash disable=SC2034\n"
             f"# runner/lib/facts.sh: facts shared with Python ({_HEADER}).\n"
             "# A library: sourced by runner/lib/common.sh; it only defines these read-only values.\n"
@@ -98,12 +114,22 @@ def shell_text(facts: dict[str, Any]) -> str:
             f"PRIMUS_LOOPBACK_NAMES=({_words(facts['loopback_names'])})\n"
             f"PRIMUS_ACCELERATORS=({_words(facts['accelerators'])})\n"
             f"PRIMUS_SRUN_NATIVE_ON=({_words(facts['srun_native_on'])})\n"
-            f"PRIMUS_SRUN_NATIVE_OFF=({_words(facts['srun_native_off'])})\n")
+            f"PRIMUS_SRUN_NATIVE_OFF=({_words(facts['srun_native_off'])})\n"
+            "# Exit codes (SPEC section 3) and the hook protocol's (mapped to 1 and 2).\n"
+            + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["exit_codes"].items())
+            + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["hook_exit_codes"].items())
+            + "# The launcher's distributed fallbacks (reference section 1).\n"
+            f"declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=({defaults})\n"
+            "# GPU models with a layer file (behaviour sheet section 6).\n"
+            f"PRIMUS_GPU_MODELS=({_words(facts['gpu_models'])})\n"
+            "# Neuron family -> default logical core size (registry neuron.families).\n"
+            f"declare -gA PRIMUS_NEURON_FAMILY_LNC=({lnc})\n")
 
 
 def expected(data: dict[str, Any]) -> dict[str, str]:
     facts = data["shared_facts"]
-    return {PY_PATH: python_text(facts), SH_PATH: shell_text(facts)}
+    families = data.get("neuron", {}).get("families", {})
+    return {PY_PATH: python_text(facts), SH_PATH: shell_text(facts, families)}
 
 
 def write(data: dict[str, Any]) -> list[str]:

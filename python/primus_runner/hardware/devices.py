@@ -33,6 +33,7 @@ from collections.abc import Mapping
 
 from primus_runner.errors import UsageError, closest
 from primus_runner.facts import ACCELERATORS
+from primus_runner.facts import GPU_MODELS as FACT_GPU_MODELS
 from primus_runner.hardware.placement import gpu_mask, numa_node_for_rank, set_affinity
 from primus_runner.records import asdict, dataclass, field
 
@@ -40,7 +41,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
 
-GPU_MODELS = ("MI300X", "MI325X", "MI355X")
+GPU_MODELS = FACT_GPU_MODELS  # registry shared_facts gpu_models
 AMD_DEVICE_IDS = {0x74A1: "MI300X", 0x74A5: "MI325X"}
 GFX_FAMILY_MODEL = {90500: "MI355X"}          # gfx950: MI350 series, tuned by the MI355X layer
 GFX_NAMES = {90402: "gfx942", 90500: "gfx950", 90010: "gfx90a", 90008: "gfx908"}

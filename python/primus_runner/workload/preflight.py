@@ -28,7 +28,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-EXIT_MISMATCH = 2
+from primus_runner.facts import EXIT_INVALID
+
+EXIT_MISMATCH = EXIT_INVALID
 
 
 def comm_vars(env: Mapping[str, str]) -> dict[str, str]:

@@ -157,12 +157,12 @@ __primus_run_detection() {
 # ---------------------------------------------------------------------------
 
 # __primus_base_distributed: reference section 1.
+# The values: PRIMUS_DISTRIBUTED_DEFAULTS (runner/lib/facts.sh, registry shared_facts).
 __primus_base_distributed() {
-  primus_env_fallback MASTER_ADDR localhost default
-  primus_env_fallback MASTER_PORT 1234 default
-  primus_env_fallback NNODES 1 default
-  primus_env_fallback NODE_RANK 0 default
-  primus_env_fallback GPUS_PER_NODE 8 default
+  local name
+  for name in MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE; do
+    primus_env_fallback "$name" "${PRIMUS_DISTRIBUTED_DEFAULTS[$name]}" default
+  done
 }
 
 # __primus_base_network: reference section 4, NIC part (after detection).

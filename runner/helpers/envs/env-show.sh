@@ -44,12 +44,15 @@ origin_label() {
   local -a parts
   IFS=+ read -r -a parts <<<"$1"
   for part in "${parts[@]}"; do
+    if [[ " ${PRIMUS_GPU_MODELS[*]} " == *" $part "* ]]; then  # runner/lib/facts.sh
+      out+="${out:+ + }gpu layer ($part.sh)"
+      continue
+    fi
     case $part in
       default) label="default (base_env.sh)" ;;
       detected) label="detected" ;;
       launcher) label="launcher" ;;
       deterministic) label="deterministic (PRIMUS_DETERMINISTIC=1)" ;;
-      MI300X | MI325X | MI355X) label="gpu layer ($part.sh)" ;;
       neuron) label="neuron layer (neuron.sh)" ;;
       jax_xla) label="jax layer (jax_xla.sh)" ;;
       append) label="XLA_FLAGS_APPEND" ;;

@@ -113,8 +113,8 @@ __primus_jax_layer() {
     primus_env_default XLA_PYTHON_CLIENT_MEM_FRACTION .97 jax_xla
     primus_env_default TF_CPP_MIN_LOG_LEVEL 2 jax_xla
     if __primus_is_uint "${NNODES-}" && ((10#$NNODES > 1)); then
-      primus_env_default JAX_COORDINATOR_IP "${MASTER_ADDR:-localhost}" jax_xla
-      primus_env_default JAX_COORDINATOR_PORT "${MASTER_PORT:-1234}" jax_xla
+      primus_env_default JAX_COORDINATOR_IP "${MASTER_ADDR:-${PRIMUS_DISTRIBUTED_DEFAULTS[MASTER_ADDR]}}" jax_xla
+      primus_env_default JAX_COORDINATOR_PORT "${MASTER_PORT:-${PRIMUS_DISTRIBUTED_DEFAULTS[MASTER_PORT]}}" jax_xla
     fi
   fi
   primus_xla_apply_append

@@ -93,13 +93,13 @@ __primus_neuron_compact() {
   printf -v "$__out" '%s' "$__text"
 }
 
-# __primus_neuron_family_lnc: the reference's LNC default by instance name.
+# __primus_neuron_family_lnc: the reference's LNC default by instance name, from
+# PRIMUS_NEURON_FAMILY_LNC (runner/lib/facts.sh, generated from the registry's
+# neuron.families): trn1n.32xlarge -> family trn1.
 __primus_neuron_family_lnc() {
-  case ${PRIMUS_NEURON_INSTANCE:-} in
-    trn1* | inf2*) echo 1 ;;
-    trn2* | trn3*) echo 2 ;;
-    *) return 1 ;;
-  esac
+  [[ ${PRIMUS_NEURON_INSTANCE:-} =~ ^((trn|inf)[0-9]+) ]] || return 1
+  [[ -n ${PRIMUS_NEURON_FAMILY_LNC[${BASH_REMATCH[1]}]-} ]] || return 1
+  echo "${PRIMUS_NEURON_FAMILY_LNC[${BASH_REMATCH[1]}]}"
 }
 
 # __primus_neuron_logical_total VAR: logical cores of this instance for the

@@ -78,21 +78,21 @@ __primus_framework_from_args() {
 
 # __primus_layer_accelerator DIR: the ROCm GPU-model layer or the Neuron layer.
 __primus_layer_accelerator() {
-  local dir=$1 model
+  local dir=$1 model accepted
   case ${PRIMUS_ACCELERATOR:-auto} in
     rocm)
       model=${PRIMUS_GPU_MODEL:-}
       model=${model^^}
-      case $model in
-        MI300X | MI325X | MI355X)
-          LOG_INFO_RANK0 "primus-env: GPU-model layer $model.sh"
-          # shellcheck source=runner/helpers/envs/MI300X.sh
-          source "$dir/$model.sh"
-          ;;
-        *)
-          LOG_WARN_RANK0 "primus-env: GPU model '${PRIMUS_GPU_MODEL:-unknown}' has no layer (accepted: MI300X, MI325X, MI355X); using the base defaults only. Fix: export PRIMUS_GPU_MODEL=MI300X|MI325X|MI355X if this GPU is one of them."
-          ;;
-      esac
+      # The models with a layer: PRIMUS_GPU_MODELS (runner/lib/facts.sh, registry shared_facts).
+      if [[ -n $model && " ${PRIMUS_GPU_MODELS[*]} " == *" $model "* ]]; then
+        LOG_INFO_RANK0 "primus-env: GPU-model layer $model.sh"
+        # shellcheck source=runner/helpers/envs/MI300X.sh
+        source "$dir/$model.sh"
+      else
+        printf -v accepted '%s, ' "${PRIMUS_GPU_MODELS[@]}"
+        accepted=${accepted%, }
+        LOG_WARN_RANK0 "primus-env: GPU model '${PRIMUS_GPU_MODEL:-unknown}' has no layer (accepted: $accepted); using the base defaults only. Fix: export PRIMUS_GPU_MODEL=<one of $accepted> if this GPU is one of them."
+      fi
       ;;
     neuron)
       # shellcheck source=runner/helpers/envs/neuron.sh

@@ -17,8 +17,9 @@
 # shellcheck source=runner/lib/common.sh
 source "${PRIMUS_RUNNER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/lib/common.sh"
 
-HOOK_EXIT_MISSING=66
-HOOK_EXIT_CONFIG=78
+# The hook protocol's codes, from runner/lib/facts.sh (registry shared_facts).
+HOOK_EXIT_MISSING=$PRIMUS_HOOK_EXIT_MISSING
+HOOK_EXIT_CONFIG=$PRIMUS_HOOK_EXIT_CONFIG
 HOOK_SELF=${0##*/}
 
 # hook_dry_run: true under --dry-run.

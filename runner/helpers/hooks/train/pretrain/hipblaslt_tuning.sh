@@ -141,7 +141,7 @@ stage_tune() {
     shopt -u nullglob
     ((${#shape_files[@]})) ||
       hook_config_error "stage 2 (offline tune) found no GEMM shapes in $shapes; run stage 1 first (PRIMUS_HIPBLASLT_TUNING_STAGE=1) with the same PRIMUS_WORKSPACE and model."
-    local gpus=${GPUS_PER_NODE:-8}
+    local gpus=${GPUS_PER_NODE:-${PRIMUS_DISTRIBUTED_DEFAULTS[GPUS_PER_NODE]}}
     [[ $gpus =~ ^[1-9][0-9]*$ ]] || hook_config_error "GPUS_PER_NODE='$gpus' is not a positive integer."
     make_dir "${result%/*}"
     local -a cmd=("$tuner")

@@ -20,7 +20,6 @@ import subprocess
 
 from primus_runner import dataprep
 from primus_runner.config.experiment import (
-    EXIT_MISSING,
     Context,
     HookExit,
     dry_run,
@@ -30,6 +29,7 @@ from primus_runner.config.experiment import (
     step_main,
     truthy,
 )
+from primus_runner.facts import HOOK_EXIT_MISSING
 
 
 def prepare_data(ctx: Context) -> None:
@@ -61,7 +61,7 @@ def prepare_data(ctx: Context) -> None:
 def check_backend(ctx: Context) -> str:
     path = ctx.backend_path(["BACKEND_PATH", "MEGATRON_PATH"], "Megatron-LM")
     if not os.path.isdir(path) or not os.listdir(path):
-        raise HookExit(EXIT_MISSING, f"megatron: the Megatron-LM checkout {path} is missing or empty; set "
+        raise HookExit(HOOK_EXIT_MISSING, f"megatron: the Megatron-LM checkout {path} is missing or empty; set "
                        "MEGATRON_PATH (or --backend_path) to a Megatron-LM checkout, or put one in "
                        "third_party/Megatron-LM.")
     datasets = os.path.join(path, "megatron", "core", "datasets")

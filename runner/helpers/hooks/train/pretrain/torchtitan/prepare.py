@@ -16,8 +16,6 @@ from __future__ import annotations
 import os
 
 from primus_runner.config.experiment import (
-    EXIT_CONFIG,
-    EXIT_MISSING,
     Context,
     HookExit,
     dry_run,
@@ -26,12 +24,13 @@ from primus_runner.config.experiment import (
     say,
     step_main,
 )
+from primus_runner.facts import HOOK_EXIT_CONFIG, HOOK_EXIT_MISSING
 
 
 def main(ctx: Context) -> None:
     path = ctx.backend_path(["TORCHTITAN_PATH"], "torchtitan")
     if not os.path.isdir(path):
-        raise HookExit(EXIT_MISSING, f"torchtitan: the checkout {path} does not exist; set TORCHTITAN_PATH or "
+        raise HookExit(HOOK_EXIT_MISSING, f"torchtitan: the checkout {path} does not exist; set TORCHTITAN_PATH or "
                        "--backend_path.")
     if not ctx.skip_pip():
         ctx.pip("install", "-e", path, "--config-settings", "editable_mode=compat")
@@ -42,13 +41,13 @@ def main(ctx: Context) -> None:
             os.remove(ctx.patch_args)
     assets = lookup(ctx.section(), "model.hf_assets_path")
     if not assets:
-        raise HookExit(EXIT_CONFIG, f"torchtitan: {ctx.config} sets no pre_trainer model.hf_assets_path; "
+        raise HookExit(HOOK_EXIT_CONFIG, f"torchtitan: {ctx.config} sets no pre_trainer model.hf_assets_path; "
                        "set it to a tokenizer directory or a Hugging Face repo id.")
     assets = str(assets)
     if not os.path.isdir(assets):
         local = os.path.join(ctx.data_path, "torchtitan", assets.rstrip("/").split("/")[-1])
         if not os.path.isfile(os.path.join(local, "tokenizer.json")):
-            raise HookExit(EXIT_MISSING, f"torchtitan: model.hf_assets_path '{assets}' is neither a directory "
+            raise HookExit(HOOK_EXIT_MISSING, f"torchtitan: model.hf_assets_path '{assets}' is neither a directory "
                            f"nor downloaded to {local} (no tokenizer.json there); download the tokenizer "
                            f"assets of {assets} into {local} (HF_TOKEN may be needed).")
         assets = local
