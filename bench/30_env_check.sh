@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/30_env_check.sh: `primus-cli env check` over a full environment (target:
 # <= 0.15 s): every registry variable set to a valid example value
-# (registry.full_environment), under env -i so nothing else is checked. Also the
+# (env/examples.py full_environment), under env -i so nothing else is checked. Also the
 # clean-environment case and the in-process cost of one check() call.
 # Prints figures, asserts nothing.
 #
@@ -17,7 +17,7 @@ cli=$ROOT/runner/primus-cli
 
 # full_env: NAME=VALUE words of the full environment, one per array item.
 mapfile -t full_env < <(PYTHONPATH=$ROOT/python "$py" -c '
-from primus_runner.env.registry import full_environment
+from primus_runner.env.examples import full_environment
 for name, value in full_environment().items():
     print(f"{name}={value}")')
 
@@ -30,8 +30,8 @@ bench_median "python3 -m primus_runner env check, full environment" "$BENCH_RUNS
   env -i "${full_env[@]}" "${own[@]}" PYTHONPATH="$ROOT/python" "$py" -m primus_runner env check
 PYTHONPATH=$ROOT/python "$py" -c '
 import time
-from primus_runner.env import registry, rules
-env = registry.full_environment()
+from primus_runner.env import examples, rules
+env = examples.full_environment()
 rules.check(env)
 runs = 200
 start = time.perf_counter()

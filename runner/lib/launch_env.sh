@@ -6,7 +6,7 @@
 #
 #   PRIMUS_CLI_ENV                  the KEY=VALUE items, in order: config
 #                                   direct.env, then --env; the launch helper
-#                                   reads them (python/primus_runner/verdict/
+#                                   reads them (python/primus_runner/env/
 #                                   inputs.py) and hands them back as `cli`
 #                                   records before the layers
 #   primus_cli_env_apply            export every item again (values are data),

@@ -130,7 +130,7 @@ primus_helper_on_record() {
     note) PRIMUS_PREPARE_NOTE[$2]=$3 PRIMUS_PREPARE_NOTE[$2=]=${!2-} ;;
     cli)
       # config direct.env / --env, as the precedence step read them
-      # (verdict/inputs.py): exported now, kept above layers and hooks.
+      # (env/inputs.py): exported now, kept above layers and hooks.
       PRIMUS_CLI_ENV+=("$2=$3")
       printf -v "$2" '%s' "$3"
       export "${2?}"

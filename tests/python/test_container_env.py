@@ -1,12 +1,12 @@
 """Issue 30 item 11: container mode names the host variables it does not
-forward (python/primus_runner/container_env.py) and takes MASTER_PORT=auto."""
+forward (python/primus_runner/launch/container_env.py) and takes MASTER_PORT=auto."""
 from __future__ import annotations
 
 import pytest
 
-from primus_runner import container_env
 from primus_runner.env import registry
 from primus_runner.errors import UsageError
+from primus_runner.launch import container_env
 
 
 def test_unregistered_job_settings_outside_the_forwarding_list_are_named() -> None:

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from primus_runner import node_versions
 from primus_runner.doctor import accel, system
 from primus_runner.doctor.cli import REPORT_PREFIX, read_reports
+from primus_runner.hardware import versions as node_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "sysfs"

@@ -11,7 +11,8 @@ import pytest
 
 from primus_runner import cli
 from primus_runner.env import commands as env_cmd
-from primus_runner.env.registry import full_environment, load
+from primus_runner.env.examples import full_environment
+from primus_runner.env.registry import load
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "environment.md"

@@ -1,11 +1,11 @@
 """Every launch's cluster check compares torch's version and the CPU vendor too
-(issue 26 item 5): python/primus_runner/node_versions.py read on fake nodes."""
+(issue 26 item 5): python/primus_runner/hardware/versions.py read on fake nodes."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from primus_runner import node_versions
 from primus_runner.cluster import clustercheck
+from primus_runner.hardware import versions as node_versions
 
 
 def _node(tmp_path: Path, name: str, vendor: str, torch: str) -> tuple[str, dict[str, str]]:

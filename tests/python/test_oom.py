@@ -1,4 +1,4 @@
-"""The out-of-memory hint of the failure report (python/primus_runner/failure/oom.py)."""
+"""The out-of-memory hint of the failure report (python/primus_runner/launch/oom.py)."""
 from __future__ import annotations
 
 from pathlib import Path

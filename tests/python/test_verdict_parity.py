@@ -33,11 +33,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from primus_runner.env.registry import Variable, example_value, load
+from primus_runner.env.examples import example_value
+from primus_runner.env.refusals import RuleRefusal
+from primus_runner.env.registry import Variable, load
 from primus_runner.env.rules import CheckContext, check, exit_code
 from primus_runner.errors import PrimusError
 from primus_runner.launch.helper import prepare_records
-from primus_runner.verdict.refusals import RuleRefusal
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSFS = ROOT / "tests/fixtures/sysfs"

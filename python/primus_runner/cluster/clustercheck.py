@@ -22,7 +22,7 @@ What is compared (registry field ``scope``, python/primus_runner/env/registry.py
   driver modules (``/sys/module/<mod>/version``), the Neuron runtime library
   (``/opt/aws/neuron/lib/libnrt.so.X``), the CPU vendor (``/proc/cpuinfo``) and
   torch's version from its ``version.py``, never imported (all in
-  python/primus_runner/node_versions.py). The preflight workload adds what torch
+  python/primus_runner/hardware/versions.py). The preflight workload adds what torch
   reports itself (torch, HIP, NCCL/RCCL as torch loads them).
 
 Names in ``PRIMUS_CLUSTER_CHECK_IGNORE`` (variables or version keys) are left out.
@@ -48,21 +48,19 @@ import time
 from collections.abc import Mapping
 
 from primus_runner.facts import DISTRIBUTED_DEFAULTS, EXIT_INVALID, EXIT_RUNTIME
+from primus_runner.network.common import MEANING_VARS, SOCKET_VARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any, TextIO
 
 PROTOCOL = "primus-cluster-check/1"
-SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "IP_INTERFACE")
-# The per-node variables compared by what they mean (the others are not compared).
-MEANING_VARS = (*SOCKET_VARS, "NCCL_IB_HCA", "NCCL_IB_GID_INDEX")
 EXIT_MISMATCH = EXIT_INVALID
 MAX_REPORT = 4 << 20
 
 
 # -- what a node reports ---------------------------------------------------------------
-from primus_runner.node_versions import versions  # noqa: E402 (the node's versions, CPU vendor, torch)
+from primus_runner.hardware.versions import versions  # noqa: E402 (the node's versions, CPU vendor, torch)
 
 
 def _subnets(result: Any, names: list[str], routes: list[Any]) -> list[str]:

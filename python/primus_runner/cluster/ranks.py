@@ -87,9 +87,9 @@ def neuron_root_comm_id(master_addr: str, master_port: int, port: int | None = N
 
 
 def check_rendezvous_env(env: Mapping[str, str], notes: list[str]) -> None:
-    """An exported PET_RDZV_* (rule pet_rdzv_exported, verdict/refusals.py);
+    """An exported PET_RDZV_* (rule pet_rdzv_exported, env/refusals.py);
     with PRIMUS_ELASTIC=1 a note instead."""
-    from primus_runner.verdict.refusals import RuleRefusal, pet_rdzv_problem
+    from primus_runner.env.refusals import RuleRefusal, pet_rdzv_problem
 
     problem = pet_rdzv_problem(env)
     if problem is not None:
@@ -102,8 +102,8 @@ def check_rendezvous_env(env: Mapping[str, str], notes: list[str]) -> None:
 
 
 def _refuse_bare_rank(env: Mapping[str, str]) -> None:
-    """A bare RANK/WORLD_SIZE (rule bare_rank_world_size, verdict/refusals.py)."""
-    from primus_runner.verdict.refusals import RuleRefusal, bare_rank_problem
+    """A bare RANK/WORLD_SIZE (rule bare_rank_world_size, env/refusals.py)."""
+    from primus_runner.env.refusals import RuleRefusal, bare_rank_problem
 
     problem = bare_rank_problem(env, None)
     if problem is not None:
@@ -112,8 +112,8 @@ def _refuse_bare_rank(env: Mapping[str, str]) -> None:
 
 def check_master_resolves(mapping: RankMap, root: str) -> None:
     """On every node but rank 0, MASTER_ADDR must resolve here (rule
-    master_addr_resolves, verdict/refusals.py): a host probe."""
-    from primus_runner.verdict.refusals import RuleRefusal, master_resolve_problem
+    master_addr_resolves, env/refusals.py): a host probe."""
+    from primus_runner.env.refusals import RuleRefusal, master_resolve_problem
 
     problem = master_resolve_problem(mapping.master_addr, mapping.nnodes, mapping.node_rank, root)
     if problem is not None:
@@ -185,7 +185,7 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
     # "nodes" on one machine (tests, bring-up); env check warns. A default is a mistake.
     loop = distributed.loopback_problem(master, nnodes, users=r.origins["MASTER_ADDR"] == "exported")
     if loop is not None and loop[0] == "error":
-        from primus_runner.verdict.refusals import RuleRefusal
+        from primus_runner.env.refusals import RuleRefusal
 
         raise RuleRefusal("master_addr_multinode", ("MASTER_ADDR", master, loop[1], loop[2]),
                           f" (MASTER_ADDR from {r.origins['MASTER_ADDR']})")

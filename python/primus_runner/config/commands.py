@@ -37,10 +37,9 @@ def _display(dotted: str, value: Any) -> str:
 
 def _notes(cfg: cfgmod.Config) -> dict[str, str]:
     """What a launch really does with a shown value, where that differs."""
-    from primus_runner.launch.detect import count_gives_way_to_detection
 
     notes = {}
-    if "direct.gpus_per_node" in cfg.sources and count_gives_way_to_detection(cfg):
+    if "direct.gpus_per_node" in cfg.sources and cfgmod.only_system_default(cfg, "direct.gpus_per_node"):
         notes["direct.gpus_per_node"] = ("system default: a launch uses the detected count instead "
                                          "(one process per GPU, 1 without accelerator)")
     return notes

@@ -291,3 +291,11 @@ if __name__ == "__main__":
     else:
         print("usage: python3 -m primus_runner.config.files --write-json", file=sys.stderr)
         sys.exit(2)
+
+
+def only_system_default(cfg: Config, key: str) -> bool:
+    """True when KEY's value comes from runner/.primus.yaml alone (or no file):
+    the system default, which a launch may replace (the detected process count,
+    an automatic port)."""
+    source = cfg.sources.get(key)
+    return source is None or os.path.abspath(source) == os.path.abspath(system_config_path())

@@ -1,4 +1,6 @@
-"""``python3 -m primus_runner data prepare|wait|status`` (see ``--help``)."""
+"""``python3 -m primus_runner data prepare|wait|status`` (see ``--help``): the command
+line of data preparation. Parses options and prints; the plan, the markers and the
+work are the package's other modules."""
 from __future__ import annotations
 
 import argparse

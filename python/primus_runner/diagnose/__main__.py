@@ -1,4 +1,5 @@
-"""``python -m primus_runner.diagnose``: see python/primus_runner/diagnose/cli.py."""
+"""``python -m primus_runner.diagnose``: runs python/primus_runner/diagnose/cli.py
+(dump, stacks, merge, gather); decides nothing itself."""
 import sys
 
 from primus_runner.diagnose.cli import main

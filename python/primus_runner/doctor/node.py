@@ -33,7 +33,7 @@ def _job(env: Mapping[str, str]) -> tuple[str, int, int, int]:
 def run_checks(env: Mapping[str, str]) -> tuple[list[Check], dict[str, Any]]:
     from primus_runner.cluster.clustercheck import uniform_values
     from primus_runner.doctor import accel, network, system
-    from primus_runner.node_versions import cpu_facts
+    from primus_runner.hardware.versions import cpu_facts
 
     root = env.get("PRIMUS_SYSFS_ROOT") or "/"
     dev_root = env.get("PRIMUS_DEV_ROOT") or "/"

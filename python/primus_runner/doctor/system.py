@@ -6,7 +6,7 @@ the thresholds below, which are this project's choices, not vendor figures:
 /dev/shm >= 1 GiB, open files >= 65536 (the container mode itself sets
 ``nofile=1048576``, reference primus-runner-behaviour.md), workspace >= 10 GiB
 free, memlock unlimited where RDMA ports exist (registered memory is pinned).
-Versions and CPU facts are python/primus_runner/node_versions.py's (the cluster
+Versions and CPU facts are python/primus_runner/hardware/versions.py's (the cluster
 check compares the same). Must not import torch.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import socket
 from collections.abc import Mapping
 
 from primus_runner.doctor.record import FAIL, PASS, WARN, Check
-from primus_runner.node_versions import cpu_facts
+from primus_runner.hardware.versions import cpu_facts
 
 GIB = 1 << 30
 SHM_MIN = 1 * GIB
@@ -35,7 +35,7 @@ def cpu_check(root: str) -> Check:
 
 # -- versions ---------------------------------------------------------------------------
 def versions_check(root: str, env: Mapping[str, str]) -> tuple[Check, dict[str, str]]:
-    from primus_runner.node_versions import versions
+    from primus_runner.hardware.versions import versions
 
     found = versions(root, env)
     shown = ", ".join(f"{k} {v}" for k, v in found.items())

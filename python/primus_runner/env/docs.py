@@ -23,7 +23,8 @@ SCOPE_WORDS = {
     "per-process": "set per rank; never compared",
     "local": "this host's own business; never compared or sent to other nodes",
 }
-# The per-node network variables: compared by meaning (python/primus_runner/cluster/clustercheck.py).
+# The per-node network variables: compared by meaning (python/primus_runner/cluster/clustercheck.py;
+# the list is python/primus_runner/network/common.py's MEANING_VARS).
 _MEANING_WORDS = {
     "NCCL_SOCKET_IFNAME": "the IPv4 subnet of the interfaces it selects",
     "GLOO_SOCKET_IFNAME": "the IPv4 subnet of the interfaces it selects",
@@ -35,7 +36,7 @@ _MEANING_WORDS = {
 
 def scope_words(var: Any) -> str:
     """What ``var``'s scope means for the cluster check, in words."""
-    from primus_runner.cluster.clustercheck import MEANING_VARS
+    from primus_runner.network.common import MEANING_VARS
 
     if var.scope == "per-node" and var.name in MEANING_VARS:
         return (f"may differ per node; the cluster check compares what it means: "

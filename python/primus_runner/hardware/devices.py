@@ -34,140 +34,35 @@ from collections.abc import Mapping
 from primus_runner.errors import UsageError, closest
 from primus_runner.facts import ACCELERATORS
 from primus_runner.facts import GPU_MODELS as FACT_GPU_MODELS
+from primus_runner.hardware.found import Device, Devices
 from primus_runner.hardware.placement import gpu_mask, numa_node_for_rank, set_affinity
-from primus_runner.records import asdict, dataclass, field
+from primus_runner.hardware.sysfs import list_dir, numa_cpus, parse_cpulist, parse_properties, read_text, to_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
-    from typing import Any
+    pass
 
 GPU_MODELS = FACT_GPU_MODELS  # registry shared_facts gpu_models
 AMD_DEVICE_IDS = {0x74A1: "MI300X", 0x74A5: "MI325X"}
 GFX_FAMILY_MODEL = {90500: "MI355X"}          # gfx950: MI350 series, tuned by the MI355X layer
 GFX_NAMES = {90402: "gfx942", 90500: "gfx950", 90010: "gfx90a", 90008: "gfx908"}
 
-@dataclass
-class Device:
-    kind: str                  # "gpu" or "neuron"
-    index: int
-    name: str
-    pci: str | None
-    numa_node: int
-    cores: int | None = None
-
-
-@dataclass
-class Devices:
-    accelerator: str
-    gpu_model: str | None
-    devices: list[Device]
-    neuron: dict[str, Any] | None
-    numa_cpus: dict[int, str]
-    detected_by: list[str] = field(default_factory=list)
-    overrides: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    visible_count: int | None = None     # GPUs left after ROCR/HIP/CUDA masks
-
-    def as_env(self) -> dict[str, str]:
-        out = {"PRIMUS_ACCELERATOR": self.accelerator}
-        if self.accelerator in ("rocm", "cuda"):
-            if self.gpu_model:
-                out["PRIMUS_GPU_MODEL"] = self.gpu_model
-            count = len(self.devices) if self.visible_count is None else self.visible_count
-            out["PRIMUS_GPU_COUNT"] = str(count)
-        if self.accelerator == "neuron" and self.neuron:
-            n = self.neuron
-            if n.get("instance"):
-                out["PRIMUS_NEURON_INSTANCE"] = n["instance"]
-            for key, name in (("devices", "PRIMUS_NEURON_DEVICES"),
-                              ("cores_per_device", "PRIMUS_NEURON_CORES_PER_DEVICE"),
-                              ("default_lnc", "PRIMUS_NEURON_DEFAULT_LNC"),
-                              ("logical_cores", "PRIMUS_NEURON_LOGICAL_CORES"),
-                              ("efa_devices", "PRIMUS_NEURON_EFA_DEVICES")):
-                if n.get(key) is not None:
-                    out[name] = str(n[key])
-        return out
-
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = asdict(self)
-        data["env"] = self.as_env()
-        return data
-
-
-# -- readers ------------------------------------------------------------------
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
-
-
-def _int(text: str | None, default: int = -1) -> int:
-    if text is None:
-        return default
-    text = text.strip()
-    try:
-        return int(text, 16) if text.lower().startswith("0x") else int(text)
-    except ValueError:
-        return default
-
-
-def _properties(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        key, _, value = line.strip().partition(" ")
-        if key:
-            out[key] = value.strip()
-    return out
-
-
-def numa_cpus(root: str) -> dict[int, str]:
-    base = os.path.join(root, "sys/devices/system/node")
-    out: dict[int, str] = {}
-    for name in _listdir(base):
-        if name.startswith("node") and name[4:].isdigit():
-            cpus = _read(os.path.join(base, name, "cpulist"))
-            if cpus is not None:
-                out[int(name[4:])] = cpus
-    return dict(sorted(out.items()))
-
-
-def parse_cpulist(text: str) -> list[int]:
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]."""
-    cpus: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
 # -- AMD ------------------------------------------------------------------------
 def _pci_numa(root: str, pci: str) -> int:
-    return _int(_read(os.path.join(root, "sys/bus/pci/devices", pci, "numa_node")))
+    return to_int(read_text(os.path.join(root, "sys/bus/pci/devices", pci, "numa_node")))
 
 
 def amd_gpus_kfd(root: str) -> list[tuple[Device, dict[str, str]]]:
     base = os.path.join(root, "sys/class/kfd/kfd/topology/nodes")
     found: list[tuple[Device, dict[str, str]]] = []
-    for node in sorted((n for n in _listdir(base) if n.isdigit()), key=int):
-        props = _properties(_read(os.path.join(base, node, "properties")) or "")
-        if _int(props.get("simd_count"), 0) <= 0 or _int(props.get("gfx_target_version"), 0) <= 0:
+    for node in sorted((n for n in list_dir(base) if n.isdigit()), key=int):
+        props = parse_properties(read_text(os.path.join(base, node, "properties")) or "")
+        if to_int(props.get("simd_count"), 0) <= 0 or to_int(props.get("gfx_target_version"), 0) <= 0:
             continue
-        location = _int(props.get("location_id"), 0)
-        domain = _int(props.get("domain"), 0)
+        location = to_int(props.get("location_id"), 0)
+        domain = to_int(props.get("domain"), 0)
         pci = f"{domain:04x}:{location >> 8:02x}:{(location >> 3) & 0x1F:02x}.{location & 7}"
-        gfx = _int(props.get("gfx_target_version"), 0)
+        gfx = to_int(props.get("gfx_target_version"), 0)
         found.append((Device("gpu", len(found), GFX_NAMES.get(gfx, f"gfx{gfx}"), pci,
                              _pci_numa(root, pci)), props))
     return found
@@ -176,19 +71,19 @@ def amd_gpus_kfd(root: str) -> list[tuple[Device, dict[str, str]]]:
 def amd_gpus_drm(root: str) -> list[tuple[Device, dict[str, str]]]:
     base = os.path.join(root, "sys/class/drm")
     found: list[tuple[Device, dict[str, str]]] = []
-    cards = sorted((c for c in _listdir(base) if re.fullmatch(r"card\d+", c)), key=lambda c: int(c[4:]))
+    cards = sorted((c for c in list_dir(base) if re.fullmatch(r"card\d+", c)), key=lambda c: int(c[4:]))
     for card in cards:
         dev = os.path.join(base, card, "device")
-        if (_read(os.path.join(dev, "vendor")) or "").lower() != "0x1002":
+        if (read_text(os.path.join(dev, "vendor")) or "").lower() != "0x1002":
             continue
         try:
             pci = os.path.basename(os.path.realpath(dev))
         except OSError:
             pci = None
-        props = {"device_id": str(_int(_read(os.path.join(dev, "device")), 0)),
-                 "product_name": _read(os.path.join(dev, "product_name")) or ""}
+        props = {"device_id": str(to_int(read_text(os.path.join(dev, "device")), 0)),
+                 "product_name": read_text(os.path.join(dev, "product_name")) or ""}
         found.append((Device("gpu", len(found), card, pci,
-                             _int(_read(os.path.join(dev, "numa_node")))), props))
+                             to_int(read_text(os.path.join(dev, "numa_node")))), props))
     return found
 
 
@@ -221,13 +116,13 @@ def rocm_smi_model(env: Mapping[str, str]) -> str | None:
 
 def amd_model(props: dict[str, str], env: Mapping[str, str], notes: list[str],
               smi_cache: dict[str, str | None] | None = None) -> str | None:
-    model = AMD_DEVICE_IDS.get(_int(props.get("device_id"), 0))
+    model = AMD_DEVICE_IDS.get(to_int(props.get("device_id"), 0))
     if model:
         return model
     model = _model_from_text(props.get("product_name", ""))
     if model:
         return model
-    gfx = _int(props.get("gfx_target_version"), 0)
+    gfx = to_int(props.get("gfx_target_version"), 0)
     if gfx in GFX_FAMILY_MODEL:
         return GFX_FAMILY_MODEL[gfx]
     cache = {} if smi_cache is None else smi_cache
@@ -236,7 +131,7 @@ def amd_model(props: dict[str, str], env: Mapping[str, str], notes: list[str],
     if cache["model"]:
         return cache["model"]
     if gfx == 90402:
-        notes.append(f"gfx942 GPU with device id {_int(props.get('device_id'), 0):#06x} not in "
+        notes.append(f"gfx942 GPU with device id {to_int(props.get('device_id'), 0):#06x} not in "
                      "the table and rocm-smi did not name it; using the MI300X layer "
                      "(set PRIMUS_GPU_MODEL to choose)")
         return "MI300X"
@@ -265,9 +160,9 @@ def nvidia_gpus(root: str, env: Mapping[str, str]) -> list[Device] | None:
     names = [m.group(1).strip() for m in re.finditer(r"^GPU \d+: (.+?)(?: \(UUID:.*)?$",
                                                       proc.stdout, re.M)]
     pci_base = os.path.join(root, "sys/bus/pci/devices")
-    nv_pci = sorted(p for p in _listdir(pci_base)
-                    if (_read(os.path.join(pci_base, p, "vendor")) or "").lower() == "0x10de"
-                    and (_read(os.path.join(pci_base, p, "class")) or "").startswith(("0x0300", "0x0302")))
+    nv_pci = sorted(p for p in list_dir(pci_base)
+                    if (read_text(os.path.join(pci_base, p, "vendor")) or "").lower() == "0x10de"
+                    and (read_text(os.path.join(pci_base, p, "class")) or "").startswith(("0x0300", "0x0302")))
     out = []
     for i, name in enumerate(names):
         pci = nv_pci[i] if len(nv_pci) == len(names) else None
@@ -340,7 +235,7 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
 
     instance = instance_override
     if instance is None:
-        product = (_read(os.path.join(sysfs_root, "sys/class/dmi/id/product_name")) or "").strip().lower()
+        product = (read_text(os.path.join(sysfs_root, "sys/class/dmi/id/product_name")) or "").strip().lower()
         # The registry's tables only when the name looks like an instance type:
         # loading them costs ms of every launch on a host that is no Neuron one.
         family = neuron_hw.neuron_family(product) if "." in product else None

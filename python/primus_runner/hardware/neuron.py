@@ -10,7 +10,8 @@ import re
 from collections.abc import Mapping
 
 from primus_runner.errors import UsageError, closest
-from primus_runner.hardware.devices import Device, _int, _listdir, _read
+from primus_runner.hardware.found import Device
+from primus_runner.hardware.sysfs import list_dir, read_text, to_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -23,9 +24,10 @@ _NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
 
 
 def neuron_tables() -> dict[str, Any]:
-    from primus_runner.env.registry import load
+    from primus_runner.registry_data import cached_data
 
-    return load().neuron
+    tables: dict[str, Any] = cached_data().get("neuron", {})
+    return tables
 
 
 def neuron_family(instance_type: str) -> str | None:
@@ -79,7 +81,7 @@ def efa_devices(root: str) -> list[str]:
     kernel's ``efa`` module (drivers/infiniband/hw/efa, DRV_MODULE_NAME "efa")."""
     base = os.path.join(root, "sys/class/infiniband")
     out = []
-    for name in _listdir(base):
+    for name in list_dir(base):
         driver = os.path.join(base, name, "device/driver")
         if os.path.islink(driver) and os.path.basename(os.readlink(driver)) == "efa":
             out.append(name)
@@ -87,13 +89,13 @@ def efa_devices(root: str) -> list[str]:
 
 
 def neuron_devices(root: str, dev_root: str) -> list[Device]:
-    names = [n for n in _listdir(os.path.join(dev_root, "dev")) if re.fullmatch(r"neuron\d+", n)]
+    names = [n for n in list_dir(os.path.join(dev_root, "dev")) if re.fullmatch(r"neuron\d+", n)]
     out: list[Device] = []
     for name in sorted(names, key=lambda n: int(n[6:])):
         sys_dir = os.path.join(root, "sys/class/neuron_device", name)
-        cores = _int(_read(os.path.join(sys_dir, "core_count")), 0) or None
+        cores = to_int(read_text(os.path.join(sys_dir, "core_count")), 0) or None
         out.append(Device("neuron", int(name[6:]), name, None,
-                          _int(_read(os.path.join(sys_dir, "device/numa_node"))), cores))
+                          to_int(read_text(os.path.join(sys_dir, "device/numa_node"))), cores))
     return out
 
 

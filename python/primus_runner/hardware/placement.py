@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from primus_runner.records import dataclass, field
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only (devices imports this module)
-    from primus_runner.hardware.devices import Devices
+if TYPE_CHECKING:  # annotations only
+    from primus_runner.hardware.found import Devices
 
 
 # ROCm applies ROCR_VISIBLE_DEVICES first (indices or UUIDs of the host's GPUs);

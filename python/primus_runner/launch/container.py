@@ -276,7 +276,7 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
             inner_env.append(key)
     inner, inner_mounts = copts.rewrite_inner(opts.inner, cwd, env, plan, env_item)
     plan.forwarded = [n for n in plan.forwarded if n not in plan.env]
-    from primus_runner import container_env
+    from primus_runner.launch import container_env
 
     dropped = container_env.unforwarded(env, {*plan.forwarded, *plan.env}, reg, neuron)
     if dropped:

@@ -43,22 +43,11 @@ def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
     out = {}
     for name, key in DIST_KEYS.items():
         value = cfgmod.scalar_text(cfg.get(key))
-        if name == "MASTER_PORT" and _from_system_config(cfg, key):
+        if name == "MASTER_PORT" and cfgmod.only_system_default(cfg, key):
             continue  # the reference default: a Slurm step derives its own (schedulers.slurm_step_port)
         if value != "":
             out[name] = value
     return out
-
-
-def _from_system_config(cfg: cfgmod.Config, key: str) -> bool:
-    source = cfg.sources.get(key)
-    return source is None or os.path.abspath(source) == os.path.abspath(cfgmod.system_config_path())
-
-
-def count_gives_way_to_detection(cfg: cfgmod.Config) -> bool:
-    """True when the config's direct.gpus_per_node is only the system default,
-    which a launch replaces with the detected count (1 without accelerator)."""
-    return _from_system_config(cfg, DIST_KEYS["GPUS_PER_NODE"])
 
 
 def _gpus_per_node_is_a_default(origin: str | None, cfg: cfgmod.Config) -> bool:

@@ -46,7 +46,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
 
-    from primus_runner.verdict.report import Verdict
+    from primus_runner.launch.verdict import Verdict
 
 def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,
                     sysfs_root: str, dev_root: str, cli_env: tuple[str, ...] = (),
@@ -54,10 +54,10 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     cfg = cfgmod.load(config_file)
     for warning in cfg.warnings:
         log.warn(warning)
-    # config direct.env, then --env (verdict/inputs.py): they enter the
+    # config direct.env, then --env (env/inputs.py): they enter the
     # precedence step as the highest source, never applied after it. The
     # shell exports them (`cli` records) and keeps them above layers and hooks.
-    from primus_runner.verdict import inputs
+    from primus_runner.env import inputs
 
     listed = cfg.get("direct.env")
     items = inputs.config_items(listed if isinstance(listed, list) else ())
@@ -238,7 +238,7 @@ def main(argv: list[str]) -> int:
                 "dev_root": args.dev_root, "console_fd": getattr(args, "console_fd", None) or "",
                 "cli_env_count": args.cli_env_count, "verdict": getattr(args, "verdict", "")}
     accelerator = None if opts["accelerator"] in ("", "auto") else opts["accelerator"]
-    from primus_runner.verdict.report import Verdict
+    from primus_runner.launch.verdict import Verdict
 
     verdict = Verdict.parse(opts["verdict"])
     count = int(opts["cli_env_count"]) if opts["cli_env_count"].isdigit() else 0

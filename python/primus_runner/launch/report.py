@@ -246,7 +246,7 @@ def report(rc_dir: Path, log_file: str, torchrun_code: int, requeue_code: int | 
         first = Failure(first.code, first.time_us, first.rank, first.local_rank, flat, flat,
                         first.error_file)
     others = [f for f in failures if f.rank != first.rank]
-    from primus_runner.failure.oom import oom_hint
+    from primus_runner.launch.oom import oom_hint
 
     hints = oom_hint(first.code, os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
                      os.environ.get("PRIMUS_DEV_ROOT") or "/")

@@ -4,18 +4,18 @@ The package is split along its seams: ``common`` (readers), ``routes`` (route
 table, local addresses, name resolution), ``interfaces`` (socket interface
 choice, NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME syntax), ``hca`` (RDMA ports,
 NCCL_IB_HCA), ``gids`` (RoCE GID types and NCCL_IB_GID_INDEX), ``detect``
-(everything in one pass, the CLI) and ``check`` (the user's values against
+(everything in one pass), ``cli`` (the command line) and ``check`` (the user's values against
 this host). Each module's docstring states its rules.
 """
 from __future__ import annotations
 
+from primus_runner.network.cli import main
 from primus_runner.network.common import DEFAULT_HCA_EXCLUDE
 from primus_runner.network.detect import (
     ENV_VARS,
     NicResult,
     choose_gid_index,
     detect_nics,
-    main,
 )
 from primus_runner.network.gids import DEFAULT_GID_INDEX
 from primus_runner.network.hca import HcaPort, choose_hcas, read_ports

@@ -64,3 +64,9 @@ def hex_le(text: str) -> int:
 
 def is_real_root(root: str) -> bool:
     return os.path.realpath(root) == "/"
+
+
+# The per-node network variables the cluster check compares by what they mean
+# (subnet, link layer, GID type and family) rather than by value.
+SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "IP_INTERFACE")
+MEANING_VARS = (*SOCKET_VARS, "NCCL_IB_HCA", "NCCL_IB_GID_INDEX")

@@ -1,4 +1,4 @@
-"""``detect_nics``: every network value of one host in one pass, and the CLI.
+"""``detect_nics``: every network value of one host in one pass (the CLI is cli.py).
 
 Everything is read under a root directory (``--sysfs-root``, env
 ``PRIMUS_SYSFS_ROOT``, default ``/``) so tests run on fake trees (see
@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from primus_runner.errors import UsageError
 from primus_runner.network.common import DEFAULT_HCA_EXCLUDE, compile_pattern
 from primus_runner.network.gids import AUTO_GID_INDEX, DEFAULT_GID_INDEX
 from primus_runner.network.hca import HcaPort, choose_hcas, mark_own_gids, read_ports
@@ -125,81 +124,3 @@ def detect_nics(sysfs_root: str = "/", env: Mapping[str, str] | None = None,
     return NicResult(ports=ports, interfaces=interfaces, nccl_ib_hca=hca, gid_index=gid,
                      gid_origin=gid_origin, interface=iface, interface_reason=why, user=user,
                      notes=notes, gid_extra=gid_extra)
-
-
-def _table(result: NicResult) -> str:
-    lines = ["RDMA ports:"]
-    if not result.ports:
-        lines.append("  (none)")
-    for p in result.ports:
-        mark = "use " if p.chosen else "skip"
-        lines.append(f"  {mark} {p.name:<15} {p.state:<7} {p.phys_state:<9} "
-                     f"{p.link_layer:<11} numa {p.numa_node:<3} netdev {','.join(p.netdevs) or '-':<14} "
-                     f"roce-v2-ipv4-gids {p.roce_v2_ipv4_gids} {p.reason}")
-    lines.append("interfaces:")
-    for i in result.interfaces:
-        mark = "ok  " if i.usable else "skip"
-        lines.append(f"  {mark} {i.name:<16} {i.operstate:<8} {','.join(i.addresses) or '-':<32} {i.reason}")
-    lines.append(f"socket interface: {result.interface or '-'} ({result.interface_reason})")
-    lines.append(f"GID index: {result.gid_index} ({result.gid_origin})")
-    for name, value in result.user.items():
-        lines.append(f"kept (set by user): {name}={value}")
-    for name, value in result.as_env().items():
-        lines.append(f"export {name}={value}")
-    return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str]) -> int:
-    import argparse
-    import json
-    import sys
-
-    parser = argparse.ArgumentParser(
-        prog="python3 -m primus_runner nics",
-        description="Detect RDMA HCAs (NCCL_IB_HCA), the RoCE v2 GID index (NCCL_IB_GID_INDEX) "
-                    "and the socket interface (IP_INTERFACE, NCCL_SOCKET_IFNAME, "
-                    "GLOO_SOCKET_IFNAME). Values the user already set are kept; --check "
-                    "reports the user's values that name nothing on this host.")
-    parser.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
-                        help="root holding sys/, proc/ and etc/ (default: $PRIMUS_SYSFS_ROOT or /)")
-    parser.add_argument("--master-addr", default=None,
-                        help="rendezvous host to route to (default: $MASTER_ADDR)")
-    parser.add_argument("--format", choices=("shell", "json", "table", "nul"), default="table")
-    parser.add_argument("--get", choices=GET_VARS, default=None,
-                        help="print only this variable's value (the user's if set, else detected)")
-    parser.add_argument("--check", action="store_true",
-                        help="check the user's NIC variables against this host; exit 2 on an error")
-    args = parser.parse_args(argv)
-    if not os.path.isdir(args.sysfs_root):
-        raise UsageError(f"--sysfs-root '{args.sysfs_root}' is not a directory; accepted: a "
-                         "directory holding sys/class/... (default /)")
-    result = detect_nics(args.sysfs_root, os.environ, args.master_addr)
-    for note in result.notes:
-        print(f"primus-runner: nics: {note}", file=sys.stderr)
-    if args.check:
-        from primus_runner.network.check import host_problems
-
-        problems = host_problems(os.environ, args.sysfs_root, result)
-        for problem in problems:
-            print(f"primus-runner: nics: {problem.severity}: {problem.variable}='{problem.value}' "
-                  f"{problem.message}. Fix: {problem.fix}", file=sys.stderr)
-        return 2 if any(p.severity == "error" for p in problems) else 0
-    if args.get:
-        value = result.user.get(args.get) or result.as_env().get(args.get, "")
-        print(value)
-        return 0
-    if args.format == "json":
-        print(json.dumps(result.as_dict(), indent=2))
-    elif args.format == "shell":
-        from primus_runner.shellfmt import export_lines
-
-        sys.stdout.write(export_lines(result.as_env()))
-    elif args.format == "nul":
-        from primus_runner.shellfmt import nul_records
-
-        sys.stdout.flush()
-        sys.stdout.buffer.write(nul_records(result.as_env().items()))
-        sys.stdout.buffer.flush()
-    else:
-        sys.stdout.write(_table(result))
-    return 0

@@ -4,7 +4,7 @@ The package is split along its seams: ``types`` (findings, check context, value
 parsing), ``engine`` (rule registry, state, driver and the generic rules),
 ``primus`` (launcher/ROCm/NCCL/XLA rules), ``neuron`` (Neuron runtime rules) and
 ``neuron_launch`` (Neuron multi-node, EFA, core partitioning, topology, host limits),
-``launch_inputs`` (the rank mapping's refusals, verdict/refusals.py), ``constraints``
+``launch_inputs`` (the rank mapping's refusals, env/refusals.py), ``constraints``
 (single-value constraints of the references) and ``network`` (the user's NCCL interface
 lists against this host).
 Importing the package registers every rule, in that order.

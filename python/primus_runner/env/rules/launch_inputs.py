@@ -1,7 +1,7 @@
 """Rules for the launch path's refusals (issue 29): each refusal of the rank
 mapping that no value type explains is a registered rule, so ``env check``
 and ``env explain`` name it. The conditions live once, in
-verdict/refusals.py (ranks.py raises the same ones); this module only adapts
+env/refusals.py (ranks.py raises the same ones); this module only adapts
 them to the engine. ``master_addr_resolves`` is a host probe: it runs only
 when the check context allows host probes.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from primus_runner.env import refusals
 from primus_runner.env.rules.engine import _State, rule
 from primus_runner.env.rules.types import Finding
-from primus_runner.verdict import refusals
 
 
 @rule("pet_rdzv_exported")
