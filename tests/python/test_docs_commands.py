@@ -3,7 +3,7 @@
 - Every ``runner/primus-cli ...`` command of a ```bash block in README.md and
   of an example header (the ``#`` comment lines at the top of examples/*) runs
   as a dry run (the global ``--dry-run`` put before the mode) and exits 0. For
-  the README, the files a user would bring (``train.py``, ``exp.yaml``,
+  the README, the files a user would bring (``train.py``, ``exp.yaml``, ``job.yaml``,
   ``mypkg/train.py``, ``primus/cli/main.py``) are placeholders in a scratch
   working directory; an example's header must work in the checkout alone
   (``runner/``, ``python/``, ``examples/`` and ``.venv`` linked). Lines that
@@ -110,6 +110,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The checkout and the files a user would bring, which the README names."""
     work = checkout(tmp_path_factory.mktemp("docs"))
     shutil.copy(ROOT / "examples" / "cpu_pretrain.yaml", work / "exp.yaml")
+    (work / "job.yaml").write_text("direct:\n  numa: false\n")  # a runner config (--config)
     (work / "train.py").write_text("print('train')\n")
     (work / "mypkg").mkdir()
     (work / "mypkg" / "__init__.py").write_text("")
@@ -248,7 +249,7 @@ def test_help_says_what_the_code_does() -> None:
     assert "validation.sh" not in _explain("MASTER_PORT")
     assert "rules/distributed.py" in _explain("MASTER_PORT")
     hca = _explain("NCCL_IB_HCA")
-    assert "detected by runner/helpers/envs/get_nccl_ib_hca.sh" not in hca and "nics/hca.py" in hca
+    assert "detected by runner/helpers/envs/get_nccl_ib_hca.sh" not in hca and "network/hca.py" in hca
     for mask in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
         scope = next(line for line in _explain(mask).splitlines() if line.strip().startswith("scope:"))
         assert "subnet" not in scope and "GID" not in scope, scope
