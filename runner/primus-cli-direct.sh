@@ -76,6 +76,8 @@ source "$RUNNER_DIR/lib/launch_log.sh"
 source "$RUNNER_DIR/lib/launch_hooks.sh"
 # shellcheck source=runner/lib/launch_env.sh
 source "$RUNNER_DIR/lib/launch_env.sh"
+# shellcheck source=runner/lib/launch_command.sh
+source "$RUNNER_DIR/lib/launch_command.sh"
 # shellcheck source=runner/lib/venv_activate.sh
 source "$RUNNER_DIR/lib/venv_activate.sh"
 # shellcheck source=runner/lib/numa_decision.sh
@@ -215,57 +217,6 @@ resolve_workload() {
     primus_workload_single_env
   fi
   primus_workload_jax_coordinator
-}
-
-# torchrun_command: PRIMUS_TORCHRUN, else the workload interpreter's own torchrun.
-torchrun_command() {
-  if [[ -n ${PRIMUS_TORCHRUN:-} ]]; then
-    TORCHRUN_CMD=("$PRIMUS_TORCHRUN")
-  else
-    # torchrun_quiet.py runs torch.distributed.run unchanged, minus the
-    # SignalException traceback torchrun prints on every stop.
-    TORCHRUN_CMD=("$PRIMUS_WL_EXE" "$RUNNER_DIR/helpers/torchrun_quiet.py")
-  fi
-}
-
-# console_filter: the local ranks whose output reaches the console.
-console_filter() {
-  local last=$((GPUS_PER_NODE - 1)) ranks=()
-  ((NODE_RANK == 0)) && ranks+=(0)
-  ((NODE_RANK == NNODES - 1)) && ((last != 0 || NODE_RANK != 0)) && ranks+=("$last")
-  local IFS=,
-  printf '%s' "${ranks[*]}"
-}
-
-build_command() {
-  local -a script_cmd=("$PRIMUS_WL_EXE" "${PRIMUS_WL_ENTRY[@]}")
-  if [[ $PRIMUS_WL_RUN_MODE == single ]]; then
-    LAUNCH_CMD=("${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}")
-    if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
-      LAUNCH_CMD=("$RUNNER_DIR/helpers/numa_bind.sh" "${LOCAL_RANK:-0}" -- "${LAUNCH_CMD[@]}")
-    fi
-    return
-  fi
-  torchrun_command
-  LAUNCH_CMD=("${TORCHRUN_CMD[@]}" --nproc_per_node "$GPUS_PER_NODE" --nnodes "$NNODES"
-    --node_rank "$NODE_RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT")
-  # Every rank's output is kept under <log>.ranks/ (run_worker.sh links it as
-  # rank-<RANK>.log); torchrun's tee echoes it with a [default<N>]: prefix.
-  RANK_LOG_DIR=${LOG_FILE%.log}.ranks
-  LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR")
-  if [[ $ALL_RANKS == 1 || $OPT_SILENT == 1 ]]; then
-    LAUNCH_CMD+=(--tee 3)  # --silent: the launcher's stdout is the log file
-  else
-    local filter
-    filter=$(console_filter)
-    if [[ -n $filter ]]; then
-      LAUNCH_CMD+=(--tee 3 --local-ranks-filter "$filter")
-    else
-      LAUNCH_CMD+=(--redirects 3)
-    fi
-  fi
-  primus_torchrun_words script_cmd "${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}"
-  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}")
 }
 
 # --------------------------------------------------------------------- logs
@@ -428,14 +379,14 @@ main() {
   [[ -n $LOG_FILE ]] || default_log_file
   local recorder  # issue 25: PyTorch's flight recorder on ROCm/CUDA (runner/lib/flight_recorder.sh)
   primus_flight_recorder_env recorder "$LOG_FILE"
-  build_command
+  primus_launch_build_command
   if ((OPT_DRY_RUN == 1)); then
     print_summary ${recorder:+"$recorder"} "dry run: nothing was started and nothing was written."
     exit 0
   fi
   claim_log_file
   primus_flight_recorder_env recorder "$LOG_FILE"
-  [[ -z ${RANK_LOG_DIR:-} ]] || build_command
+  [[ -z ${RANK_LOG_DIR:-} ]] || primus_launch_build_command
   primus_log_spool_into "$LOG_FILE"
   primus_launch_log_tee "$LOG_FILE" "$OPT_SILENT"
   print_summary ${recorder:+"$recorder"}

@@ -58,6 +58,10 @@ source "$SLURM_RUNNER_DIR/lib/config.sh"
 source "$SLURM_RUNNER_DIR/lib/mode_words.sh"
 # shellcheck source=runner/lib/mode_config.sh
 source "$SLURM_RUNNER_DIR/lib/mode_config.sh"
+# shellcheck source=runner/lib/slurm_commands.sh
+source "$SLURM_RUNNER_DIR/lib/slurm_commands.sh"
+# shellcheck source=runner/lib/slurm_dry_run.sh
+source "$SLURM_RUNNER_DIR/lib/slurm_dry_run.sh"
 
 OPT_DRY_RUN=0
 OPT_DEBUG=0
@@ -320,177 +324,8 @@ add_default_flags() {
   fi
 }
 
-# ---------------------------------------------------------------- commands
-
-# entry_words [--dry-run]: the entry's command line (into ENTRY_WORDS).
-entry_words() {
-  ENTRY_WORDS=("$SLURM_RUNNER_DIR/primus-cli-slurm-entry.sh")
-  [[ ${1:-} == --dry-run ]] && ENTRY_WORDS+=(--dry-run)
-  ((OPT_DEBUG)) && ENTRY_WORDS+=(--debug)
-  [[ -n $OPT_CONFIG ]] && ENTRY_WORDS+=(--config "$OPT_CONFIG")
-  if ((OPT_SRUN_NATIVE)); then
-    ENTRY_WORDS+=(--srun-native)
-  else
-    ENTRY_WORDS+=(--no-srun-native)
-  fi
-  ENTRY_WORDS+=("$MODE" "${MODE_ARGS[@]}")
-}
-
-build_srun() {
-  entry_words
-  SLURM_CMD=(srun "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}" "${ENTRY_WORDS[@]}")
-}
-
-# quote_words VAR WORDS...: VAR = the words quoted for bash (values stay data).
-quote_words() {
-  local __qw_out=$1
-  shift
-  local __quoted
-  printf -v __quoted '%q ' "$@"
-  printf -v "$__qw_out" '%s' "${__quoted% }"
-}
-
-# shown_words VAR WORDS...: VAR = the words quoted for display, with secrets
-# masked (README "Security"): a word NAME=VALUE whose NAME is a secret shows
-# NAME=****, and the values of secret variables of this shell show ****.
-shown_words() {
-  local __sw_out=$1 __sw_word __sw_text="" __sw_q
-  shift
-  for __sw_word in "$@"; do
-    if [[ $__sw_word =~ ^([A-Za-z_][A-Za-z0-9_]*)=. ]] && primus_is_secret_name "${BASH_REMATCH[1]}"; then
-      __sw_q="${BASH_REMATCH[1]}=****"
-    else
-      printf -v __sw_q '%q' "$__sw_word"
-    fi
-    __sw_text+="${__sw_text:+ }$__sw_q"
-  done
-  primus_mask_into "$__sw_out" "$__sw_text"
-}
-
-# batch_script_text VAR ENTRY_ARGS_QUOTED: VAR = the batch script.
-batch_script_text() {
-  # shellcheck disable=SC2016 # expanded by the batch script, on the node
-  local -a inner=(srun --nodes='"$SLURM_JOB_NUM_NODES"')
-  local runner_q entry_q
-  ((HAS_NTASKS)) || inner+=("--ntasks-per-node=${GIVEN_TPN:-1}")
-  ((HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
-  quote_words runner_q "$SLURM_RUNNER_DIR"
-  # shellcheck disable=SC2016 # expanded by the batch script, on the node
-  entry_q='"$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh"'
-  printf -v "$1" '%s' "#!/bin/bash
-# Batch script written by 'primus-cli slurm sbatch'. Slurm runs it on the first
-# node of the allocation; its srun starts the entry on every node (one task per
-# node), where it maps ranks and runs the '$MODE' launcher.
-export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
-$( ((REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
-trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
-${inner[*]} $entry_q $2
-rc=\$?
-echo \"primus-cli slurm: srun of job \${SLURM_JOB_ID:-?} exited with status \$rc\"
-exit \"\$rc\"
-"
-}
-
-# build_sbatch: the sbatch call (SLURM_CMD), its batch script (BATCH_SCRIPT)
-# and the script as shown, secrets masked (BATCH_SCRIPT_SHOWN).
-build_sbatch() {
-  entry_words
-  local args_q
-  quote_words args_q "${ENTRY_WORDS[@]:1}"
-  batch_script_text BATCH_SCRIPT "$args_q"
-  shown_words args_q "${ENTRY_WORDS[@]:1}"
-  batch_script_text BATCH_SCRIPT_SHOWN "$args_q"
-  SLURM_CMD=(sbatch "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}")
-}
-
-# --------------------------------------------------------------- dry run
-
-# simulated_shape: nodes, tasks per node and node list for node 0's dry run.
-simulated_shape() {
-  SIM_NODES=${GIVEN_NODES%%-*}
-  [[ -n $SIM_NODES ]] || SIM_NODES=1
-  ((10#$SIM_NODES >= 1)) || SIM_NODES=1
-  SIM_NODES=$((10#$SIM_NODES))
-  SIM_PLACEHOLDER=0
-  if ((HAS_NODELIST)) && [[ $GIVEN_NODELIST != */* ]]; then
-    SIM_NODELIST=$GIVEN_NODELIST
-    # -w without -N: Slurm allocates every listed node.
-    if [[ -z $GIVEN_NODES ]]; then
-      SIM_NODES=$(primus_python hostlist count -- "$SIM_NODELIST") ||
-        bad_usage "-w/--nodelist '$SIM_NODELIST' is not a valid Slurm hostlist (see above)."
-    fi
-  elif ((SIM_NODES == 1)); then
-    SIM_NODELIST=dryrun-node1
-    SIM_PLACEHOLDER=1
-  else
-    SIM_NODELIST="dryrun-node[1-$SIM_NODES]"
-    SIM_PLACEHOLDER=1
-  fi
-  if ((HAS_TPN)); then
-    SIM_TPN=$GIVEN_TPN
-  elif ((HAS_NTASKS)); then
-    SIM_TPN=$(((GIVEN_NTASKS + SIM_NODES - 1) / SIM_NODES))
-  else
-    SIM_TPN=1
-  fi
-}
-
-# simulate_node0: run the entry in dry-run as node 0 of the step would.
-simulate_node0() {
-  simulated_shape
-  local -a unset_args=() name
-  for name in $(compgen -e); do
-    [[ $name == SLURM_* || $name == SLURMD_* ]] && unset_args+=(-u "$name")
-  done
-  if ((SIM_PLACEHOLDER)) && [[ -n ${MASTER_ADDR:-} ]]; then
-    LOG_WARN "dry run: MASTER_ADDR=$MASTER_ADDR is left out of node 0's simulation:" \
-      "the node names are placeholders until Slurm allocates (give -w/--nodelist to check it)."
-    unset_args+=(-u MASTER_ADDR)
-  fi
-  local -a known=()
-  ((SIM_PLACEHOLDER)) && known=(SLURMD_NODENAME=dryrun-node1 PRIMUS_SLURM_FIRST_HOST=dryrun-node1)
-  local tasks=$((SIM_NODES * SIM_TPN))
-  ((HAS_NTASKS)) && tasks=$GIVEN_NTASKS
-  entry_words --dry-run
-  LOG_INFO "dry run: node 0 of $SIM_NODES would run (Slurm variables simulated:" \
-    "SLURM_NODELIST=$SIM_NODELIST$( ((SIM_PLACEHOLDER)) && printf ', placeholder names'))"
-  env "${unset_args[@]}" \
-    SLURM_JOB_ID=dry-run SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
-    SLURM_JOB_NUM_NODES="$SIM_NODES" SLURM_NNODES="$SIM_NODES" SLURM_STEP_NUM_NODES="$SIM_NODES" \
-    SLURM_NODELIST="$SIM_NODELIST" SLURM_JOB_NODELIST="$SIM_NODELIST" \
-    SLURM_STEP_NODELIST="$SIM_NODELIST" SLURM_NTASKS="$tasks" SLURM_STEP_NUM_TASKS="$tasks" \
-    SLURM_STEP_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" SLURM_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" \
-    "${known[@]}" \
-    bash "${ENTRY_WORDS[@]}"
-}
-
-# secrets_note: where the secrets given with --env went (dry run and log).
-secrets_note() {
-  ((${#MOVED_ENV_NAMES[@]})) || return 0
-  LOG_INFO "secrets ${MOVED_ENV_NAMES[*]} (given with --env) travel in $LAUNCHER's environment" \
-    "(--export), by name only: their values are on no command line and not in the batch script."
-}
-
-print_dry_run() {
-  local quoted
-  secrets_note
-  shown_words quoted "${SLURM_CMD[@]}"
-  if [[ $LAUNCHER == sbatch ]]; then
-    LOG_INFO "dry run: would submit (the batch script below on sbatch's stdin):"
-    printf '%s\n' "$quoted" "----- batch script -----" "${BATCH_SCRIPT_SHOWN%$'\n'}" \
-      "----- end of batch script -----"
-  else
-    LOG_INFO "dry run: would run:"
-    printf '%s\n' "$quoted"
-  fi
-  local rc=0
-  simulate_node0 || rc=$?
-  if ((rc != 0)); then
-    LOG_ERROR "dry run: node 0's launcher would fail (exit $rc, see above); nothing was submitted."
-    exit "$rc"
-  fi
-  LOG_INFO "dry run: nothing was submitted."
-}
+# The srun/sbatch calls: runner/lib/slurm_commands.sh; the dry run:
+# runner/lib/slurm_dry_run.sh.
 
 # ------------------------------------------------------------------- main
 
@@ -511,18 +346,18 @@ main() {
   hide_secrets
   add_default_flags
   if [[ $LAUNCHER == sbatch ]]; then
-    build_sbatch
+    primus_slurm_build_sbatch
   else
-    build_srun
+    primus_slurm_build_srun
   fi
   if ((OPT_DRY_RUN)); then
-    print_dry_run
+    primus_slurm_print_dry_run
     exit 0
   fi
   primus_require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
   local quoted
-  secrets_note
-  shown_words quoted "${SLURM_CMD[@]}"
+  primus_slurm_secrets_note
+  primus_slurm_shown_words quoted "${SLURM_CMD[@]}"
   LOG_INFO "running: $quoted"
   if [[ $LAUNCHER == sbatch ]]; then
     exec "${SLURM_CMD[@]}" <<<"$BATCH_SCRIPT"

@@ -1,0 +1,64 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034,SC2154 # the direct launcher's globals, read and set here
+# runner/lib/launch_command.sh: the command the direct launcher runs: the
+# workload's own command in run mode single (behind numa_bind.sh when NUMA
+# binding is on), else torchrun (PRIMUS_TORCHRUN, or the workload interpreter
+# with runner/helpers/torchrun_quiet.py) with run_worker.sh in front of every
+# rank. Sourced by runner/primus-cli-direct.sh; it reads the launcher's resolved
+# globals (PRIMUS_WL_*, WORKLOAD, PRIMUS_EXTRA_ARGS, GPUS_PER_NODE, NNODES,
+# NODE_RANK, MASTER_ADDR, MASTER_PORT, LOG_FILE, ALL_RANKS, OPT_SILENT) and
+# sets LAUNCH_CMD (and RANK_LOG_DIR); it decides no value itself, defines only
+# primus_* names and never changes shell options.
+
+# primus_launch_torchrun_command: PRIMUS_TORCHRUN, else the workload interpreter's own torchrun.
+primus_launch_torchrun_command() {
+  if [[ -n ${PRIMUS_TORCHRUN:-} ]]; then
+    TORCHRUN_CMD=("$PRIMUS_TORCHRUN")
+  else
+    # torchrun_quiet.py runs torch.distributed.run unchanged, minus the
+    # SignalException traceback torchrun prints on every stop.
+    TORCHRUN_CMD=("$PRIMUS_WL_EXE" "$RUNNER_DIR/helpers/torchrun_quiet.py")
+  fi
+}
+
+# primus_launch_console_filter: the local ranks whose output reaches the console.
+primus_launch_console_filter() {
+  local last=$((GPUS_PER_NODE - 1)) ranks=()
+  ((NODE_RANK == 0)) && ranks+=(0)
+  ((NODE_RANK == NNODES - 1)) && ((last != 0 || NODE_RANK != 0)) && ranks+=("$last")
+  local IFS=,
+  printf '%s' "${ranks[*]}"
+}
+
+# primus_launch_build_command: LAUNCH_CMD, the command that starts the workload
+# (run mode single: the script itself; torchrun: torchrun with run_worker.sh).
+primus_launch_build_command() {
+  local -a script_cmd=("$PRIMUS_WL_EXE" "${PRIMUS_WL_ENTRY[@]}")
+  if [[ $PRIMUS_WL_RUN_MODE == single ]]; then
+    LAUNCH_CMD=("${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}")
+    if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
+      LAUNCH_CMD=("$RUNNER_DIR/helpers/numa_bind.sh" "${LOCAL_RANK:-0}" -- "${LAUNCH_CMD[@]}")
+    fi
+    return
+  fi
+  primus_launch_torchrun_command
+  LAUNCH_CMD=("${TORCHRUN_CMD[@]}" --nproc_per_node "$GPUS_PER_NODE" --nnodes "$NNODES"
+    --node_rank "$NODE_RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT")
+  # Every rank's output is kept under <log>.ranks/ (run_worker.sh links it as
+  # rank-<RANK>.log); torchrun's tee echoes it with a [default<N>]: prefix.
+  RANK_LOG_DIR=${LOG_FILE%.log}.ranks
+  LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR")
+  if [[ $ALL_RANKS == 1 || $OPT_SILENT == 1 ]]; then
+    LAUNCH_CMD+=(--tee 3)  # --silent: the launcher's stdout is the log file
+  else
+    local filter
+    filter=$(primus_launch_console_filter)
+    if [[ -n $filter ]]; then
+      LAUNCH_CMD+=(--tee 3 --local-ranks-filter "$filter")
+    else
+      LAUNCH_CMD+=(--redirects 3)
+    fi
+  fi
+  primus_torchrun_words script_cmd "${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}"
+  LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}")
+}

@@ -1,0 +1,89 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034,SC2154 # primus-cli slurm's globals, read and set here
+# runner/lib/slurm_commands.sh: the calls `primus-cli slurm` builds: the entry's
+# command line, the srun call, and for sbatch the batch script (given on stdin,
+# so Slurm spools its own copy) that runs srun on every node; words quoted for
+# display and for the script. Sourced by runner/primus-cli-slurm.sh; reads its
+# resolved options (OPT_*, SLURM_FLAGS, MODE_ARGS, ...), builds arrays and text,
+# decides no value itself, defines only primus_* names, never changes shell options.
+
+# primus_slurm_entry_words [--dry-run]: the entry's command line (into ENTRY_WORDS).
+primus_slurm_entry_words() {
+  ENTRY_WORDS=("$SLURM_RUNNER_DIR/primus-cli-slurm-entry.sh")
+  [[ ${1:-} == --dry-run ]] && ENTRY_WORDS+=(--dry-run)
+  ((OPT_DEBUG)) && ENTRY_WORDS+=(--debug)
+  [[ -n $OPT_CONFIG ]] && ENTRY_WORDS+=(--config "$OPT_CONFIG")
+  if ((OPT_SRUN_NATIVE)); then
+    ENTRY_WORDS+=(--srun-native)
+  else
+    ENTRY_WORDS+=(--no-srun-native)
+  fi
+  ENTRY_WORDS+=("$MODE" "${MODE_ARGS[@]}")
+}
+
+primus_slurm_build_srun() {
+  primus_slurm_entry_words
+  SLURM_CMD=(srun "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}" "${ENTRY_WORDS[@]}")
+}
+
+# primus_slurm_quote_words VAR WORDS...: VAR = the words quoted for bash (values stay data).
+primus_slurm_quote_words() {
+  local __qw_out=$1
+  shift
+  local __quoted
+  printf -v __quoted '%q ' "$@"
+  printf -v "$__qw_out" '%s' "${__quoted% }"
+}
+
+# primus_slurm_shown_words VAR WORDS...: VAR = the words quoted for display, with secrets
+# masked (README "Security"): a word NAME=VALUE whose NAME is a secret shows
+# NAME=****, and the values of secret variables of this shell show ****.
+primus_slurm_shown_words() {
+  local __sw_out=$1 __sw_word __sw_text="" __sw_q
+  shift
+  for __sw_word in "$@"; do
+    if [[ $__sw_word =~ ^([A-Za-z_][A-Za-z0-9_]*)=. ]] && primus_is_secret_name "${BASH_REMATCH[1]}"; then
+      __sw_q="${BASH_REMATCH[1]}=****"
+    else
+      printf -v __sw_q '%q' "$__sw_word"
+    fi
+    __sw_text+="${__sw_text:+ }$__sw_q"
+  done
+  primus_mask_into "$__sw_out" "$__sw_text"
+}
+
+# primus_slurm_batch_script_text VAR ENTRY_ARGS_QUOTED: VAR = the batch script.
+primus_slurm_batch_script_text() {
+  # shellcheck disable=SC2016 # expanded by the batch script, on the node
+  local -a inner=(srun --nodes='"$SLURM_JOB_NUM_NODES"')
+  local runner_q entry_q
+  ((HAS_NTASKS)) || inner+=("--ntasks-per-node=${GIVEN_TPN:-1}")
+  ((HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
+  primus_slurm_quote_words runner_q "$SLURM_RUNNER_DIR"
+  # shellcheck disable=SC2016 # expanded by the batch script, on the node
+  entry_q='"$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh"'
+  printf -v "$1" '%s' "#!/bin/bash
+# Batch script written by 'primus-cli slurm sbatch'. Slurm runs it on the first
+# node of the allocation; its srun starts the entry on every node (one task per
+# node), where it maps ranks and runs the '$MODE' launcher.
+export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
+$( ((REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
+trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
+${inner[*]} $entry_q $2
+rc=\$?
+echo \"primus-cli slurm: srun of job \${SLURM_JOB_ID:-?} exited with status \$rc\"
+exit \"\$rc\"
+"
+}
+
+# primus_slurm_build_sbatch: the sbatch call (SLURM_CMD), its batch script (BATCH_SCRIPT)
+# and the script as shown, secrets masked (BATCH_SCRIPT_SHOWN).
+primus_slurm_build_sbatch() {
+  primus_slurm_entry_words
+  local args_q
+  primus_slurm_quote_words args_q "${ENTRY_WORDS[@]:1}"
+  primus_slurm_batch_script_text BATCH_SCRIPT "$args_q"
+  primus_slurm_shown_words args_q "${ENTRY_WORDS[@]:1}"
+  primus_slurm_batch_script_text BATCH_SCRIPT_SHOWN "$args_q"
+  SLURM_CMD=(sbatch "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}")
+}

@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034,SC2154 # primus-cli slurm's globals, read and set here
+# runner/lib/slurm_dry_run.sh: `primus-cli slurm --dry-run`: the exact srun/sbatch
+# call (and batch script) it would run, and node 0's own dry run under a
+# simulated step shape, so the user sees what every node would do; nothing is
+# submitted. Sourced by runner/primus-cli-slurm.sh; defines only primus_*
+# names, never changes shell options.
+
+# primus_slurm_simulated_shape: nodes, tasks per node and node list for node 0's dry run.
+primus_slurm_simulated_shape() {
+  SIM_NODES=${GIVEN_NODES%%-*}
+  [[ -n $SIM_NODES ]] || SIM_NODES=1
+  ((10#$SIM_NODES >= 1)) || SIM_NODES=1
+  SIM_NODES=$((10#$SIM_NODES))
+  SIM_PLACEHOLDER=0
+  if ((HAS_NODELIST)) && [[ $GIVEN_NODELIST != */* ]]; then
+    SIM_NODELIST=$GIVEN_NODELIST
+    # -w without -N: Slurm allocates every listed node.
+    if [[ -z $GIVEN_NODES ]]; then
+      SIM_NODES=$(primus_python hostlist count -- "$SIM_NODELIST") ||
+        bad_usage "-w/--nodelist '$SIM_NODELIST' is not a valid Slurm hostlist (see above)."
+    fi
+  elif ((SIM_NODES == 1)); then
+    SIM_NODELIST=dryrun-node1
+    SIM_PLACEHOLDER=1
+  else
+    SIM_NODELIST="dryrun-node[1-$SIM_NODES]"
+    SIM_PLACEHOLDER=1
+  fi
+  if ((HAS_TPN)); then
+    SIM_TPN=$GIVEN_TPN
+  elif ((HAS_NTASKS)); then
+    SIM_TPN=$(((GIVEN_NTASKS + SIM_NODES - 1) / SIM_NODES))
+  else
+    SIM_TPN=1
+  fi
+}
+
+# primus_slurm_simulate_node0: run the entry in dry-run as node 0 of the step would.
+primus_slurm_simulate_node0() {
+  primus_slurm_simulated_shape
+  local -a unset_args=() name
+  for name in $(compgen -e); do
+    [[ $name == SLURM_* || $name == SLURMD_* ]] && unset_args+=(-u "$name")
+  done
+  if ((SIM_PLACEHOLDER)) && [[ -n ${MASTER_ADDR:-} ]]; then
+    LOG_WARN "dry run: MASTER_ADDR=$MASTER_ADDR is left out of node 0's simulation:" \
+      "the node names are placeholders until Slurm allocates (give -w/--nodelist to check it)."
+    unset_args+=(-u MASTER_ADDR)
+  fi
+  local -a known=()
+  ((SIM_PLACEHOLDER)) && known=(SLURMD_NODENAME=dryrun-node1 PRIMUS_SLURM_FIRST_HOST=dryrun-node1)
+  local tasks=$((SIM_NODES * SIM_TPN))
+  ((HAS_NTASKS)) && tasks=$GIVEN_NTASKS
+  primus_slurm_entry_words --dry-run
+  LOG_INFO "dry run: node 0 of $SIM_NODES would run (Slurm variables simulated:" \
+    "SLURM_NODELIST=$SIM_NODELIST$( ((SIM_PLACEHOLDER)) && printf ', placeholder names'))"
+  env "${unset_args[@]}" \
+    SLURM_JOB_ID=dry-run SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
+    SLURM_JOB_NUM_NODES="$SIM_NODES" SLURM_NNODES="$SIM_NODES" SLURM_STEP_NUM_NODES="$SIM_NODES" \
+    SLURM_NODELIST="$SIM_NODELIST" SLURM_JOB_NODELIST="$SIM_NODELIST" \
+    SLURM_STEP_NODELIST="$SIM_NODELIST" SLURM_NTASKS="$tasks" SLURM_STEP_NUM_TASKS="$tasks" \
+    SLURM_STEP_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" SLURM_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" \
+    "${known[@]}" \
+    bash "${ENTRY_WORDS[@]}"
+}
+
+# primus_slurm_secrets_note: where the secrets given with --env went (dry run and log).
+primus_slurm_secrets_note() {
+  ((${#MOVED_ENV_NAMES[@]})) || return 0
+  LOG_INFO "secrets ${MOVED_ENV_NAMES[*]} (given with --env) travel in $LAUNCHER's environment" \
+    "(--export), by name only: their values are on no command line and not in the batch script."
+}
+
+primus_slurm_print_dry_run() {
+  local quoted
+  primus_slurm_secrets_note
+  primus_slurm_shown_words quoted "${SLURM_CMD[@]}"
+  if [[ $LAUNCHER == sbatch ]]; then
+    LOG_INFO "dry run: would submit (the batch script below on sbatch's stdin):"
+    printf '%s\n' "$quoted" "----- batch script -----" "${BATCH_SCRIPT_SHOWN%$'\n'}" \
+      "----- end of batch script -----"
+  else
+    LOG_INFO "dry run: would run:"
+    printf '%s\n' "$quoted"
+  fi
+  local rc=0
+  primus_slurm_simulate_node0 || rc=$?
+  if ((rc != 0)); then
+    LOG_ERROR "dry run: node 0's launcher would fail (exit $rc, see above); nothing was submitted."
+    exit "$rc"
+  fi
+  LOG_INFO "dry run: nothing was submitted."
+}
