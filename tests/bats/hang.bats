@@ -153,3 +153,16 @@ has_summary() {
   [[ $status -eq 0 ]]
   [[ $output != *"flight recorder"* && $output != *TORCH_NCCL_DUMP_ON_TIMEOUT* ]]
 }
+
+@test "--single: the watchdog finds the one silent workload in stuck_here, stops it with 86, nothing left" {
+  printf 'import time\n\n\ndef stuck_here():\n    time.sleep(600)\n\n\nprint("up", flush=True)\nstuck_here()\n' \
+    >"$OUT/single_hang.py"
+  status=0
+  PRIMUS_HANG_TIMEOUT=5 PRIMUS_HANG_ACTION=stop timeout 90 "$PRIMUS_CLI" direct --single --script "$OUT/single_hang.py" \
+    >"$TEST_DIR/launch.out" 2>&1 || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 86 ]]
+  grep -q "SUSPECT rank 0: stuck_here (single_hang.py:5) <- time_sleep" "$TEST_DIR/launch.out"
+  ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt
+  wait_for 10 test -z "$(leftovers)"
+}

@@ -142,3 +142,56 @@ def test_gather_merges_the_newest_bundle_of_each_node_and_names_the_missing(tmp_
     assert f"bundle node 1: {tmp_path / 'a-node1.hang-2'}" in err
     assert cmd_gather(["--log", str(tmp_path / "a-node0.log"), "--nodes", "3", "--since", "0", "--wait", "0"]) == 0
     assert "node 2: no bundle of this hang" in capsys.readouterr().err
+
+
+PYSPY_DENIED = """Error: Failed to get process executable name. Check that the process is running.
+
+Caused by:
+    0: Permission denied (os error 13)
+    1: Permission denied (os error 13)
+
+Stack backtrace:
+   0: <E as anyhow::context::ext::StdError>::ext_context
+  10: main
+"""
+
+
+def test_pyspy_error_keeps_the_error_and_its_cause():
+    from primus_runner.diagnose.pyspy import pyspy_error
+
+    assert pyspy_error(PYSPY_DENIED) == ("Error: Failed to get process executable name. Check that the process "
+                                         "is running. (Permission denied (os error 13))")
+    assert pyspy_error("") == ""
+
+
+def test_without_ptrace_the_stack_comes_from_faulthandler(tmp_path):
+    """Real py-spy without CAP_SYS_PTRACE (setpriv drops it from the bounding set) on a
+    rank that made itself non-dumpable: py-spy is refused, the faulthandler that
+    runner/helpers/pystartup/sitecustomize.py registered answers on SIGURG."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "rank.py"
+    script.write_text("import ctypes, time\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0\n\n\n"
+                      "def stuck_here():\n    time.sleep(120)\n\n\nprint('ready', flush=True)\nstuck_here()\n")
+    fh_file = tmp_path / "faulthandler.txt"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root / "runner/helpers/pystartup"),
+           "PRIMUS_FAULTHANDLER_FILE": str(fh_file)}
+    rank = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert rank.stdout is not None and rank.stdout.readline().strip() == "ready"
+        code = ("import json, sys\nfrom primus_runner.diagnose.pyspy import read_stacks\n"
+                "t, how, problems = read_stacks(int(sys.argv[1]), sys.argv[2])\n"
+                "print(json.dumps([how, problems, [f.name for f in t[0].frames] if t else []]))\n")
+        done = subprocess.run(["setpriv", "--bounding-set=-sys_ptrace", sys.executable, "-c", code,
+                               str(rank.pid), str(fh_file)], env={**env, "PYTHONPATH": str(root / "python")},
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        rank.kill()
+        rank.wait()
+    how, problems, names = json.loads(done.stdout)
+    assert how == "faulthandler (py-spy could not attach)"
+    assert "Permission denied" in problems
+    assert names[0] == "stuck_here"

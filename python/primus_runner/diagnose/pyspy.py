@@ -41,14 +41,28 @@ def _run_pyspy(program: str, pid: int, native: bool) -> tuple[list[Thread], str]
     threads = parse_pyspy_json(done.stdout) if done.returncode == 0 else []
     if threads:
         return threads, ""
-    message = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-    return [], f"py-spy: {message}"
+    return [], f"py-spy: {pyspy_error(done.stderr) or f'exit code {done.returncode}'}"
+
+
+def pyspy_error(stderr: str) -> str:
+    """The telling part of py-spy's error output: its "Error:" line and the innermost
+    cause ("Permission denied (os error 13)"), without the backtrace (pure)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    error = next((line for line in lines if line.startswith("Error:")), lines[0] if lines else "")
+    causes = []
+    if "Caused by:" in lines:
+        for line in lines[lines.index("Caused by:") + 1:]:
+            head, _, rest = line.partition(": ")
+            if not head.isdigit():
+                break
+            causes.append(rest)
+    return f"{error} ({causes[-1]})" if causes else error
 
 
 def faulthandler_dump(pid: int, path: str, wait_s: float = 5.0) -> tuple[list[Thread], str]:
     """Ask the rank for a faulthandler dump into PATH; its threads, or why not."""
     if not path or not os.path.isfile(path):
-        return [], "no faulthandler file (the rank did not start through run_worker.sh, or not in Python)"
+        return [], "faulthandler: no file (the rank did not start through run_worker.sh, or not in Python)"
     start = os.path.getsize(path)
     try:
         os.kill(pid, FAULTHANDLER_SIGNAL)
@@ -66,7 +80,7 @@ def faulthandler_dump(pid: int, path: str, wait_s: float = 5.0) -> tuple[list[Th
         handle.seek(start)
         text = handle.read().decode("utf-8", "replace")
     threads = parse_faulthandler(text)
-    return (threads, "") if threads else ([], f"no faulthandler dump within {wait_s:.0f} s")
+    return (threads, "") if threads else ([], f"faulthandler: no dump within {wait_s:.0f} s")
 
 
 def read_stacks(pid: int, faulthandler_file: str = "", native: bool = True) -> tuple[list[Thread], str, str]:
