@@ -183,3 +183,12 @@ def test_a_port_in_use_on_node_0_fails_and_other_nodes_leave_it() -> None:
     finally:
         held.close()
     assert system.port_check(port, 0).status == "pass"
+
+
+def test_cuda_gpus_listed_by_nvidia_smi_count_as_the_vendor_tool_answering(tmp_path: Path) -> None:
+    smi = _stub(tmp_path, "nvidia-smi", "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)")
+    root = str(FIX / "no-accel")
+    checks, facts = accel.accelerator_checks(root, root, {"PATH": f"{smi.parent}:/usr/bin:/bin"})
+    assert Path(f"{smi}.args").read_text() == "-L\n"
+    assert facts == {"accelerator": "cuda", "devices": "1"}
+    assert [(c.name, c.status) for c in checks] == [("accelerators", "pass"), ("vendor tool", "pass")]
