@@ -142,11 +142,14 @@ def test_report_line_is_what_the_fleet_reads(tmp_path: Path) -> None:
     assert "hf_not_shown_1234" not in (tmp_path / "node.json").read_text()
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith(REPORT_PREFIX)]
-    assert len(lines) == 1
+    assert lines and all(len(line) < 1000 for line in lines)
     saved = tmp_path / "out"
-    saved.write_text("srun: some noise\n" + lines[0] + "\n" + lines[0].replace('"host":"', '"host":"b', 1))
+    other = [line.replace(".", "x.", 1) for line in lines]               # a second node's id
+    # Interleaved with srun noise and another node's lines; a cut-off report is ignored.
+    saved.write_text("\n".join(["srun: some noise", *[x for pair in zip(lines, other, strict=True)
+                                                       for x in pair], lines[0].replace(".", "y.", 1)]) + "\n")
     reports = read_reports(str(saved))
-    assert len(reports) == 2
+    assert len(reports) == 2 and reports[0]["checks"] == reports[1]["checks"]
     fleet = subprocess.run([sys.executable, "-m", "primus_runner", "doctor", "fleet", str(saved),
                             "--expect", "2"], capture_output=True, text=True, env=_env(
                                 PYTHONPATH=str(ROOT / "python")), timeout=60, check=False)
@@ -180,3 +183,12 @@ def test_a_port_in_use_on_node_0_fails_and_other_nodes_leave_it() -> None:
     finally:
         held.close()
     assert system.port_check(port, 0).status == "pass"
+
+
+def test_cuda_gpus_listed_by_nvidia_smi_count_as_the_vendor_tool_answering(tmp_path: Path) -> None:
+    smi = _stub(tmp_path, "nvidia-smi", "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)")
+    root = str(FIX / "no-accel")
+    checks, facts = accel.accelerator_checks(root, root, {"PATH": f"{smi.parent}:/usr/bin:/bin"})
+    assert Path(f"{smi}.args").read_text() == "-L\n"
+    assert facts == {"accelerator": "cuda", "devices": "1"}
+    assert [(c.name, c.status) for c in checks] == [("accelerators", "pass"), ("vendor tool", "pass")]

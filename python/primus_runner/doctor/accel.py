@@ -88,8 +88,11 @@ def accelerator_checks(root: str, dev_root: str, env: Mapping[str, str]) -> tupl
                       "not asked)", "amd-smi/rocm-smi on ROCm hosts, neuron-ls on Neuron hosts")], facts
     checks = [Check("accelerators", PASS if count else FAIL, what, ">= 1 device",
                     "" if count else "load the driver (amdgpu/neuron) or check the device nodes")]
-    tools = ("neuron-ls",) if found.accelerator == "neuron" else ("amd-smi", "rocm-smi") \
-        if found.accelerator == "rocm" else ()
+    if found.accelerator == "cuda":      # devices.py found them with nvidia-smi -L: it answered
+        checks.append(Check("vendor tool", PASS, f"nvidia-smi -L lists {count} GPU(s)",
+                            "the vendor tool answers"))
+        return checks, facts
+    tools = ("neuron-ls",) if found.accelerator == "neuron" else ("amd-smi", "rocm-smi")
     for tool in tools:
         exe, reported, error = run_tool(tool, env)
         if exe is None:
@@ -107,7 +110,7 @@ def accelerator_checks(root: str, dev_root: str, env: Mapping[str, str]) -> tupl
         facts["vendor tool"] = tool
         break
     else:
-        names = " or ".join(tools) or "a vendor tool"
+        names = " or ".join(tools)
         checks.append(Check("vendor tool", WARN, f"{names} not on PATH: device health not asked",
                             f"{names} on PATH", f"install {names} or add its directory to PATH"))
     return checks, facts

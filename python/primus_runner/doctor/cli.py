@@ -4,8 +4,9 @@
   value seen, wanted, fix); exit 0 when no check failed, 3 when one did, 2 for bad
   arguments. ``--probe`` adds the measurements (per-node GEMM on GPUs; node pairs
   and all_reduce only in a multi-node job: ``primus-cli slurm doctor --probe``).
-- ``doctor --report-line``: (slurm doctor, on each node) the report as one line
-  ``PRIMUS-DOCTOR-REPORT {json}`` on stdout instead of the table.
+- ``doctor --report-line``: (slurm doctor, on each node) the report on stdout instead
+  of the table, as short ``PRIMUS-DOCTOR-REPORT <id> <i> <n> <chunk>`` lines
+  (compressed JSON in base64: srun cuts long lines).
 - ``doctor fleet FILE [--json OUT] [--ratio R] [--floor-gbps G]``: (slurm doctor,
   after the step) read the report lines of FILE, print the ranked table worst
   first and, when some node failed, the ``--exclude=<hostlist>`` line; exit 3 then.
@@ -92,24 +93,53 @@ def node_main(argv: list[str]) -> int:
             json.dump(masked(rep), handle, indent=2)
             handle.write("\n")
     if args.report_line:
-        sys.stdout.write(REPORT_PREFIX + json.dumps(rep, separators=(",", ":")) + "\n")
+        sys.stdout.write("".join(line + "\n" for line in report_lines(rep)))
     else:
         print_checks(checks, rep["host"])
     return exit_code(checks)
 
 
+CHUNK = 800       # srun cuts long output lines (seen at a few KiB): short chunks survive whole
+
+
+def report_lines(rep: dict[str, object]) -> list[str]:
+    """The report as ``PRIMUS-DOCTOR-REPORT <id> <i> <n> <base64 chunk>`` lines."""
+    import base64
+    import os
+    import zlib
+
+    data = base64.b64encode(zlib.compress(json.dumps(rep, separators=(",", ":")).encode())).decode()
+    ident = f"{rep.get('host')}.{os.getpid()}"
+    chunks = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)] or [""]
+    return [f"{REPORT_PREFIX}{ident} {i} {len(chunks)} {c}" for i, c in enumerate(chunks)]
+
+
 def read_reports(path: str) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = []
+    """Every whole report among the lines of ``path`` (other lines and partial reports ignored)."""
+    import base64
+    import binascii
+    import zlib
+
+    parts: dict[str, dict[int, str]] = {}
+    totals: dict[str, int] = {}
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
-            _, found, payload = line.partition(REPORT_PREFIX)
-            if found:
-                try:
-                    value = json.loads(payload)
-                except ValueError:
-                    continue
-                if isinstance(value, dict) and "host" in value:
-                    out.append(value)
+            _, found, payload = line.rstrip("\n").partition(REPORT_PREFIX)
+            fields = payload.split(" ")
+            if not found or len(fields) != 4 or not fields[1].isdigit() or not fields[2].isdigit():
+                continue
+            parts.setdefault(fields[0], {})[int(fields[1])] = fields[3]
+            totals[fields[0]] = int(fields[2])
+    out: list[dict[str, object]] = []
+    for ident, chunks in parts.items():
+        if len(chunks) != totals[ident]:
+            continue
+        try:
+            value = json.loads(zlib.decompress(base64.b64decode("".join(chunks[i] for i in range(len(chunks))))))
+        except (ValueError, zlib.error, binascii.Error, KeyError):
+            continue
+        if isinstance(value, dict) and "host" in value:
+            out.append(value)
     return out
 
 
