@@ -335,3 +335,19 @@ ip -4 route get 10.0.0.7"
   assert_output "getent ahostsv4 127.0.0.1
 ip -4 route get 127.0.0.1"
 }
+
+@test "10_auto_nccl_net: after detection (a launch, base_env.sh) it defers: on Trn1 the EFA devices stay out of NCCL_IB_HCA (issue 29)" {
+  local trn1=$ROOT/tests/fixtures/sysfs/trn1.32xlarge
+  # The hook alone, as a launch runs it: detection done, the Neuron layer emptied NCCL_IB_HCA.
+  PRIMUS_SYSFS_ROOT=$trn1 PRIMUS_DETECTION_DONE=1 NCCL_IB_HCA="" NCCL_SOCKET_IFNAME=ens32 \
+    one_hook 10_auto_nccl_net.sh train pretrain
+  assert_success
+  [[ ! -s $T/rec ]]
+  # A whole dry-run launch on the Trn1 tree: no second NIC selection after the layer's.
+  run env -i PATH="$PATH" HOME="$T" PRIMUS_LOG_COLOR=0 PRIMUS_SYSFS_ROOT="$trn1" PRIMUS_DEV_ROOT="$trn1" \
+    PRIMUS_WORKSPACE="$T/ws" PRIMUS_WORKLOAD_PYTHON="$ROOT/.venv/bin/python" \
+    "$ROOT/runner/primus-cli" direct --dry-run --module primus_runner -- train pretrain
+  assert_success
+  refute_output --partial "using the RDMA devices"
+  refute_output --partial "NCCL_IB_DISABLE=0"
+}
