@@ -237,3 +237,21 @@ teardown() {
   assert_failure 1
   [[ -z $output && $stderr == *"training script '$TEST_DIR/missing.py' (--script) not found"* ]]
 }
+
+@test "item 8: the default container image is upstream's; a config's container.options.image (upstream layout) or DOCKER_IMAGE beats it" {
+  export PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
+  run "$PRIMUS_CLI" container --dry-run --runtime docker -- --single --script "$TEST_DIR/show.py"
+  assert_success
+  assert_output --regexp "command: .* rocm/primus:v26.5 [^ ]*/runner/primus-cli direct"
+  # upstream's device list must exist (ours: exit 2 naming a missing one); a fake /dev tree
+  mkdir -p "$PRIMUS_DEV_ROOT/dev/dri" "$PRIMUS_DEV_ROOT/dev/infiniband"
+  : >"$PRIMUS_DEV_ROOT/dev/kfd"
+  run "$PRIMUS_CLI" container --dry-run --runtime docker --config "$TEST_DIR/upstream.yaml" -- --single --script "$TEST_DIR/show.py"
+  assert_success
+  assert_output --regexp "command: .* --privileged .* rocm/primus:v26.5 "
+  printf 'container:\n  options:\n    image: "my/img:2"\n' >"$TEST_DIR/i.yaml"
+  run "$PRIMUS_CLI" container --dry-run --runtime docker --config "$TEST_DIR/i.yaml" -- --single --script "$TEST_DIR/show.py"
+  assert_output --regexp "command: .* my/img:2 "
+  DOCKER_IMAGE=env/img:3 run "$PRIMUS_CLI" container --dry-run --runtime docker --config "$TEST_DIR/i.yaml" -- --single --script "$TEST_DIR/show.py"
+  assert_output --regexp "command: .* env/img:3 "
+}
