@@ -307,6 +307,6 @@ primus_single_nproc_text() {
   if [[ ${PRIMUS_SRUN_NATIVE:-} == 1 ]]; then
     __primus_nproc="1 per Slurm task (run mode single under srun-native, from $PRIMUS_WL_RUN_MODE_ORIGIN)"
   else
-    __primus_nproc="1 (run mode single, from $PRIMUS_WL_RUN_MODE_ORIGIN: one process per node, no torchrun; GPUS_PER_NODE=${GPUS_PER_NODE:-?} devices are the workload's to use)"
+    __primus_nproc="1 (run mode single, from $PRIMUS_WL_RUN_MODE_ORIGIN: one process per node; GPUS_PER_NODE=${GPUS_PER_NODE:-?} devices are the workload's to use)"
   fi
 }

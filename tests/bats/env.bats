@@ -96,9 +96,9 @@ print(len(rows))')
   [[ $stderr == *"ERROR NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS='100'"*"[--strict]"* ]]
 }
 
-@test "env check --env-file reads KEY=VALUE lines literally and masks secrets" {
+@test "env check --env-file: single quotes keep \$(...) as text, unquoted it is refused and never run; secrets masked" {
   # shellcheck disable=SC2016 # the $(...) must reach the file unexpanded
-  printf '%s\n' '# job settings' 'export PRIMUS_PATCHES=$(touch pwned),,x' \
+  printf '%s\n' '# job settings' "export PRIMUS_PATCHES='\$(touch pwned),,x'" \
     'NEURON_RT_API_TOKEN=abc-secret-123' >job.env
   run --separate-stderr clean_env "$PRIMUS_CLI" env check --env-file job.env --format json
   assert_success
@@ -111,6 +111,12 @@ values = {f["variable"]: f["value"] for f in report["findings"]}
 assert values["PRIMUS_PATCHES"] == "$(touch pwned),,x", values
 assert values["NEURON_RT_API_TOKEN"] == "****", values'
   [[ $output != *abc-secret-123* && $stderr != *abc-secret-123* ]]
+  # shellcheck disable=SC2016 # the $(...) must reach the file unexpanded
+  printf '%s\n' 'export PRIMUS_PATCHES=$(touch pwned),,x' >bad.env
+  run --separate-stderr clean_env "$PRIMUS_CLI" env check --env-file bad.env
+  assert_failure 2
+  [[ $stderr == *"bad.env line 1 (PRIMUS_PATCHES)"*"never executed"* ]]
+  [[ ! -e pwned ]]
 }
 
 @test "env docs writes the Markdown reference that docs/environment.md holds" {

@@ -52,7 +52,7 @@ teardown() {
 @test "--single with GPUS_PER_NODE=2: the summary says 1 process per node, and why" {
   GPUS_PER_NODE=2 run "$PRIMUS_CLI" direct --dry-run --single --module primus_runner -- preflight
   assert_success
-  assert_output --partial "processes per node: 1 (run mode single, from --single: one process per node, no torchrun; GPUS_PER_NODE=2"
+  assert_output --partial "processes per node: 1 (run mode single, from --single: one process per node; GPUS_PER_NODE=2"
   refute_output --partial "processes per node: 2"
   assert_output --regexp "command: [^ ]*python -m primus_runner preflight"
   # torchrun mode keeps the count it starts.
