@@ -215,8 +215,9 @@ EOF
   assert_output --partial "accepted: docker, podman"
 }
 
-@test "no image exits 2 with the fix" {
-  run "$PRIMUS_CLI" container --runtime docker -- preflight
+@test "no image (the upstream default configured away) exits 2 with the fix" {
+  printf 'container:\n  options:\n    image: ""\n' >noimg.yaml
+  run "$PRIMUS_CLI" --config noimg.yaml container --runtime docker -- preflight
   assert_failure 2
   assert_output --partial "--image"
 }

@@ -214,14 +214,14 @@ launch() {
   run launch PRIMUS_SYSFS_ROOT="$FIX/dup-routes" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 \
     MASTER_ADDR=node-zero NNODES=2 NODE_RANK=1 -- --dry-run --module primus_runner -- preflight
   assert_failure 2
-  assert_output --partial "MASTER_ADDR='node-zero' (exported) does not resolve on this node (NODE_RANK 1)"
+  assert_output --partial "MASTER_ADDR='node-zero': does not resolve on this node (NODE_RANK 1)"
 }
 
 @test "exported PET_RDZV_BACKEND is refused (exit 2) with the fix; PRIMUS_ELASTIC=1 honours it" {
   run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 MASTER_ADDR=127.0.0.1 \
     NNODES=2 NODE_RANK=0 PET_RDZV_BACKEND=c10d -- --dry-run --module primus_runner -- preflight
   assert_failure 2
-  assert_output --partial "PET_RDZV_BACKEND=c10d exported: torchrun reads PET_* variables as its defaults"
+  assert_output --partial "PET_RDZV_BACKEND='c10d': is exported: torchrun reads PET_* variables as its defaults"
   assert_output --partial "Fix: unset PET_RDZV_BACKEND"
   run launch PRIMUS_SYSFS_ROOT="$FIX/no-accel" PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1 MASTER_ADDR=127.0.0.1 \
     NNODES=2 NODE_RANK=0 PET_RDZV_BACKEND=c10d PRIMUS_ELASTIC=1 -- --dry-run --module primus_runner -- preflight

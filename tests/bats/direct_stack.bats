@@ -19,8 +19,9 @@ teardown() {
 @test "no --script/--module and no primus/cli/main.py: exit 1, nothing trained, naming the fix" {
   run "$PRIMUS_CLI" direct -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
   assert_failure 1
-  assert_output --partial "training script 'primus/cli/main.py' (the default (direct.script)) not found"
-  assert_output --partial "--module primus_runner"
+  assert_output --partial "training script 'primus/cli/main.py' (the default) not found"
+  assert_output --partial "has no installed module primus.cli.main to fall back to"
+  assert_output --partial "--script path/to/train.py or --module package.module"
   refute_output --partial "[train]"
   # Nothing trained; the only file is the log of the failed launch (issue 14:
   # every outcome leaves a log), which names the error.

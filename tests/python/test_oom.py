@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from primus_runner.failure import oom
+from primus_runner.launch import oom
 
 
 def test_cgroup_path_v2_v1_and_hybrid() -> None:

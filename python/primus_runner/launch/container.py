@@ -360,14 +360,16 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
 
 
 def _check(env: dict[str, str], accel: str, explicit: tuple[str, ...]) -> int:
-    """The registry's checks in container context (findings to the console)."""
+    """The registry's checks in container context (findings to the console). The
+    host probes (does MASTER_ADDR resolve, ...) are left to the direct launch
+    inside the container, which runs the full verdict where the ranks run."""
     from types import SimpleNamespace
 
     from primus_runner.env import commands as env_cmd
 
     args = SimpleNamespace(env_file=[], container=True, strict=False, format="text",
                            accelerator=accel)
-    return env_cmd.cmd_check(args, env, forwarded=explicit)
+    return env_cmd.cmd_check(args, env, forwarded=explicit, host_probes=False)
 
 
 def main(argv: list[str]) -> int:
