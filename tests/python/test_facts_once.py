@@ -127,7 +127,7 @@ def test_the_scan_finds_a_copy_when_there_is_one(tmp_path, monkeypatch):
 
 def test_every_rule_is_defined_once():
     ids = []
-    for path in sorted((PACKAGE / "rules").glob("*.py")):
+    for path in sorted((PACKAGE / "env" / "rules").glob("*.py")):
         ids += re.findall(r'^@rule\("([a-z0-9_]+)"\)', path.read_text(), re.MULTILINE)
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
     text = (PACKAGE / "data" / "variables.yaml").read_text().split("\nrules:\n", 1)[1]

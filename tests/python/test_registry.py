@@ -67,10 +67,13 @@ def test_every_reference_name_is_registered(reg):
 # The runner's own switches (SPEC sections 4-6).
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
                    "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
-                   "PRIMUS_WORKLOAD_PYTHON"]
+                   "PRIMUS_WORKLOAD_PYTHON",
+                   # the reference launcher's venv hook, which SPEC section 4 takes on (issue 30)
+                   "VENV_ACTIVATE"]
 # Names the runner's own code reads or exports (grep of runner/, python/, examples/),
 # neither in the references nor in the SPEC list above.
 RUNNER_OWN = [
+    "PRIMUS_VIA_SLURM_ENTRY",  # the entry's mark for the mode it starts (runner/lib/mode_config.sh)
     "PRIMUS_ROOT", "PRIMUS_RUNNER_DIR", "PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS",
     "PRIMUS_ENV_ORIGINS", "PRIMUS_ENV_DEFER_VALIDATION",
     "PRIMUS_XLA_FLAGS_OWNED", "PRIMUS_FRAMEWORK", "PRIMUS_GPU_COUNT", "PRIMUS_NEURON_DEVICES",
@@ -403,17 +406,19 @@ def test_json_copy_is_used_only_when_it_matches(tmp_path, monkeypatch):
     yaml_copy = tmp_path / "variables.yaml"
     json_copy = tmp_path / "variables.json"
     yaml_copy.write_bytes(YAML_FILE.read_bytes())
-    monkeypatch.setattr(registry_mod, "YAML_PATH", str(yaml_copy))
-    monkeypatch.setattr(registry_mod, "JSON_PATH", str(json_copy))
+    from primus_runner import registry_data
+
+    monkeypatch.setattr(registry_data, "YAML_PATH", str(yaml_copy))
+    monkeypatch.setattr(registry_data, "JSON_PATH", str(json_copy))
     stale = {"source_digest": "crc32:00000000:0", "data": {"sections": []}}
     json_copy.write_text(json.dumps(stale))
-    assert len(registry_mod.read_data()["sections"]) > 10  # fell back to the YAML
-    fresh = {"source_digest": registry_mod.yaml_digest(yaml_copy.read_bytes()),
+    assert len(registry_data.read_data()["sections"]) > 10  # fell back to the YAML
+    fresh = {"source_digest": registry_data.yaml_digest(yaml_copy.read_bytes()),
              "data": {"marker": True}}
     json_copy.write_text(json.dumps(fresh))
-    assert registry_mod.read_data() == {"marker": True}
+    assert registry_data.read_data() == {"marker": True}
     yaml_copy.write_bytes(YAML_FILE.read_bytes() + b"\n# edited\n")
-    assert "sections" in registry_mod.read_data()  # edited YAML: the copy is stale again
+    assert "sections" in registry_data.read_data()  # edited YAML: the copy is stale again
 
 
 def test_load_is_cached():
@@ -428,7 +433,9 @@ TRN2_48XL_FACTS = {"PRIMUS_NEURON_DEVICES": "16", "PRIMUS_NEURON_CORES_PER_DEVIC
 
 
 def test_example_values_pass(reg):
-    env = registry_mod.full_environment(reg)
+    from primus_runner.env.examples import full_environment
+
+    env = full_environment(reg)
     assert len(env) == len(reg.variables)
     assert env["PRIMUS_NEURON_INSTANCE"] == "trn2.48xlarge"
     env.update(TRN2_48XL_FACTS)

@@ -23,8 +23,7 @@ from primus_runner import log
 from primus_runner.diagnose.bundle import dump_run, new_bundle
 from primus_runner.diagnose.runs import Run, scan
 from primus_runner.diagnose.summary import RankPlace, from_json, rank_list, summary_lines
-
-EXIT_MISSING, EXIT_INVALID = 1, 2
+from primus_runner.facts import EXIT_INVALID, EXIT_MISSING
 
 
 def _options(args: list[str], names: dict[str, str], flags: set[str]) -> tuple[dict[str, str], list[str]]:

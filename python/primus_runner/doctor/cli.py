@@ -20,9 +20,10 @@ import sys
 import time
 
 from primus_runner.doctor.record import EXIT_HEALTHY, EXIT_UNFIT, FAIL, PASS, Check, exit_code
+from primus_runner.facts import EXIT_INVALID
 
 REPORT_PREFIX = "PRIMUS-DOCTOR-REPORT "
-EXIT_USAGE = 2
+EXIT_USAGE = EXIT_INVALID
 
 
 def progress(text: str) -> None:

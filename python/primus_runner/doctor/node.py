@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 
 from primus_runner.doctor.record import FAIL, PASS, WARN, Check
+from primus_runner.facts import DISTRIBUTED_DEFAULTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ def _job(env: Mapping[str, str]) -> tuple[str, int, int, int]:
     try:
         mapping = resolve(env)
     except (PrimusError, ValueError):
-        return "localhost", int(env.get("MASTER_PORT") or 1234), 0, 1
+        fallback = DISTRIBUTED_DEFAULTS
+        return (fallback["MASTER_ADDR"], int(env.get("MASTER_PORT") or fallback["MASTER_PORT"]), 0, 1)
     return mapping.master_addr, mapping.master_port, mapping.node_rank, mapping.nnodes
 
 

@@ -5,12 +5,13 @@ seen, wanted, fix) and the node exit code. Must not decide any check itself.
 """
 from __future__ import annotations
 
+from primus_runner.facts import EXIT_OK, EXIT_RUNTIME
 from primus_runner.records import asdict, dataclass
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 STATUS_ORDER = {FAIL: 0, WARN: 1, PASS: 2}
-EXIT_HEALTHY = 0
-EXIT_UNFIT = 3          # at least one check failed (documented in --help and README)
+# at least one check failed: the runtime-failure code (documented in --help and README)
+EXIT_HEALTHY, EXIT_UNFIT = EXIT_OK, EXIT_RUNTIME
 
 
 @dataclass
