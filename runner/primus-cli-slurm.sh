@@ -194,9 +194,12 @@ split_after() {
       MODE_ARGS=("${AFTER[@]}")
       ;;
     *)
+      local hint
+      primus_did_you_mean hint "${AFTER[0]}" direct container
+      # A mistyped mode gets its name; another word is read as a workload.
+      [[ -n $hint ]] || hint=". Did you mean: primus-cli slurm $LAUNCHER ... -- direct -- ${AFTER[*]}"
       bad_usage "'${AFTER[0]}' after '--' is not a mode; accepted: direct or container" \
-        "(default: config slurm.mode), then the mode's options, then '--' and the workload." \
-        "Did you mean: primus-cli slurm $LAUNCHER ... -- direct -- ${AFTER[*]}"
+        "(default: config slurm.mode), then the mode's options, then '--' and the workload$hint"
       ;;
   esac
 }
