@@ -101,6 +101,15 @@ bad_usage() {
   primus_bad_usage "primus-cli direct" "$1"
 }
 
+# unknown_option WORD: exit 2 naming WORD, with the closest option of --help.
+unknown_option() {
+  local -a known
+  local hint
+  primus_help_options known "${BASH_SOURCE[0]}"
+  primus_did_you_mean hint "${1%%=*}" "${known[@]}"
+  bad_usage "unknown option '$1' for 'primus-cli direct'${hint:-;} options go before '--', workload arguments after it."
+}
+
 # need_value OPTION COUNT: OPTION takes a value; COUNT is how many args remain.
 need_value() {
   primus_need_value "primus-cli direct" "$1" "$2"
@@ -129,7 +138,7 @@ parse_args() {
       --silent) OPT_SILENT=1; shift ;;
       --accelerator) need_value "$1" $#; OPT_ACCELERATOR=$2; shift 2 ;;
       --) shift; WORKLOAD=("$@"); return ;;
-      -*) bad_usage "unknown option '$1' for 'primus-cli direct'; options go before '--', workload arguments after it." ;;
+      -*) unknown_option "$1" ;;
       *) WORKLOAD=("$@"); return ;;
     esac
   done
@@ -245,7 +254,7 @@ claim_log_file() {
 on_launcher_exit() {
   local rc=$?
   primus_helper_stop
-  # The helper's console descriptor is a copy of the spooled stdout.
+  # The helper's console descriptor is a copy of the spooled stderr.
   if [[ -n ${CONSOLE_FD:-} ]]; then
     exec {CONSOLE_FD}>&-
     CONSOLE_FD=""
@@ -272,7 +281,7 @@ on_launcher_exit() {
   if ((rc == 0)); then
     line="launch ended before the workload (exit code 0); log: $LOG_FILE"
     LOG_INFO "$line"
-    LOG_INFO "$line" >>"$LOG_FILE"
+    LOG_INFO "$line" 2>>"$LOG_FILE"
   else
     line="launch $why (exit code $rc); log: $LOG_FILE"
     LOG_ERROR "$line"
@@ -349,7 +358,7 @@ main() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   trap 'exit 129' HUP
-  exec {CONSOLE_FD}>&1  # the helper's findings reach the console and the log
+  exec {CONSOLE_FD}>&2  # the helper's findings reach the console and the log (stderr, as every launcher line)
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
   primus_venv_activate
   # env check (--verdict, runner/primus-cli-env-check.sh) needs no workload.

@@ -198,6 +198,14 @@ check_given_values() {
 # an option starts the workload (runner/lib/mode_words.sh, upstream's forms).
 split_after() {
   ((${#AFTER[@]})) || bad_usage "nothing after '--'; e.g. primus-cli slurm $LAUNCHER -N 2 -- direct -- preflight"
+  # A word close to a mode name is a mistyped mode (upstream Primus would run it
+  # as the container's workload); any other word starts the workload.
+  local hint=""
+  case ${AFTER[0]-} in
+    direct | container | -* | "") ;;
+    *) primus_did_you_mean hint "${AFTER[0]}" direct container ;;
+  esac
+  [[ -z $hint ]] || bad_usage "'${AFTER[0]}' after '--' is not a mode; accepted: direct or container$hint"
   primus_mode_words_split "${AFTER[@]}"
   MODE=$PRIMUS_MODE_WORD
   MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")

@@ -1,6 +1,6 @@
 """Logging with the same prefix, levels and switches as runner/lib/common.sh.
 
-INFO/DEBUG go to stdout, WARN/ERROR to stderr; PRIMUS_LOG_LEVEL filters,
+Every level goes to stderr, as in bash (one stream); PRIMUS_LOG_LEVEL filters,
 PRIMUS_LOG_TIMESTAMP=1 adds a UTC timestamp, colour only on a TTY with
 PRIMUS_LOG_COLOR not 0. Messages pass through secret masking.
 """
@@ -29,7 +29,7 @@ def prefix() -> str:
 def emit(level: str, message: str) -> None:
     if LEVELS[level] < _threshold():
         return
-    stream = sys.stdout if LEVELS[level] < 30 else sys.stderr
+    stream = sys.stderr  # every level: one stream (README "Output streams")
     stamp = ""
     if (os.environ.get("PRIMUS_LOG_TIMESTAMP") or "1") in LOG_SWITCH_ON:  # empty counts as unset
         stamp = time.strftime("[%Y-%m-%dT%H:%M:%SZ] ", time.gmtime())

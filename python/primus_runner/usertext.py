@@ -6,9 +6,11 @@ package decides nothing about a launch and prints nothing itself.
 """
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 _LITERAL = re.compile(r"``(.+?)``")
 
@@ -18,20 +20,55 @@ def plain(doc: str | None) -> str:
     return _LITERAL.sub(r"\1", doc or "")
 
 
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+def did_you_mean(word: str, candidates: Iterable[str], strict: bool = False) -> str:
     """'; did you mean 'X'?' for the candidate closest to WORD, else ''.
 
-    Close means difflib's ratio >= 0.6 (errors.closest, the one rule of it),
+    Close means difflib's ratio >= 0.6 (errors.closest, the one rule of it;
+    0.85 when STRICT: WORD may well be right, e.g. a runtime's own option),
     or WORD being a prefix of exactly one candidate (``--modul`` for
     ``--module``)."""
+    import difflib
+
     from primus_runner.errors import closest
 
     names = [c for c in candidates if c and c != word]
     if not word or not names:
         return ""
     prefixed = [c for c in names if c.startswith(word)]
-    found = prefixed[0] if len(prefixed) == 1 else closest(word, names)
+    if len(prefixed) == 1:
+        found: str | None = prefixed[0]
+    elif strict:
+        near = difflib.get_close_matches(word, names, n=1, cutoff=0.85)
+        found = near[0] if near else None
+    else:
+        found = closest(word, names)
     return f"; did you mean '{found}'?" if found else ""
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+_UNRECOGNIZED = re.compile(r"unrecognized arguments: (\S+)")
+
+
+class SuggestingParser(argparse.ArgumentParser):
+    """argparse with "did you mean" on a mistyped subcommand or option
+    (``env chek``, ``config show --formt``); its subparsers are the same kind."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = ""
+        choice = _INVALID_CHOICE.search(message)
+        unknown = _UNRECOGNIZED.search(message)
+        if choice:
+            listed = choice.group(2)  # quoted up to Python 3.11, bare since
+            names = re.findall(r"'([^']*)'", listed) or [c.strip() for c in listed.split(",")]
+            hint = did_you_mean(choice.group(1), names)
+        elif unknown:
+            options = [o for action in self._actions for o in action.option_strings]
+            for action in self._actions:  # the chosen subcommand's own options
+                if isinstance(action, argparse._SubParsersAction):
+                    for sub in action.choices.values():
+                        options += [o for a in sub._actions for o in a.option_strings]
+            hint = did_you_mean(unknown.group(1).split("=", 1)[0], options)
+        super().error(message + hint)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@
 # *_RANK0 variants; prefix [NODE-<NODE_RANK>(<host>)]; PRIMUS_LOG_LEVEL
 # DEBUG|INFO|WARN|ERROR; PRIMUS_LOG_TIMESTAMP=1 adds a UTC timestamp;
 # PRIMUS_LOG_COLOR=1 colours, off automatically when the stream is not a TTY.
-# INFO and DEBUG go to stdout, WARN and ERROR to stderr.
+# Every level goes to stderr (one stream: lines stay in order through pipes).
 
 if [[ -n ${__PRIMUS_COMMON_SH:-} ]]; then
   return 0
@@ -107,8 +107,10 @@ __primus_log() {
   __primus_level_number want "${PRIMUS_LOG_LEVEL:-INFO}"
   __primus_level_number have "$level"
   ((have >= want)) || return 0
-  local fd=1
-  [[ $level == WARN || $level == ERROR ]] && fd=2
+  # Every level on stderr: one stream keeps the launcher's lines in order
+  # through pipes (README "Output streams"); stdout is the workload's and the
+  # commands' data (env list, config show).
+  local fd=2
   local stamp="" tag="[$level]"
   if __primus_switch_on "${PRIMUS_LOG_TIMESTAMP:-1}"; then
     # TZ applies to this builtin call only: UTC without forking date(1).

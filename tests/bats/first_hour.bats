@@ -2,7 +2,9 @@
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
 # The first hour, tried as a new user would (issue 28): --module checked up
 # front, the last line of every stop, the summary of --single, a missing
-# experiment config, the console kept free of torchrun's internals.
+# experiment config, make demo on a free port, the console kept free of
+# torchrun's internals, one output stream, "did you mean".
+bats_require_minimum_version 1.5.0
 
 setup() {
   load helpers/launcher
@@ -162,4 +164,47 @@ refute_internals() {
   refute_internals "$TEST_DIR/console"
   grep -q "Received 15 death signal" "$PRIMUS_WORKSPACE"/logs/*.log
   [[ $(tail -n 1 "$TEST_DIR/console") == *"stop: SIGTERM"*"ranks 0, 1 still running at the stop"* ]]
+}
+
+@test "did you mean: mistyped modes, options and subcommands in primus-cli, direct, slurm, container, env, config" {
+  run "$PRIMUS_CLI" dierct
+  assert_failure 2
+  assert_output --partial "unknown mode 'dierct'; accepted: direct, slurm, container, env, config; did you mean 'direct'?"
+  run "$PRIMUS_CLI" --dryrun direct
+  assert_failure 2
+  assert_output --partial "did you mean '--dry-run'?"
+  run "$PRIMUS_CLI" direct --modul mypkg -- x
+  assert_failure 2
+  assert_output --partial "unknown option '--modul' for 'primus-cli direct'; did you mean '--module'?"
+  run "$PRIMUS_CLI" --dry-run slurm srun -N 2 -- dierct -- preflight
+  assert_failure 2
+  assert_output --partial "'dierct' after '--' is not a mode"
+  assert_output --partial "did you mean 'direct'?"
+  run "$PRIMUS_CLI" --dry-run container --imag rocm/x -- preflight
+  assert_output --partial "'--imag' is not an option of primus-cli container: it is passed to the container runtime as its own; did you mean '--image'?"
+  run "$PRIMUS_CLI" env chek
+  assert_failure 2
+  assert_output --partial "did you mean 'check'?"
+  run "$PRIMUS_CLI" config shwo
+  assert_failure 2
+  assert_output --partial "did you mean 'show'?"
+  run "$PRIMUS_CLI" env list --formt json
+  assert_output --partial "did you mean '--format'?"
+}
+
+@test "one stream: every launcher line is on stderr, stdout stays the workload's and the commands' data" {
+  export GPUS_PER_NODE=1
+  run --separate-stderr "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
+  assert_success
+  [[ -z $output ]] || fail "launcher lines on stdout: $output"
+  [[ $stderr == *"[INFO] launch configuration:"* && $stderr == *"dry run: nothing was started"* ]]
+  # A real launch: the workload's own lines on stdout, the launcher's on stderr.
+  run --separate-stderr "$PRIMUS_CLI" direct --single --script "$WORKLOADS/exit_with.py" -- 0
+  assert_success
+  run grep -c "\[INFO\]\|\[WARN\]\|\[ERROR\]" <<<"$output"
+  assert_output 0
+  # env list's table is data: stdout.
+  run --separate-stderr "$PRIMUS_CLI" env list
+  assert_success
+  [[ $output == *GPUS_PER_NODE* ]]
 }

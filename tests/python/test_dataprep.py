@@ -219,7 +219,7 @@ def test_sigkill_mid_preparation_then_rerun_redoes_it(tmp_path: Path, corpus: Pa
     rerun = subprocess.run([sys.executable, "-m", "primus_runner", "data", *args], env=base_env(NODE_RANK="0"),
                            capture_output=True, text=True, timeout=30)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"removed partial output of an interrupted run: {partial}" in rerun.stdout
+    assert f"removed partial output of an interrupted run: {partial}" in rerun.stderr
     assert not partial.exists()
     assert independent_tokens(prefix) == EXPECTED
     assert sorted(p.name for p in Path(prefix).parent.iterdir()) == [
@@ -235,7 +235,7 @@ def test_final_files_without_a_completion_marker_are_not_used(tmp_path: Path, co
     rerun = subprocess.run([sys.executable, "-m", "primus_runner", "data", "prepare", "--corpus", str(corpus),
                             "--workspace", str(ws)], env=base_env(), capture_output=True, text=True, timeout=30)
     assert rerun.returncode == 0, rerun.stderr
-    assert "not reusing the files" in rerun.stdout
+    assert "not reusing the files" in rerun.stderr
     assert independent_tokens(prefix) == EXPECTED
 
 
@@ -259,12 +259,12 @@ def test_rerun_reuses_complete_data_and_a_changed_corpus_is_redone(tmp_path: Pat
     assert subprocess.run(cmd, env=base_env(), capture_output=True, timeout=30).returncode == 0
     before = os.stat(prefix + ".bin").st_mtime_ns
     again = subprocess.run(cmd, env=base_env(), capture_output=True, text=True, timeout=30)
-    assert again.returncode == 0 and "reusing the tokenized data" in again.stdout
+    assert again.returncode == 0 and "reusing the tokenized data" in again.stderr
     assert os.stat(prefix + ".bin").st_mtime_ns == before
     corpus.write_text("Z\n")
     changed = subprocess.run(cmd, env=base_env(), capture_output=True, text=True, timeout=30)
     assert changed.returncode == 0
-    assert "completion marker from a different corpus" in changed.stdout
+    assert "completion marker from a different corpus" in changed.stderr
     assert independent_tokens(prefix) == [90, 256]
 
 

@@ -33,8 +33,9 @@ def test_shell_log_lines_mask_secret_values() -> None:
     env = {"PATH": "/usr/bin:/bin", "HF_TOKEN": "hf_abc123", "DB_PASSWORD": "p a$$ w0rd",
            "PRIMUS_LOG_TIMESTAMP": "0"}
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=True)
-    assert "hf_abc123" not in out.stdout and "w0rd" not in out.stdout
-    assert "token=**** pw=****" in out.stdout
+    # Every log line is on stderr (one stream).
+    assert "hf_abc123" not in out.stderr and "w0rd" not in out.stderr and out.stdout == ""
+    assert "token=**** pw=****" in out.stderr
 
 
 def test_mask_value_and_text() -> None:
@@ -55,4 +56,4 @@ def test_shell_masks_every_kind_of_secret_variable(lister: str) -> None:
               'LOG_INFO "a $HF_TOKEN b $SHELL_SECRET c $my_token d $_UNDER_TOKEN e $LOCAL_PASSWORD"; }; f')
     env = {"PATH": "/usr/bin:/bin", "HF_TOKEN": "exported-0", "PRIMUS_LOG_TIMESTAMP": "0"}
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=True)
-    assert "a **** b **** c **** d **** e ****" in out.stdout, out.stdout
+    assert "a **** b **** c **** d **** e ****" in out.stderr, out.stderr

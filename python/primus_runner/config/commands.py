@@ -58,9 +58,9 @@ def show(cfg: cfgmod.Config, fmt: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from primus_runner.usertext import plain
+    from primus_runner.usertext import SuggestingParser, plain
 
-    p = argparse.ArgumentParser(prog="primus-cli config", description=plain(__doc__),
+    p = SuggestingParser(prog="primus-cli config", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="action", required=True)
     s = sub.add_parser("show", help="merged configuration with each value's source file")

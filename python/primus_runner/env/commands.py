@@ -43,12 +43,14 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 def _parser() -> argparse.ArgumentParser:
     import argparse
 
-    class _SubParser(argparse.ArgumentParser):
+    from primus_runner.usertext import SuggestingParser
+
+    class _SubParser(SuggestingParser):
         def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
             kwargs.setdefault("formatter_class", _formatter)
             super().__init__(*args, **kwargs)
 
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog=PROG, formatter_class=_formatter, description="List, explain, check and document environment variables "
         "(one registry for both references).")
     sub = parser.add_subparsers(dest="command", metavar="{list,explain,check,show,docs}",

@@ -57,6 +57,19 @@ class Args:
         self.inner_accelerator = ""
 
 
+def _warn_if_mistyped(key: str) -> None:
+    """A runtime option that looks like a mistyped one of ours (--imag): said,
+    and still passed on (it may be the runtime's own)."""
+    from primus_runner.usertext import did_you_mean
+
+    hint = did_you_mean(key, sorted(o for o in OURS_VALUE | OURS_FLAG if o.startswith("--")), strict=True)
+    if hint:
+        from primus_runner import log
+
+        log.warn(f"'{key}' is not an option of primus-cli container: it is passed to the container "
+                 f"runtime as its own{hint}")
+
+
 def parse_args(argv: list[str]) -> Args:
     a = Args()
     i = 0
@@ -88,6 +101,7 @@ def parse_args(argv: list[str]) -> Args:
             setattr(a, key[2:].replace("-", "_"), True)
         else:
             flag = SHORT.get(key, key)
+            _warn_if_mistyped(key)
             if eq:
                 a.passthrough.append((flag, value, True))
             elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
