@@ -153,3 +153,21 @@ def test_devices_by_existence(tmp_path):
     with pytest.raises(UsageError, match="device '/dev/infiniband' given by config"):
         container.device_list("cpu", [], [("config", "/dev/infiniband")], str(tmp_path), plan)
     assert os.path.exists(tmp_path / "dev" / "kfd")
+
+
+def test_a_host_only_volume_mounts_at_the_same_path_as_upstream():
+    # issue 30: upstream's container --help: "If only HOST given, mounts to same path".
+    class P:
+        def log(self, level, message):
+            pass
+
+    cfg = {"container.options": {"volume": ["/cfg"]}}
+
+    class C:
+        def get(self, key):
+            return cfg.get(key)
+
+    opts = container_opts.merge_options(C(), [("--volume", "/data", False),
+                                              ("--volume", "/a:/b", False),
+                                              ("--volume", "named", False)], P())
+    assert [v for v, _ in opts.items["--volume"]] == ["/cfg:/cfg", "/data:/data", "/a:/b", "named"]

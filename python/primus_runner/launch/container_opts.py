@@ -12,7 +12,8 @@ with ``-``; else a bare flag.
 to ``--key value``: a list repeats the flag, ``true`` (or ``"true"``, as
 upstream Primus's file writes it) gives the bare flag,
 ``false``/null/""/[] removes it (so every default can be removed); ``_`` and
-``-`` in keys are the same. A flag on the command line replaces a single value
+``-`` in keys are the same. A ``--volume /abs/path`` without ``:`` mounts at the
+same path (as upstream Primus; docker would make an anonymous volume). A flag on the command line replaces a single value
 and adds to a list (``--ulimit host`` replaces every ulimit). ``--shm-size`` is
 dropped while ``--ipc`` is ``host``: podman refuses the two together ("cannot
 set shmsize when running in the host IPC Namespace", issue 12) and the host's
@@ -133,6 +134,13 @@ def _removed(value: Any) -> bool:
         isinstance(value, str) and value.lower() == "false")
 
 
+def _same_path(value: str | None) -> str | None:
+    """``--volume /data`` as upstream Primus reads it: ``/data:/data``."""
+    if value and value.startswith("/") and ":" not in value:
+        return f"{value}:{value}"
+    return value
+
+
 class Options:
     """Runtime flags in order: flag -> [(value or None, joined)]."""
 
@@ -190,7 +198,12 @@ def merge_options(cfg: Any, passthrough: list[tuple[str, str | None, bool]], pla
         else:
             opts.items[flag] = [(str(value), False)]
         opts.origin[flag] = f"config container.options.{key}"
+    for key in ("--volume",):                   # upstream: a HOST-only volume mounts at
+        if key in opts.items:                    # the same path (container --help)
+            opts.items[key] = [(_same_path(v), j) for v, j in opts.items[key]]
     for flag, value, joined in passthrough:
+        if flag == "--volume":
+            value = _same_path(value)
         entry = (value, joined)
         if flag == "--ulimit" and value is not None:
             kind = value.split("=", 1)[0]
