@@ -302,7 +302,7 @@ $NEW_SEEN"
     direct --env "WANDB_API_KEY=$S_CLI" "${NEW_ENV_ARGS[@]}" \
     --script "$REPO_ROOT/tests/fixtures/workloads/secret_probe.py" -- "${PROBE_ARGS[@]}"
   assert_success
-  assert_output --regexp "secrets WANDB_API_KEY( [A-Z_]+)* \(given with --env\) travel in sbatch's environment"
+  assert_output --partial "secrets WANDB_API_KEY AWS_SECRET_ACCESS_KEY (given with --env) travel in sbatch's environment"
   local job rank
   job=$(job_id_from_output)
   [[ -n $job ]]
