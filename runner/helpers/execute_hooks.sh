@@ -49,7 +49,12 @@
 #   2  bad arguments; a hook printed an invalid env./extra. line; or a hook
 #      exited 78 (configuration error: EX_CONFIG from sysexits.h)
 #   3  a hook failed with any other non-zero code (its stdout is shown after
-#      its stderr, which was shown as it ran)
+#      its stderr, which was shown as it ran), or ran longer than
+#      PRIMUS_HOOK_TIMEOUT seconds (default 1800, 0: no limit) and was stopped
+#   128+N  this runner got signal N (TERM, HUP, INT) while a hook ran: the hook's
+#      process group got it too, then SIGKILL after PRIMUS_KILL_GRACE
+# Each hook runs in a process group of its own (runner/lib/hook_exec.sh) and is
+# named on stderr as it starts.
 # The first failing hook stops everything. The dedicated codes 66 / 78 (rather
 # than 1 / 2) keep a stray `grep`/`ls` failure inside a hook from being
 # misreported as a configuration error.
@@ -58,6 +63,8 @@ HERE=${BASH_SOURCE[0]%/*}; [[ $HERE != "${BASH_SOURCE[0]}" ]] || HERE=.
 
 # shellcheck source=runner/lib/common.sh
 source "$HERE/../lib/common.sh"
+# shellcheck source=runner/lib/hook_exec.sh
+source "$HERE/../lib/hook_exec.sh"
 
 # The hook protocol's codes, from runner/lib/facts.sh (registry shared_facts).
 readonly HOOK_EXIT_MISSING=$PRIMUS_HOOK_EXIT_MISSING HOOK_EXIT_CONFIG=$PRIMUS_HOOK_EXIT_CONFIG
@@ -75,33 +82,7 @@ GROUP="" NAME=""
 declare -a SCRIPTS=() WORKLOAD_ARGS=()
 declare -a ENV_NAMES=() ENV_VALUES=()
 USE_SCRIPTS=0 EXPLICIT_TARGET=0
-ORIG_ERR="" MASK_PID="" MASK_COUNT=0
 PRIMUS_MASK_VALUES=()  # a new process: no values yet (arrays are never inherited)
-
-# start_mask_stream: this script's stderr through primus_mask_stream (the
-# secret values known now, PRIMUS_MASK_VALUES included) to the original stderr.
-start_mask_stream() {
-  [[ -n $ORIG_ERR ]] || exec {ORIG_ERR}>&2
-  exec 2> >(primus_mask_stream >&"$ORIG_ERR" {ORIG_ERR}>&-)
-  MASK_PID=$!
-  MASK_COUNT=${#PRIMUS_MASK_VALUES[@]}
-}
-
-# stop_mask_stream: back to the original stderr once the masking process has
-# written everything (so no line comes after this script's exit).
-stop_mask_stream() {
-  [[ -n $MASK_PID ]] || return 0
-  exec 2>&"$ORIG_ERR"
-  wait "$MASK_PID" 2>/dev/null || true
-  MASK_PID=""
-}
-
-# refresh_mask_stream: a new masking process when a hook added secret values.
-refresh_mask_stream() {
-  ((${#PRIMUS_MASK_VALUES[@]} == MASK_COUNT)) && return 0
-  stop_mask_stream
-  start_mask_stream
-}
 
 # parse_args ARGS...: fill the globals above from the command line.
 parse_args() {
@@ -231,7 +212,8 @@ check_scripts() {
 
 # run_one SCRIPT VAR: run SCRIPT with the current env/extra state, its stdout
 # into VAR (the protocol lines), its stderr live on this script's (masked)
-# stderr. Returns its code.
+# stderr, in a process group of its own with the time limit (hook_exec.sh).
+# Returns its code.
 run_one() {
   local script=$1
   local -n __out=$2
@@ -242,37 +224,24 @@ run_one() {
     cmd=("$BASH" "$script")
   fi
   local rc=0
-  __out=$(
-    # In a subshell: the hooks' env. values must never alter this script's own
-    # variables (a hook may legitimately set PATH or IFS for the job).
-    for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
-      printf -v "${ENV_NAMES[i]}" '%s' "${ENV_VALUES[i]}"
-      export "${ENV_NAMES[i]?}"
-    done
-    if [[ $script == *.py ]]; then
-      export PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
-    fi
-    exec "${cmd[@]}" "${WORKLOAD_ARGS[@]}" </dev/null {ORIG_ERR}>&-
-  ) || rc=$?
+  primus_hook_exec "$HOOK_OUT" hook_child "${cmd[@]}" || rc=$?
+  __out=$(<"$HOOK_OUT")
   return "$rc"
 }
 
-# report_failure SCRIPT RC OUT: show the hook's stdout on stderr (its stderr
-# was shown as it ran); the masking stream masks it as on success (its
-# env.SECRET=... lines too).
-report_failure() {
-  local script=$1 rc=$2 out=$3
-  if [[ -z $out ]]; then
-    # Nothing on stdout: no empty box between the cause (its stderr) and this line.
-    LOG_ERROR "$LABEL '$script' failed with exit code $rc; the cause is its stderr above (no stdout)." >&2
-    return 0
+# hook_child CMD...: the hook's process. In a subshell: the hooks' env. values
+# must never alter this script's own variables (a hook may legitimately set
+# PATH or IFS for the job).
+hook_child() {
+  trap - TERM HUP INT
+  for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
+    printf -v "${ENV_NAMES[i]}" '%s' "${ENV_VALUES[i]}"
+    export "${ENV_NAMES[i]?}"
+  done
+  if [[ $1 == "$PRIMUS_PYTHON" ]]; then
+    export PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
   fi
-  LOG_ERROR "$LABEL '$script' failed with exit code $rc; its stderr is above, its stdout follows." >&2
-  {
-    printf -- '----- %s %s: stdout -----\n' "$LABEL" "${script##*/}"
-    [[ -z $out ]] || printf '%s\n' "$out"
-    printf -- '----- end of %s %s (exit code %s) -----\n' "$LABEL" "${script##*/}" "$rc"
-  } >&2
+  exec "$@" "${WORKLOAD_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
 }
 
 # is_reserved_name NAME: bash variables a hook may not set (read-only or
@@ -374,8 +343,11 @@ main() {
   if [[ $DRY_RUN == 1 ]]; then
     export PRIMUS_DRY_RUN=1
   fi
-  start_mask_stream
-  trap stop_mask_stream EXIT
+  primus_hook_limits
+  primus_hook_traps
+  primus_hook_mask_start
+  HOOK_OUT=$(mktemp "${TMPDIR:-/tmp}/primus-hook.XXXXXX")
+  trap 'primus_hook_mask_stop; rm -f -- "$HOOK_OUT"' EXIT
   local script rc start out took suffix=""
   if [[ $DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi
   for script in "${SCRIPTS[@]}"; do
@@ -383,19 +355,23 @@ main() {
       LOG_DEBUG "$LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate variables are off" >&2
       continue
     fi
-    refresh_mask_stream
+    primus_hook_mask_refresh
+    # Named as it starts: a hook that hangs is known (one line, debug level, when it ends quickly).
+    LOG_INFO "$LABEL ${script#"$PRIMUS_ROOT"/} starting (limit ${PRIMUS_HOOK_LIMIT} s, PRIMUS_HOOK_TIMEOUT)" >&2
     start=$EPOCHREALTIME
     rc=0
     run_one "$script" out || rc=$?
-    elapsed_since took "$start"
+    primus_hook_elapsed took "$start"
+    primus_hook_stopped "$LABEL" "$script"
     if [[ -n $SKIP_EXIT && $rc == "$SKIP_EXIT" ]]; then
       parse_output "$script" "$out"
       DURATIONS+="$LABEL ${script#"$PRIMUS_ROOT"/} skipped itself (exit $rc) after $took s$suffix"$'\n'
       continue
     fi
-    if ((rc != 0)); then
+    if ((rc != 0)) || [[ $PRIMUS_HOOK_ENDED == timeout ]]; then
       flush_durations
-      report_failure "$script" "$rc" "$out"
+      primus_hook_report_failure "$LABEL" "$script" "$rc" "$out"
+      if [[ $PRIMUS_HOOK_ENDED == timeout ]]; then exit "$PRIMUS_EXIT_RUNTIME"; fi
       exit "$(exit_code_for "$rc")"
     fi
     parse_output "$script" "$out"
@@ -412,14 +388,6 @@ flush_durations() {
     LOG_INFO "${DURATIONS%$'\n'}" >&2
     DURATIONS=""
   fi
-}
-
-# elapsed_since VAR START: store in VAR the seconds since the EPOCHREALTIME
-# stamp START, 3 decimals.
-elapsed_since() {
-  local s=${2/./} e=${EPOCHREALTIME/./}
-  local us=$((10#$e - 10#$s))
-  printf -v "$1" '%d.%03d' $((us / 1000000)) $(((us % 1000000) / 1000))
 }
 
 main "$@"

@@ -43,13 +43,34 @@ primus_hooks_read_records() {
 
 # primus_hooks_apply DRY_RUN RUNNER ARGS...: run a hook/patch runner (with
 # --dry-run when DRY_RUN is 1) and apply its records.
+# A TERM/HUP/INT to the launcher meanwhile goes to the runner, which stops the
+# running hook's process group (TERM, grace, KILL: runner/lib/hook_exec.sh);
+# the launcher waits for it and exits 128+N (issue 27), as its own traps do.
 primus_hooks_apply() {
   local -a cmd=("${@:2}")
   [[ $1 != 1 ]] || cmd=("$2" --dry-run "${@:3}")
-  primus_hooks_read_records < <("${cmd[@]}")
-  local rc=0
-  wait "$!" || rc=$?
+  local fd rc=0
+  exec {fd}< <(exec "${cmd[@]}")
+  __PRIMUS_HOOKS_PID=$!
+  trap 'primus_hooks_stop 15' TERM
+  trap 'primus_hooks_stop 1' HUP
+  trap 'primus_hooks_stop 2' INT
+  primus_hooks_read_records <&"$fd"
+  exec {fd}<&-
+  wait "$__PRIMUS_HOOKS_PID" || rc=$?
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
+  trap 'exit 130' INT
   ((rc == 0)) || exit "$rc"
+}
+
+# primus_hooks_stop N: the trap while the hook runner runs: signal N to it, wait
+# until it has stopped the hook's tree, exit 128+N.
+primus_hooks_stop() {
+  trap '' TERM HUP INT
+  kill -"$1" "$__PRIMUS_HOOKS_PID" 2>/dev/null || true
+  wait "$__PRIMUS_HOOKS_PID" 2>/dev/null || true
+  exit $((128 + $1))
 }
 
 # primus_hooks_run DRY_RUN RUNNER_DIR [WORKLOAD...]: group and name are the

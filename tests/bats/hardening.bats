@@ -35,3 +35,73 @@ HOSTILE=('a$$b' '${local_rank}' '$local_rank' '$' '$$$' 'x${y}z' '$(id)' "it's" 
   assert_success
   diff <(tr '\0' '\n' <out/argv.0) <(printf '%s\n' "${HOSTILE[@]}")
 }
+
+# hang_hook NAME: a hook that records its pid and its child's, says it is ready,
+# then waits for a child that never ends on its own.
+hang_hook() {
+  mkdir -p hooks
+  cat >"hooks/$1" <<HOOK
+sleep 600 &
+echo "\$! \$\$" >"$PWD/out/$1.pids"
+wait
+HOOK
+  export PRIMUS_HOOKS_DIR=$PWD/hooks
+}
+
+# assert_gone PIDFILE: none of the pids listed is running any more.
+assert_gone() {
+  local pid
+  for pid in $(<"$1"); do
+    if process_running "$pid"; then fail "process $pid of $1 still runs: $(tr '\0' ' ' <"/proc/$pid/cmdline")"; fi
+  done
+}
+
+# wait_file FILE: until FILE exists (at most 60 s).
+wait_file() {
+  local n=0
+  until [[ -s $1 ]]; do
+    ((n++ < 600)) || fail "$1 never appeared"
+    sleep 0.1
+  done
+}
+
+@test "PRIMUS_HOOK_TIMEOUT: a hook over the limit is stopped with its children, exit 3 naming the hook and the limit" {
+  hang_hook 00_hang.sh
+  PRIMUS_HOOK_TIMEOUT=1 PRIMUS_KILL_GRACE=1 run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- x
+  assert_failure 3
+  assert_output --partial "hook $PWD/hooks/00_hang.sh starting (limit 1 s, PRIMUS_HOOK_TIMEOUT)"
+  assert_output --partial "hook '$PWD/hooks/00_hang.sh' ran longer than PRIMUS_HOOK_TIMEOUT=1 s and was stopped"
+  assert_gone out/00_hang.sh.pids
+  [[ ! -e out/argv.single && ! -e out/argv.0 ]]
+}
+
+@test "PRIMUS_HOOK_TIMEOUT that is no number: exit 2 naming it" {
+  hang_hook 00_hang.sh
+  PRIMUS_HOOK_TIMEOUT=soon run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- x
+  assert_failure 2
+  assert_output --partial "PRIMUS_HOOK_TIMEOUT='soon' is not a whole number of seconds"
+  [[ ! -e out/00_hang.sh.pids ]]
+}
+
+# signal_during_hook SIGNAL CODE: the launcher gets SIGNAL while a hook runs.
+signal_during_hook() {
+  hang_hook 00_hang.sh
+  PRIMUS_KILL_GRACE=2 "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- x >console 2>&1 &
+  local pid=$! rc=0
+  wait_file out/00_hang.sh.pids
+  kill "-$1" "$pid"
+  wait "$pid" || rc=$?
+  ((rc == $2)) || { cat console; fail "exit $rc, expected $2"; }
+  assert_gone out/00_hang.sh.pids
+  run pgrep -f "execute_hooks.sh.*$PWD"
+  assert_failure
+  grep -q "stopped: the hook runner received SIG$1" console || { cat console; fail "no stop line"; }
+}
+
+@test "SIGTERM to the launcher while a hook runs stops the hook tree, exit 143" {
+  signal_during_hook TERM 143
+}
+
+@test "SIGHUP to the launcher while a hook runs stops the hook tree, exit 129" {
+  signal_during_hook HUP 129
+}

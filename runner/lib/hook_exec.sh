@@ -1,0 +1,170 @@
+# shellcheck shell=bash
+# runner/lib/hook_exec.sh: run one hook in a process group of its own, with a
+# time limit (PRIMUS_HOOK_TIMEOUT) and the runner's stop signals (TERM, HUP,
+# INT) passed to the hook's whole tree, then SIGKILL after PRIMUS_KILL_GRACE
+# (issue 27). Sourced by runner/helpers/execute_hooks.sh after common.sh; it
+# defines only primus_* / __primus_* / PRIMUS_* names, turns job control on only
+# for the instant it starts a hook, and neither parses hook output nor chooses
+# the runner's exit code.
+#
+#   primus_hook_limits            PRIMUS_HOOK_TIMEOUT checked -> PRIMUS_HOOK_LIMIT (exit 2 if bad)
+#   primus_hook_traps             TERM/HUP/INT are recorded in PRIMUS_HOOK_STOP
+#   primus_hook_exec OUT CMD...   run CMD, stdout to file OUT; PRIMUS_HOOK_ENDED done|timeout|signal
+#   primus_hook_mask_start/_stop/_refresh   the runner's stderr through the masking filter
+#   primus_hook_report_failure, primus_hook_stopped, primus_hook_elapsed   what the runner says
+
+PRIMUS_HOOK_TIMEOUT_DEFAULT=1800
+PRIMUS_HOOK_LIMIT=$PRIMUS_HOOK_TIMEOUT_DEFAULT
+PRIMUS_HOOK_GRACE=10
+PRIMUS_HOOK_STOP=""
+PRIMUS_HOOK_ENDED=""
+PRIMUS_HOOK_ORIG_ERR="" PRIMUS_HOOK_MASK_PID="" PRIMUS_HOOK_MASK_COUNT=0
+
+# primus_hook_limits: the time limit per hook in seconds (0: none) and the grace.
+primus_hook_limits() {
+  local limit=${PRIMUS_HOOK_TIMEOUT:-$PRIMUS_HOOK_TIMEOUT_DEFAULT}
+  if [[ ! $limit =~ ^[0-9]{1,9}$ ]]; then
+    primus_die "$PRIMUS_EXIT_INVALID" "PRIMUS_HOOK_TIMEOUT='$limit' is not a whole number of seconds; accepted: 0 (no limit) or N > 0 (default $PRIMUS_HOOK_TIMEOUT_DEFAULT). Fix: export PRIMUS_HOOK_TIMEOUT=N."
+  fi
+  PRIMUS_HOOK_LIMIT=$((10#$limit))
+  # PRIMUS_KILL_GRACE is checked by the launcher; a value that is no number keeps 10 here.
+  [[ ! ${PRIMUS_KILL_GRACE:-} =~ ^[0-9]{1,6}$ ]] || PRIMUS_HOOK_GRACE=$((10#$PRIMUS_KILL_GRACE))
+}
+
+# primus_hook_traps: a stop signal is recorded; the wait in primus_hook_exec
+# returns at once and stops the hook's tree.
+primus_hook_traps() {
+  trap 'PRIMUS_HOOK_STOP=TERM' TERM
+  trap 'PRIMUS_HOOK_STOP=HUP' HUP
+  trap 'PRIMUS_HOOK_STOP=INT' INT
+}
+
+# primus_hook_exec OUT CMD...: run CMD (stdin /dev/null, stdout to the file OUT)
+# as the leader of a process group of its own and wait for it, at most
+# PRIMUS_HOOK_LIMIT seconds. Over the limit, or on a recorded stop signal, the
+# group gets TERM (the signal received) and, after PRIMUS_HOOK_GRACE seconds,
+# KILL. Status: the hook's own; PRIMUS_HOOK_ENDED says how it ended.
+primus_hook_exec() {
+  local out=$1 pid timer="" rc=0 who=""
+  shift
+  PRIMUS_HOOK_ENDED="done"
+  set -m
+  "$@" </dev/null >"$out" &
+  pid=$!
+  set +m
+  if ((PRIMUS_HOOK_LIMIT > 0)); then
+    sleep "$PRIMUS_HOOK_LIMIT" &
+    timer=$!
+  fi
+  while [[ -z $PRIMUS_HOOK_STOP ]]; do
+    rc=0 who=""
+    wait -n -p who "$pid" ${timer:+"$timer"} || rc=$?
+    who=${who-}
+    if [[ $who == "$pid" ]]; then
+      __primus_hook_end_timer "$timer"
+      return "$rc"
+    fi
+    if [[ -n $timer && $who == "$timer" ]]; then
+      PRIMUS_HOOK_ENDED=timeout
+      __primus_hook_stop_group "$pid" TERM
+      return 124
+    fi
+  done
+  PRIMUS_HOOK_ENDED=signal
+  __primus_hook_end_timer "$timer"
+  __primus_hook_stop_group "$pid" "$PRIMUS_HOOK_STOP"
+  return 0
+}
+
+__primus_hook_end_timer() {
+  [[ -n $1 ]] || return 0
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
+# __primus_hook_stop_group PID SIGNAL: SIGNAL to the group, then KILL to what
+# is left of it after the grace (the leader may end before its children).
+__primus_hook_stop_group() {
+  local pid=$1 grace who="" leader=1
+  kill -s "$2" -- "-$pid" 2>/dev/null || true
+  sleep "$PRIMUS_HOOK_GRACE" &
+  grace=$!
+  # Until the grace ends: the leader's end (a signal may interrupt the wait).
+  while kill -0 "$grace" 2>/dev/null; do
+    who=""
+    wait -n -p who "$pid" "$grace" 2>/dev/null || true
+    who=${who-}
+    if [[ $who == "$pid" ]]; then leader=0; break; fi
+    [[ $who != "$grace" ]] || break
+  done
+  # The leader is gone: its children may still be ending.
+  while ((leader == 0)) && kill -0 -- "-$pid" 2>/dev/null && kill -0 "$grace" 2>/dev/null; do
+    sleep 0.05
+  done
+  kill -s KILL -- "-$pid" 2>/dev/null || true
+  ((leader == 0)) || wait "$pid" 2>/dev/null || true
+  __primus_hook_end_timer "$grace"
+}
+
+# primus_hook_mask_start: this script's stderr through primus_mask_stream (the
+# secret values known now, PRIMUS_MASK_VALUES included) to the original stderr.
+primus_hook_mask_start() {
+  [[ -n $PRIMUS_HOOK_ORIG_ERR ]] || exec {PRIMUS_HOOK_ORIG_ERR}>&2
+  exec 2> >(primus_mask_stream >&"$PRIMUS_HOOK_ORIG_ERR" {PRIMUS_HOOK_ORIG_ERR}>&-)
+  PRIMUS_HOOK_MASK_PID=$!
+  PRIMUS_HOOK_MASK_COUNT=${#PRIMUS_MASK_VALUES[@]}
+}
+
+# primus_hook_mask_stop: back to the original stderr once the masking process has
+# written everything (so no line comes after this script's exit).
+primus_hook_mask_stop() {
+  [[ -n $PRIMUS_HOOK_MASK_PID ]] || return 0
+  exec 2>&"$PRIMUS_HOOK_ORIG_ERR"
+  wait "$PRIMUS_HOOK_MASK_PID" 2>/dev/null || true
+  PRIMUS_HOOK_MASK_PID=""
+}
+
+# primus_hook_mask_refresh: a new masking process when a hook added secret values.
+primus_hook_mask_refresh() {
+  ((${#PRIMUS_MASK_VALUES[@]} == PRIMUS_HOOK_MASK_COUNT)) && return 0
+  primus_hook_mask_stop
+  primus_hook_mask_start
+}
+
+# primus_hook_report_failure LABEL SCRIPT RC OUT: show the hook's stdout on stderr (its stderr
+# was shown as it ran); the masking stream masks it as on success (its
+# env.SECRET=... lines too).
+primus_hook_report_failure() {
+  local label=$1 script=$2 rc=$3 out=$4
+  if [[ $PRIMUS_HOOK_ENDED == timeout ]]; then
+    LOG_ERROR "$label '$script' ran longer than PRIMUS_HOOK_TIMEOUT=$PRIMUS_HOOK_LIMIT s and was stopped (SIGTERM to its process group, SIGKILL after PRIMUS_KILL_GRACE=$PRIMUS_HOOK_GRACE s); its stderr is above, its stdout follows. Fix: find why it hangs, or raise PRIMUS_HOOK_TIMEOUT (0: no limit)." >&2
+  elif [[ -z $out ]]; then
+    # Nothing on stdout: no empty box between the cause (its stderr) and this line.
+    LOG_ERROR "$label '$script' failed with exit code $rc; the cause is its stderr above (no stdout)." >&2
+    return 0
+  else
+    LOG_ERROR "$label '$script' failed with exit code $rc; its stderr is above, its stdout follows." >&2
+  fi
+  {
+    printf -- '----- %s %s: stdout -----\n' "$label" "${script##*/}"
+    [[ -z $out ]] || printf '%s\n' "$out"
+    printf -- '----- end of %s %s (exit code %s) -----\n' "$label" "${script##*/}" "$rc"
+  } >&2
+}
+
+# primus_hook_stopped LABEL SCRIPT: after a stop signal (TERM/HUP/INT) the hook's tree
+# is gone; this runner ends with 128+N.
+primus_hook_stopped() {
+  [[ -n $PRIMUS_HOOK_STOP ]] || return 0
+  LOG_WARN "$1 '$2' stopped: the hook runner received SIG$PRIMUS_HOOK_STOP; the hook and its children got it too (SIGKILL after PRIMUS_KILL_GRACE=$PRIMUS_HOOK_GRACE s)." >&2
+  local -A num=([HUP]=1 [INT]=2 [TERM]=15)
+  exit $((128 + ${num[$PRIMUS_HOOK_STOP]}))
+}
+
+# primus_hook_elapsed VAR START: store in VAR the seconds since the EPOCHREALTIME
+# stamp START, 3 decimals.
+primus_hook_elapsed() {
+  local s=${2/./} e=${EPOCHREALTIME/./}
+  local us=$((10#$e - 10#$s))
+  printf -v "$1" '%d.%03d' $((us / 1000000)) $(((us % 1000000) / 1000))
+}
