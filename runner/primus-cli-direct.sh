@@ -78,6 +78,8 @@ source "$RUNNER_DIR/lib/launch_hooks.sh"
 source "$RUNNER_DIR/lib/launch_env.sh"
 # shellcheck source=runner/lib/launch_command.sh
 source "$RUNNER_DIR/lib/launch_command.sh"
+# shellcheck source=runner/lib/launch_summary.sh
+source "$RUNNER_DIR/lib/launch_summary.sh"
 # shellcheck source=runner/lib/venv_activate.sh
 source "$RUNNER_DIR/lib/venv_activate.sh"
 # shellcheck source=runner/lib/numa_decision.sh
@@ -289,40 +291,7 @@ on_launcher_exit() {
   fi
 }
 
-# ------------------------------------------------------------------- summary
-
-# print_summary [LINE...]: the launch configuration and the command, plus any
-# extra lines, in one log call (one masking pass).
-print_summary() {
-  # Where the process count came from, while nothing changed it since prepare.
-  local count_from=""
-  if [[ -n ${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE]-} && ${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE=]-} == "$GPUS_PER_NODE" ]]; then
-    count_from=" (${PRIMUS_PREPARE_NOTE[GPUS_PER_NODE]})"
-  fi
-  local nproc="$GPUS_PER_NODE$count_from"
-  [[ $PRIMUS_WL_RUN_MODE != single ]] || primus_single_nproc_text nproc
-  local -a lines=("launch configuration:"
-    "  NNODES=$NNODES NODE_RANK=$NODE_RANK GPUS_PER_NODE=$GPUS_PER_NODE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
-    "  processes per node: $nproc"
-    "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} run_mode=$PRIMUS_WL_RUN_MODE ($PRIMUS_WL_RUN_MODE_ORIGIN)"
-    "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
-    "  entry=${PRIMUS_WL_ENTRY[*]} ($PRIMUS_WL_ENTRY_ORIGIN)"
-    "  numa binding: $PRIMUS_NUMA_DECISION"
-    "  workspace=$WORKSPACE log_file=$LOG_FILE")
-  local item shown
-  for item in "${PRIMUS_CLI_ENV[@]}"; do
-    shown=$(primus_mask_value "${item%%=*}" "${item#*=}")
-    # A newline or other control character is shown quoted ($'a\nb'): a raw
-    # second line would look like a log line of its own.
-    [[ $shown != *[[:cntrl:]]* ]] || printf -v shown '%q' "$shown"
-    lines+=("  env ${item%%=*}=$shown")
-  done
-  local quoted
-  printf -v quoted '%q ' "${LAUNCH_CMD[@]}"
-  lines+=("command: ${quoted% }" "$@")
-  local IFS=$'\n'
-  LOG_INFO "${lines[*]}"
-}
+# The summary: runner/lib/launch_summary.sh.
 
 # ------------------------------------------------------------------- running
 
@@ -390,7 +359,7 @@ main() {
   primus_flight_recorder_env recorder "$LOG_FILE"
   primus_launch_build_command
   if ((OPT_DRY_RUN == 1)); then
-    print_summary ${recorder:+"$recorder"} "dry run: nothing was started and nothing was written."
+    primus_launch_print_summary ${recorder:+"$recorder"} "dry run: nothing was started and nothing was written."
     exit 0
   fi
   claim_log_file
@@ -398,7 +367,7 @@ main() {
   [[ -z ${RANK_LOG_DIR:-} ]] || primus_launch_build_command
   primus_log_spool_into "$LOG_FILE"
   primus_launch_log_tee "$LOG_FILE" "$OPT_SILENT"
-  print_summary ${recorder:+"$recorder"}
+  primus_launch_print_summary ${recorder:+"$recorder"}
   run_workload
 }
 
