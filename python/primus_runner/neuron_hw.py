@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from primus_runner.devices import Device, _int, _listdir, _read
 from primus_runner.errors import UsageError, closest
+from primus_runner.grammar import neuron_family as neuron_family  # re-exported
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -19,19 +20,10 @@ if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every lau
 # Neuron hardware facts live in one place, the registry's ``neuron`` tables
 # (data/variables.yaml: families, devices_per_instance, efa_devices_per_instance,
 # each with its AWS source); the helpers below read them.
-_NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
-
-
 def neuron_tables() -> dict[str, Any]:
     from primus_runner.registry import load
 
     return load().neuron
-
-
-def neuron_family(instance_type: str) -> str | None:
-    """trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
-    match = _NEURON_FAMILY.match(instance_type.strip().lower())
-    return f"{match.group(1)}{match.group(2)}" if match else None
 
 
 def neuron_instances() -> dict[str, tuple[int, int, int]]:
