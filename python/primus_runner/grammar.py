@@ -39,6 +39,7 @@ _IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
                    r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z")
 _IPV6_CHARS = re.compile(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\Z")
 _RANGE_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?\Z")
+_NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
 
 
 # --------------------------------------------------------------------------- addresses
@@ -176,3 +177,13 @@ def index_list(value: str) -> tuple[list[int] | None, str | None]:
     if twice is not None:
         return None, f"names index {twice} twice; each core or device may be listed once"
     return [i for low, high in ranges for i in range(low, high + 1)], None
+
+
+# --------------------------------------------------------------------------- instance names
+def neuron_family(instance_type: str | None) -> str | None:
+    """The Neuron family of an EC2 instance type (the key of the registry's
+    neuron.families): trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
+    if not instance_type:
+        return None
+    match = _NEURON_FAMILY.match(instance_type.strip().lower())
+    return f"{match.group(1)}{match.group(2)}" if match else None

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 
 from primus_runner.errors import UsageError, closest
+from primus_runner.grammar import neuron_family as neuron_family  # re-exported
 from primus_runner.hardware.found import Device
 from primus_runner.hardware.sysfs import list_dir, read_text, to_int
 
@@ -20,20 +21,11 @@ if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every lau
 # Neuron hardware facts live in one place, the registry's ``neuron`` tables
 # (data/variables.yaml: families, devices_per_instance, efa_devices_per_instance,
 # each with its AWS source); the helpers below read them.
-_NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
-
-
 def neuron_tables() -> dict[str, Any]:
     from primus_runner.registry_data import cached_data
 
     tables: dict[str, Any] = cached_data().get("neuron", {})
     return tables
-
-
-def neuron_family(instance_type: str) -> str | None:
-    """trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
-    match = _NEURON_FAMILY.match(instance_type.strip().lower())
-    return f"{match.group(1)}{match.group(2)}" if match else None
 
 
 def neuron_instances() -> dict[str, tuple[int, int, int]]:

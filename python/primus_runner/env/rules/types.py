@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from primus_runner.env.registry import Variable, record
 from primus_runner.facts import ACCELERATORS as ACCELERATORS  # re-exported: registry shared_facts
 from primus_runner.grammar import hostport_problem, index_list, is_valid_host
+from primus_runner.grammar import neuron_family as neuron_family  # re-exported
 from primus_runner.grammar import parse_range_list as parse_range_list  # re-exported
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -93,14 +94,6 @@ class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)): 
                    neuron_devices=number("PRIMUS_NEURON_DEVICES"),
                    neuron_cores_per_device=number("PRIMUS_NEURON_CORES_PER_DEVICE"),
                    neuron_default_lnc=default_lnc)
-
-
-def neuron_family(instance_type: str | None) -> str | None:
-    """trn1.32xlarge -> trn1, trn1n.32xlarge -> trn1, trn2u.48xlarge -> trn2."""
-    if not instance_type:
-        return None
-    match = re.match(r"(trn|inf)([0-9]+)", instance_type.strip().lower())
-    return f"{match.group(1)}{match.group(2)}" if match else None
 
 
 # --------------------------------------------------------------------------- values
