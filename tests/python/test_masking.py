@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "GITHUB_TOKEN", "MY_SECRET", "DB_PASSWORD",
          "OPENAI_API_KEY", "hf_token", "TOKEN", "SECRET_SAUCE", "PASSWORD_FILE", "NCCL_DEBUG",
          "MASTER_ADDR", "API_KEY_ID", "X_TOKENS"]
+# Issue 27 widened the rule: SECRET and PASSWORD anywhere, TOKEN as a whole word.
 EXPECTED = {"HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "GITHUB_TOKEN", "MY_SECRET", "DB_PASSWORD",
-            "OPENAI_API_KEY", "hf_token"}
+            "OPENAI_API_KEY", "hf_token", "TOKEN", "SECRET_SAUCE", "PASSWORD_FILE"}
 
 
 @pytest.mark.parametrize("name", NAMES)
