@@ -255,3 +255,18 @@ teardown() {
   DOCKER_IMAGE=env/img:3 run "$PRIMUS_CLI" container --dry-run --runtime docker --config "$TEST_DIR/i.yaml" -- --single --script "$TEST_DIR/show.py"
   assert_output --regexp "command: .* env/img:3 "
 }
+
+@test "item 10: base_env exports ENABLE_NUMA_BINDING=0 when unset; upstream's use_ainic.yaml ships as examples/use_ainic.yaml" {
+  run bash -c 'source "$1/runner/helpers/envs/base_env.sh" >/dev/null 2>&1; printf "E=%s\n" "${ENABLE_NUMA_BINDING-unset}"; env | grep "^ENABLE_NUMA_BINDING="' _ "$REPO_ROOT"
+  assert_success
+  assert_line "E=0"
+  assert_line "ENABLE_NUMA_BINDING=0"
+  ENABLE_NUMA_BINDING=1 run bash -c 'source "$1/runner/helpers/envs/base_env.sh" >/dev/null 2>&1; printf "E=%s\n" "$ENABLE_NUMA_BINDING"' _ "$REPO_ROOT"
+  assert_line "E=1"
+  export PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
+  run "$PRIMUS_CLI" container --dry-run --runtime docker --config "$REPO_ROOT/examples/use_ainic.yaml" -- --single --script "$TEST_DIR/show.py"
+  assert_success
+  refute_output --partial "unknown config key"
+  assert_output --regexp "command: .* --env USING_AINIC .* rocm/jax-training:maxtext-v26.5 "
+  assert_output --partial "by --env: USING_AINIC NCCL_PXN_DISABLE NCCL_IB_GID_INDEX"
+}

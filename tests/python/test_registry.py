@@ -68,7 +68,7 @@ def test_every_reference_name_is_registered(reg):
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
                    "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
                    "PRIMUS_WORKLOAD_PYTHON",
-                   # the reference launcher's venv hook, which SPEC section 4 takes on (issue 30)
+                   # sourced first, as the upstream Primus runner does (issue 30)
                    "VENV_ACTIVATE"]
 # Names the runner's own code reads or exports (grep of runner/, python/, examples/),
 # neither in the references nor in the SPEC list above.
@@ -199,7 +199,7 @@ LAUNCHER_DEFAULTS = {
     "PATCH_TE_FLASH_ATTN": "0", "OMP_NUM_THREADS": "1",
     # behaviour sheet section 7 (the reference launcher's base_env.sh)
     "NCCL_CHECKS_DISABLE": "1", "RCCL_MSCCLPP_ENABLE": "0", "RCCL_MSCCLPP_FORCE_ENABLE": "0",
-    "MSCCLPP_DISABLE_CHANNEL_CACHE": "FALSE", "GPU_MAX_HW_QUEUES": "2",
+    "MSCCLPP_DISABLE_CHANNEL_CACHE": "FALSE", "GPU_MAX_HW_QUEUES": "2", "ENABLE_NUMA_BINDING": "0",
     "NVTE_USE_CAST_TRANSPOSE_TRITON": "1", "NVTE_USE_OPTIMIZED_HIPIFIED_CAST_TRANSPOSE": "0",
     "PRIMUS_TURBO_ATTN_V3_ATOMIC_FP32": "0", "NVTE_DEBUG": "0", "NVTE_DEBUG_LEVEL": "0",
     "NVTE_FUSED_ATTN_LOG_CONFIG": "0", "PRIMUS_TURBO_DEEPEP_TIMEOUT": "600",

@@ -10,14 +10,14 @@ with ``-``; else a bare flag.
 
 ``container.options.<key>`` (the reference launcher's .primus.yaml layout) maps
 to ``--key value``: a list repeats the flag, ``true`` (or ``"true"``, as
-upstream Primus's file writes it) gives the bare flag,
-``false``/null/""/[] removes it (so every default can be removed); ``_`` and
-``-`` in keys are the same. A ``--volume /abs/path`` without ``:`` mounts at the
-same path (as upstream Primus; docker would make an anonymous volume). A flag on
-the command line replaces a single value and adds to a list (``--ulimit host`` replaces every ulimit). ``--shm-size`` is
-dropped while ``--ipc`` is ``host``: podman refuses the two together ("cannot
-set shmsize when running in the host IPC Namespace", issue 12) and the host's
-/dev/shm is used anyway.
+upstream Primus's file writes it) gives the bare flag, ``false``/null/""/[]
+removes it (so every default can be removed); ``_`` and ``-`` in keys are the
+same. A ``--volume /abs/path`` without ``:`` mounts at the same path (as
+upstream Primus; docker would make an anonymous volume). A flag on the command
+line replaces a single value and adds to a list (``--ulimit host`` replaces
+every ulimit). ``--shm-size`` is dropped while ``--ipc`` is ``host``: podman
+refuses the two together ("cannot set shmsize when running in the host IPC
+Namespace", issue 12) and the host's /dev/shm is used anyway.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@
 #     and srun-native workers would otherwise start one thread per CPU)
 #   - defaults of the reference launcher's base_env.sh (behaviour sheet 7):
 #     NCCL_CHECKS_DISABLE=1 RCCL_MSCCLPP_ENABLE=0 RCCL_MSCCLPP_FORCE_ENABLE=0
-#     MSCCLPP_DISABLE_CHANNEL_CACHE=FALSE GPU_MAX_HW_QUEUES=2
+#     MSCCLPP_DISABLE_CHANNEL_CACHE=FALSE GPU_MAX_HW_QUEUES=2 ENABLE_NUMA_BINDING=0
 #     NVTE_USE_CAST_TRANSPOSE_TRITON=1 NVTE_USE_OPTIMIZED_HIPIFIED_CAST_TRANSPOSE=0
 #     PRIMUS_TURBO_ATTN_V3_ATOMIC_FP32=0 NVTE_DEBUG=0 NVTE_DEBUG_LEVEL=0
 #     NVTE_FUSED_ATTN_LOG_CONFIG=0 PRIMUS_TURBO_DEEPEP_TIMEOUT=600
@@ -203,6 +203,7 @@ __primus_base_libraries() {
   primus_env_fallback RCCL_MSCCLPP_FORCE_ENABLE 0 default
   primus_env_fallback MSCCLPP_DISABLE_CHANNEL_CACHE FALSE default
   primus_env_fallback GPU_MAX_HW_QUEUES 2 default
+  primus_env_fallback ENABLE_NUMA_BINDING 0 default
   primus_env_fallback NVTE_USE_CAST_TRANSPOSE_TRITON 1 default
   primus_env_fallback NVTE_USE_OPTIMIZED_HIPIFIED_CAST_TRANSPOSE 0 default
   primus_env_fallback PRIMUS_TURBO_ATTN_V3_ATOMIC_FP32 0 default

@@ -32,7 +32,7 @@ cleanup() {
 check_package() {
   local pkg=${PATH_TO_BNXT_TAR_PACKAGE:-}
   [[ -n $pkg ]] ||
-    hook_config_error "REBUILD_BNXT=1 needs PATH_TO_BNXT_TAR_PACKAGE=/path/to/libbnxt_re-<version>.tar.gz; it is unset."
+    hook_config_error "REBUILD_BNXT=1 needs PATH_TO_BNXT_TAR_PACKAGE=/path/to/libbnxt_re-<version>.tar.gz; it is unset. (Upstream Primus skips the rebuild here and launches with the inbox driver you asked to replace; set the package, or REBUILD_BNXT=0 to launch with the inbox driver.)"
   [[ -f $pkg && -r $pkg ]] ||
     hook_missing "PATH_TO_BNXT_TAR_PACKAGE='$pkg' is not a readable file; copy the libbnxt_re tar package to every node (or shared storage) and point the variable at it."
 }
