@@ -327,7 +327,9 @@ main() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   trap 'exit 129' HUP
-  exec {CONSOLE_FD}>&2  # the helper's findings reach the console and the log (stderr, as every launcher line)
+  # The helper's findings reach the console and the log: stderr, as every
+  # launcher line; env check's report is the command's own output (stdout).
+  if [[ -n $PRIMUS_VERDICT ]]; then exec {CONSOLE_FD}>&1; else exec {CONSOLE_FD}>&2; fi
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
   primus_venv_activate
   # env check (--verdict, runner/primus-cli-env-check.sh) needs no workload.
