@@ -34,6 +34,9 @@ dry() {
     PRIMUS_LOG_COLOR=0 PRIMUS_SYSFS_ROOT="$fixture" PRIMUS_DEV_ROOT="$fixture" \
     PRIMUS_WORKSPACE="$WORK/ws" "${vars[@]}" \
     "$REPO_ROOT/runner/primus-cli" direct --dry-run "${opts[@]}" --script "$WORK/w.py" -- a
+  # A dry run prints only the launcher's lines, all on stderr (one stream): the
+  # assertions on lines read them there as well ($stderr keeps them apart too).
+  lines+=("${stderr_lines[@]}")
 }
 
 # envcheck VAR=VALUE...: primus-cli env check --accelerator neuron on exactly these values.
