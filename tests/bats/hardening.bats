@@ -105,3 +105,28 @@ signal_during_hook() {
 @test "SIGHUP to the launcher while a hook runs stops the hook tree, exit 129" {
   signal_during_hook HUP 129
 }
+
+@test "a value over the kernel's 128 KiB per-string limit: exit 2 naming it and the limit, nothing left in TMPDIR" {
+  printf 'BIG_VALUE=%s\n' "$(printf 'x%.0s' {1..200000})" >big.env
+  local tmp
+  tmp=$(mktemp -d)
+  TMPDIR=$tmp run "$PRIMUS_CLI" direct --env big.env --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "BIG_VALUE is 200011 bytes as NAME=VALUE"
+  assert_output --partial "at most 131072 bytes per environment string"
+  refute_output --partial "Argument list too long"
+  [[ -z $(ls -A "$tmp") ]]
+  rmdir "$tmp"
+}
+
+@test "a config that is not UTF-8, or a directory: exit 2 with the reason" {
+  printf 'direct:\n  numa: \xe9t\xe9\n' >latin1.yaml
+  run "$PRIMUS_CLI" --dry-run --config latin1.yaml direct --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "config file 'latin1.yaml' is not UTF-8 text"
+  refute_output --partial "Traceback"
+  mkdir cfgdir
+  run "$PRIMUS_CLI" --dry-run --config cfgdir direct --module primus_runner -- preflight
+  assert_failure 2
+  assert_output --partial "config file 'cfgdir' is a directory"
+}

@@ -104,6 +104,9 @@ def checksum(text: str) -> str:
 
 
 def read_layer(path: str, required: bool, *, json_copy: str | None = None) -> Layer | None:
+    if os.path.isdir(path):
+        raise UsageError(f"config file '{path}' is a directory; accepted: a YAML file. Fix: pass the "
+                         f"file inside it, e.g. --config {path.rstrip('/')}/.primus.yaml.")
     if not os.path.isfile(path):
         if required:
             raise MissingError(
@@ -115,6 +118,10 @@ def read_layer(path: str, required: bool, *, json_copy: str | None = None) -> La
         text = _read_text(path)
     except OSError as exc:
         raise MissingError(f"config file '{path}' cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"config file '{path}' is not UTF-8 text (byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 1]!r}); accepted: a UTF-8 YAML file. "
+                         f"Fix: convert it, e.g. iconv -f latin1 -t utf-8.") from None
     if json_copy:
         cached = _json_copy_for(text, json_copy)
         if cached is not None:

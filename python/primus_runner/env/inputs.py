@@ -59,9 +59,27 @@ def cli_items(args: Iterable[str], environ: Mapping[str, str]) -> list[tuple[str
     return items
 
 
+# Linux refuses an execve whose environment holds one string ("NAME=VALUE" and its
+# NUL) longer than MAX_ARG_STRLEN = 32 pages = 131072 bytes (execve(2), "Limits
+# on size of arguments and environment"): every process the launch starts would
+# fail with "Argument list too long".
+MAX_ENV_STRING = 131072
+
+
+def check_size(name: str, value: str, where: str) -> None:
+    """A value the kernel would refuse to pass on: exit 2 naming it and the limit."""
+    size = len(name.encode("utf-8", "surrogateescape")) + 1 + len(value.encode("utf-8", "surrogateescape")) + 1
+    if size > MAX_ENV_STRING:
+        raise UsageError(f"{where} {name} is {size} bytes as NAME=VALUE; the kernel passes at most "
+                         f"{MAX_ENV_STRING} bytes per environment string (MAX_ARG_STRLEN, 128 KiB), so "
+                         "no process of the launch could start. Fix: put the data in a file and pass "
+                         "its path in the variable.")
+
+
 def merged(environ: Mapping[str, str], items: Iterable[tuple[str, str]]) -> dict[str, str]:
     """``environ`` with the items on top (later items win): the input of the precedence step."""
     out = dict(environ)
     for name, value in items:
+        check_size(name, value, "--env / direct.env value")
         out[name] = value
     return out
