@@ -69,8 +69,22 @@ primus_slurm_batch_script_text() {
 export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
 $( ((REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
 trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
-${inner[*]} $entry_q $2
-rc=\$?
+# A notice to the batch shell alone (scancel --signal=USR1 --batch, what
+# --signal=B:USR1@T sites send) would end it, and the job with it: srun runs in
+# the background and the notice goes on to it, which hands it to every task.
+primus_forward() {
+  echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIG\$1; forwarded to its step (srun)\" >&2
+  kill -\"\$1\" \"\$srun_pid\" 2>/dev/null
+}
+trap 'primus_forward USR1' USR1
+trap 'primus_forward USR2' USR2
+${inner[*]} $entry_q $2 &
+srun_pid=\$!
+while :; do
+  wait \"\$srun_pid\"
+  rc=\$?
+  kill -0 \"\$srun_pid\" 2>/dev/null || break
+done
 echo \"primus-cli slurm: srun of job \${SLURM_JOB_ID:-?} exited with status \$rc\"
 exit \"\$rc\"
 "

@@ -148,6 +148,37 @@ ancestor() {
   done
 }
 
+# wait_count SIGNAL N SECONDS RANK...: until every rank counted SIGNAL N times.
+wait_count() {
+  local sig=$1 want=$2 limit=$3 i r ok
+  shift 3
+  for ((i = 0; i < limit * 10; i++)); do
+    ok=1
+    for r in "$@"; do [[ $(count "$sig" "$r") == "$want" ]] || ok=0; done
+    ((ok)) && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+@test "scancel --signal=USR1 --batch (a B:USR1 notice) to a --requeue job: the batch shell forwards it to every rank once, the job goes on and completes" {
+  run timeout 60 "$PRIMUS_CLI" slurm sbatch -N 2 --requeue -o "$TEST_DIR/job.out" -- direct \
+    --script "$MARKER" -- "$OUT" --duration 30
+  assert_success
+  job=$(job_id_from_output)
+  wait_ranks 120 0 1 2 3
+  scancel --signal=USR1 --batch "$job"
+  wait_count SIGUSR1 1 30 0 1 2 3 || { cat "$TEST_DIR/job.out" >&2; false; }
+  [[ $(job_state "$job") == RUNNING ]]
+  wait_state "$job" COMPLETED 90
+  run cat "$TEST_DIR/job.out"
+  assert_output --partial "received SIGUSR1; forwarded to its step (srun)"
+  local r
+  for r in 0 1 2 3; do
+    [[ $(count SIGUSR1 "$r") == 1 && $(count SIGTERM "$r") == 0 ]]
+  done
+}
+
 @test "srun-native: scancel --signal=USR1 reaches each of the 4 workers once, USR2 to one entry reaches its worker once" {
   run timeout 60 "$PRIMUS_CLI" slurm --srun-native sbatch -N 2 --ntasks-per-node=2 -o "$TEST_DIR/job.out" \
     -- direct --script "$MARKER" -- "$OUT" --duration 25
