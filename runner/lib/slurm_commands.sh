@@ -69,11 +69,13 @@ primus_slurm_batch_script_text() {
 export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
 $( ((REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
 trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
-# A notice to the batch shell alone (scancel --signal=USR1 --batch, what
-# --signal=B:USR1@T sites send) would end it, and the job with it: srun runs in
-# the background and the notice goes on to it, which hands it to every task.
+# A notice to the batch shell (scancel --signal=USR1 --batch, what
+# --signal=B:USR1@T sites send) would end it, and the job with it (the default
+# action of USR1/USR2). The shell traps it and hands it to srun, which passes it
+# to every task (seen on Slurm 22.05: the batch shell's children do not get it);
+# srun runs in the background so that the trap runs at once.
 primus_forward() {
-  echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIG\$1; forwarded to its step (srun)\" >&2
+  echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIG\$1 (batch step notice); forwarded to its step (srun)\" >&2
   kill -\"\$1\" \"\$srun_pid\" 2>/dev/null
 }
 trap 'primus_forward USR1' USR1

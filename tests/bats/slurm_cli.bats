@@ -153,7 +153,7 @@ path_without_scontrol() {
   script=$(sed -n '/^----- batch script -----$/,/^----- end of batch script -----$/p' <<<"$output" | sed '1d;$d')
   bash -n <<<"$script"
   assert_line "srun --nodes=\"\$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --kill-on-bad-exit=1 \"\$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh\" --no-srun-native direct --module primus_runner --env K=a\\ b -- train x\\ y \\\$\\(touch\\ pwned\\) \\* &"
-  # srun in the background: a USR1/USR2 to the batch shell alone is forwarded to it.
+  # srun in the background; a USR1/USR2 notice to the batch shell goes on to it.
   assert_line "trap 'primus_forward USR1' USR1"
   [[ ! -e pwned ]]
 }
