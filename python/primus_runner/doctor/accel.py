@@ -21,18 +21,13 @@ import subprocess
 from collections.abc import Mapping
 
 from primus_runner.doctor.record import FAIL, PASS, WARN, Check
+from primus_runner.hardware.sysfs import which
 
 TOOLS = {"amd-smi": ["list", "--json"], "rocm-smi": ["--showproductname", "--json"],
          "neuron-ls": ["--json-output"]}
 HELD_PREFIXES = ("/dev/kfd", "/dev/dri/", "/dev/neuron")
 
 
-def _which(name: str, env: Mapping[str, str]) -> str | None:
-    for folder in env.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def count_reported(tool: str, text: str) -> int | None:
@@ -53,7 +48,7 @@ def count_reported(tool: str, text: str) -> int | None:
 
 def run_tool(tool: str, env: Mapping[str, str]) -> tuple[str | None, int | None, str]:
     """(path or None when absent, devices counted or None, error text)."""
-    exe = _which(tool, env)
+    exe = which(tool, env)
     if exe is None:
         return None, None, ""
     try:

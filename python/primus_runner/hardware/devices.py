@@ -36,7 +36,7 @@ from primus_runner.facts import ACCELERATORS
 from primus_runner.facts import GPU_MODELS as FACT_GPU_MODELS
 from primus_runner.hardware.found import Device, Devices
 from primus_runner.hardware.placement import gpu_mask, numa_node_for_rank, set_affinity
-from primus_runner.hardware.sysfs import list_dir, numa_cpus, parse_cpulist, parse_properties, read_text, to_int
+from primus_runner.hardware.sysfs import list_dir, numa_cpus, parse_cpulist, parse_properties, read_text, to_int, which
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -94,7 +94,7 @@ def _model_from_text(text: str) -> str | None:
 
 def rocm_smi_model(env: Mapping[str, str]) -> str | None:
     """One ``rocm-smi --showproductname --json`` call; the first MI model it names."""
-    exe = _which("rocm-smi", env)
+    exe = which("rocm-smi", env)
     if not exe:
         return None
     import json
@@ -139,17 +139,10 @@ def amd_model(props: dict[str, str], env: Mapping[str, str], notes: list[str],
 
 
 # -- NVIDIA -----------------------------------------------------------------------
-def _which(name: str, env: Mapping[str, str]) -> str | None:
-    """Like shutil.which, without importing shutil on every launch."""
-    for folder in env.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def nvidia_gpus(root: str, env: Mapping[str, str]) -> list[Device] | None:
-    exe = _which("nvidia-smi", env)
+    exe = which("nvidia-smi", env)
     if not exe:
         return None
     import subprocess

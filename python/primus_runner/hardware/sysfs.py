@@ -9,6 +9,7 @@ file (``None`` / empty), and must not interpret what they read beyond syntax.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 
 def read_text(path: str) -> str | None:
@@ -66,3 +67,13 @@ def parse_cpulist(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         cpus.extend(range(int(lo), int(hi or lo) + 1))
     return cpus
+
+
+def which(name: str, env: Mapping[str, str]) -> str | None:
+    """The executable NAME on env's PATH, like shutil.which without importing shutil
+    on every launch (vendor tools, container runtimes)."""
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 from primus_runner.config import files as cfgmod
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.hardware.sysfs import which
 from primus_runner.launch import container_opts as copts
 from primus_runner.shellfmt import nul_records
 
@@ -73,12 +74,6 @@ class Plan:
 
 
 # --------------------------------------------------------------------------- runtime
-def _which(name: str, env: Mapping[str, str]) -> str | None:
-    for folder in env.get("PATH", "").split(os.pathsep):
-        path = os.path.join(folder or ".", name)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
 
 
 def docker_engine_answers(env: Mapping[str, str]) -> tuple[bool, str]:
@@ -105,13 +100,13 @@ def pick_runtime(wanted: str, origin: str, env: Mapping[str, str], plan: Plan) -
         if wanted not in RUNTIMES:
             raise UsageError(f"container runtime '{wanted}' ({origin}) is not supported; "
                              f"accepted: {', '.join(RUNTIMES)}.")
-        path = _which(wanted, env)
+        path = which(wanted, env)
         if path is None:
             raise MissingError(f"container runtime '{wanted}' ({origin}) not found on PATH. "
                                f"Fix: {INSTALL_FIX}.")
         return wanted, path
     for name in RUNTIMES:
-        path = _which(name, env)
+        path = which(name, env)
         if path is None:
             continue
         if name == "docker":
