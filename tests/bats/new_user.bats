@@ -125,7 +125,7 @@ no_secret_in() {
   run --separate-stderr "$PRIMUS_CLI" --dry-run env docs --out "$TEST_DIR/env.md"
   assert_success
   [ ! -e "$TEST_DIR/env.md" ]
-  [[ $output == *"dry run: would write $TEST_DIR/env.md"* ]]
+  [[ $stderr == *"dry run: would write $TEST_DIR/env.md"* ]]  # a launcher line: stderr
 }
 
 @test "the README's hostlist command works as written from the repository root" {
@@ -139,11 +139,11 @@ no_secret_in() {
 }
 
 @test "a host with no accelerator starts 1 process by default, and the summary says why" {
-  run --separate-stderr "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
+  run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
   assert_success
   assert_output --partial "--nproc_per_node 1 "
   assert_output --partial "processes per node: 1 (no accelerator detected: 1"
-  run --separate-stderr env GPUS_PER_NODE=3 "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
+  run env GPUS_PER_NODE=3 "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
   assert_output --partial "--nproc_per_node 3 "
   assert_output --partial "processes per node: 3 (GPUS_PER_NODE exported)"
 }
@@ -157,7 +157,7 @@ no_secret_in() {
     direct --module primus_runner -- preflight
   assert_failure 2
   [[ $stderr == *"SLURM_STEP_NODELIST: invalid hostlist 'n[1-'"* ]] || fail "$stderr"
-  run --separate-stderr "$PRIMUS_CLI" direct --dry-run --env $'X=a\n[NODE-0(x)] [INFO] fake' --module primus_runner -- preflight
+  run "$PRIMUS_CLI" direct --dry-run --env $'X=a\n[NODE-0(x)] [INFO] fake' --module primus_runner -- preflight
   assert_success
   assert_output --partial "env X=\$'a\\n[NODE-0(x)] [INFO] fake'"
   refute_line "[NODE-0(x)] [INFO] fake"
