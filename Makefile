@@ -16,8 +16,9 @@ SHELLCHECK := $(VENV)/bin/shellcheck
 TORCH_VERSION   ?= 2.13.0
 TORCH_INDEX_URL ?=
 # Debian packages the tests use: Slurm daemons and client, munge, numactl, and
-# podman + runc + catatonit for the real-runtime container suite (tests/container/).
-APT_PACKAGES := slurmctld slurmd slurm-client munge numactl podman runc catatonit
+# podman + runc + catatonit for the real-runtime container suite (tests/container/),
+# iproute2 (tc) for the doctor probe's slowed node in the live Slurm suite.
+APT_PACKAGES := slurmctld slurmd slurm-client munge numactl podman runc catatonit iproute2
 
 .PHONY: help setup setup-python setup-node setup-system setup-userenv demo test lint bats pytest slurm-test bench clean
 
