@@ -270,3 +270,21 @@ teardown() {
   assert_output --regexp "command: .* --env USING_AINIC .* rocm/jax-training:maxtext-v26.5 "
   assert_output --partial "by --env: USING_AINIC NCCL_PXN_DISABLE NCCL_IB_GID_INDEX"
 }
+
+@test "item 10: PRIMUS_PATH is the working directory when it is a Primus checkout (DATA_PATH under it, as upstream); elsewhere unset; a user value is kept" {
+  local show='cd "$2"; source "$1/runner/helpers/envs/base_env.sh" >/dev/null 2>&1; printf "P=%s\nD=%s\n" "${PRIMUS_PATH-unset}" "$DATA_PATH"; env | grep "^PRIMUS_PATH=" || true'
+  mkdir -p "$TEST_DIR/Primus/primus/cli" "$TEST_DIR/plain"
+  : >"$TEST_DIR/Primus/primus/cli/main.py"
+  unset PRIMUS_PATH DATA_PATH
+  run bash -c "$show" _ "$REPO_ROOT" "$TEST_DIR/Primus"
+  assert_success
+  assert_line "P=$TEST_DIR/Primus"
+  assert_line "D=$TEST_DIR/Primus/data"
+  assert_line "PRIMUS_PATH=$TEST_DIR/Primus"
+  run bash -c "$show" _ "$REPO_ROOT" "$TEST_DIR/plain"
+  assert_line "P=unset"
+  assert_line "D=$REPO_ROOT/data"
+  PRIMUS_PATH="$TEST_DIR/my primus" run bash -c "$show" _ "$REPO_ROOT" "$TEST_DIR/Primus"
+  assert_line "P=$TEST_DIR/my primus"
+  assert_line "D=$TEST_DIR/my primus/data"
+}

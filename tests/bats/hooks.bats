@@ -436,7 +436,7 @@ env TE_HIPBLASLT_TUNING_ALGO_COUNT=50"
   assert_success
   run records
   assert_output "env HIPBLASLT_LOG_MASK=32
-env HIPBLASLT_LOG_FILE=$T/ws/tune_hipblaslt/exp/gemm_shape/dump_hipblaslt_gemm_shape_node3_%i.txt
+env HIPBLASLT_LOG_FILE=$T/ws/tune_hipblaslt/exp/gemm_shape/dump_hipblaslt_gemm_shape_3_%i.txt
 env HIPBLASLT_TUNING_OVERRIDE_FILE=
 env TE_HIPBLASLT_TUNING_RUN_COUNT=0
 env TE_HIPBLASLT_TUNING_ALGO_COUNT=0"
@@ -446,13 +446,28 @@ env TE_HIPBLASLT_TUNING_ALGO_COUNT=0"
   assert_line 'env HIPBLASLT_LOG_MASK=40'
 }
 
+@test "hipBLASLt: with PRIMUS_PATH (a Primus checkout) and no PRIMUS_WORKSPACE the tune directory is upstream's <checkout>/output, the tuner upstream's" {
+  export PRIMUS_HIPBLASLT_TUNING=1 PRIMUS_HIPBLASLT_TUNING_STAGE=1 PRIMUS_PATH="$T/Primus" NODE_RANK=1
+  unset PRIMUS_WORKSPACE
+  hooks train pretrain --config cfg/exp.yaml
+  assert_success
+  run records
+  assert_line "env HIPBLASLT_LOG_FILE=$T/Primus/output/tune_hipblaslt/exp/gemm_shape/dump_hipblaslt_gemm_shape_1_%i.txt"
+  [[ -d $T/Primus/output/tune_hipblaslt/exp/gemm_shape ]]
+  # Stage 2 on node 0 runs <checkout>/examples/offline_tune/offline_tune_gemm.py by default.
+  PRIMUS_HIPBLASLT_TUNING_STAGE=2 NODE_RANK=0 hooks train pretrain --config cfg/exp.yaml
+  assert_failure 1
+  run errors
+  assert_output --partial "the hipBLASLt offline tuner '$T/Primus/examples/offline_tune/offline_tune_gemm.py' does not exist"
+}
+
 @test "hipBLASLt stage 1: --dry-run creates nothing; HIPBLASLT_LOG_LEVEL set is exit 2" {
   export PRIMUS_HIPBLASLT_TUNING=1 PRIMUS_HIPBLASLT_TUNING_STAGE=1 PRIMUS_WORKSPACE="$T/ws" PRIMUS_MODEL=llama
   hooks --dry-run train pretrain
   assert_success
   [[ ! -e $T/ws ]]
   run records
-  assert_line "env HIPBLASLT_LOG_FILE=$T/ws/tune_hipblaslt/llama/gemm_shape/dump_hipblaslt_gemm_shape_node0_%i.txt"
+  assert_line "env HIPBLASLT_LOG_FILE=$T/ws/tune_hipblaslt/llama/gemm_shape/dump_hipblaslt_gemm_shape_0_%i.txt"
   HIPBLASLT_LOG_LEVEL=4 hooks train pretrain
   assert_failure 2
   run errors
@@ -464,7 +479,7 @@ env TE_HIPBLASLT_TUNING_ALGO_COUNT=0"
   export PRIMUS_HIPBLASLT_TUNER="$STUBS/offline_tune_gemm.sh"
   local root=$T/ws/tune_hipblaslt/exp
   mkdir -p "$root/gemm_shape"
-  echo 'hipblaslt-bench --m 128' >"$root/gemm_shape/dump_hipblaslt_gemm_shape_node0_1.txt"
+  echo 'hipblaslt-bench --m 128' >"$root/gemm_shape/dump_hipblaslt_gemm_shape_0_1.txt"
   hooks train pretrain --config cfg/exp.yaml
   assert_success
   run cat "$STUB_LOG"

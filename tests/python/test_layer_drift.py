@@ -54,12 +54,12 @@ done
 '''
 
 
-def run_layers(env: dict[str, str], *args: str) -> dict[str, tuple[str, str]]:
-    """Source primus-env.sh under env -i with ``env``; name -> (origin, value)."""
+def run_layers(env: dict[str, str], *args: str, cwd: Path | None = None) -> dict[str, tuple[str, str]]:
+    """Source primus-env.sh under env -i with ``env`` (in ``cwd``); name -> (origin, value)."""
     base = {"PATH": "/usr/bin:/bin", "PRIMUS_DETECTION_DONE": "1",
             "PRIMUS_ENV_DEFER_VALIDATION": "1"}
     out = subprocess.run(["bash", "--norc", "-c", DUMP, "dump", str(ENVS / "primus-env.sh"), *args],
-                         env={**base, **env}, capture_output=True, check=True).stdout
+                         env={**base, **env}, capture_output=True, check=True, cwd=cwd).stdout
     fields = out.decode().split("\0")[:-1]
     return {fields[i]: (fields[i + 1], fields[i + 2]) for i in range(0, len(fields), 3)}
 
@@ -76,9 +76,14 @@ def reg() -> registry.Registry:
 
 
 @pytest.fixture(scope="module")
-def rocm() -> dict[str, tuple[str, str]]:
+def rocm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+    # Run from a Primus checkout (it holds primus/cli/main.py), where base_env.sh
+    # also derives PRIMUS_PATH.
+    checkout = tmp_path_factory.mktemp("Primus")
+    (checkout / "primus" / "cli").mkdir(parents=True)
+    (checkout / "primus" / "cli" / "main.py").write_text("")
     return run_layers({"PRIMUS_ACCELERATOR": "rocm", "PRIMUS_GPU_MODEL": "MI300X",
-                       "IP_INTERFACE": "ens1f0"})
+                       "IP_INTERFACE": "ens1f0"}, cwd=checkout)
 
 
 def test_base_defaults_equal_the_registry(reg, rocm):
@@ -96,12 +101,14 @@ def test_base_defaults_equal_the_registry(reg, rocm):
                 f"{name}={value!r} set by base_env.sh is not in the registry's launcher defaults")
     # The registry's derivations, computed by hand for this host.
     assert base["HIP_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
-    assert base["HF_HOME"] == f"{ROOT}/data/huggingface"
+    # PRIMUS_PATH: the working directory, a Primus checkout; DATA_PATH under it (upstream).
+    assert (Path(base["PRIMUS_PATH"]) / "primus" / "cli" / "main.py").is_file()
+    assert base["DATA_PATH"] == f"{base['PRIMUS_PATH']}/data" != f"{ROOT}/data"
+    assert base["HF_HOME"] == f"{base['PRIMUS_PATH']}/data/huggingface"
     assert base["NCCL_SOCKET_IFNAME"] == "ens1f0"
     assert base["GLOO_SOCKET_IFNAME"] == "ens1f0"
     assert base["NCCL_IB_HCA"] == ""  # nothing detected: empty means "all" to RCCL
     assert "TORCH_COMPILE_CACHE_KEY_TAG" not in rocm  # Primus's Python patch owns it
-    assert base["DATA_PATH"] == f"{ROOT}/data"
 
 
 def test_every_launcher_default_is_set_by_base_env(reg, rocm):

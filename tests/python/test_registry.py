@@ -210,7 +210,7 @@ def test_launcher_defaults(reg):
     assert reg.launcher_defaults() == LAUNCHER_DEFAULTS
     assert set(reg.launcher_derived()) == {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
                                            "NCCL_IB_HCA", "HIP_VISIBLE_DEVICES", "HF_HOME",
-                                           "DATA_PATH"}
+                                           "DATA_PATH", "PRIMUS_PATH"}
 
 
 @pytest.mark.parametrize("name, default", [

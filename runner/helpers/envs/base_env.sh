@@ -29,7 +29,10 @@
 #   - LD_LIBRARY_PATH: the ROCm lib directory ($ROCM_HOME/lib, /opt/rocm/lib or
 #     the first /opt/rocm-*/lib) moved to the front, duplicates dropped
 #   - TORCH_COMPILE_CACHE_KEY_TAG is never set (Primus's Python patch owns it)
-#   - DATA_PATH=<repo>/data, HF_HOME=${DATA_PATH}/huggingface, PYTHONPATH gets
+#   - PRIMUS_PATH=$PWD when the working directory is a Primus checkout (it holds
+#     primus/cli/main.py; upstream: the repository holding its runner)
+#   - DATA_PATH=$PRIMUS_PATH/data (else <repo>/data),
+#     HF_HOME=${DATA_PATH}/huggingface, PYTHONPATH gets
 #     <repo>/python and <repo> prepended (once)
 #   - PRIMUS_DETERMINISTIC=1: NCCL_ALGO=Ring NVTE_ALLOW_NONDETERMINISTIC_ALGO=0
 #     ROCBLAS_DEFAULT_ATOMICS_MODE=0 TORCH_COMPILE_DISABLE=1
@@ -255,9 +258,14 @@ __primus_base_visible_devices() {
   primus_env_fallback HIP_VISIBLE_DEVICES "$list" default
 }
 
-# __primus_base_paths: reference section 8 and the Python path.
+# __primus_base_paths: reference section 8 and the Python path. PRIMUS_PATH
+# (upstream: the repository that holds its runner) is the working directory
+# when that is a Primus checkout; this runner is never one, so it is not used.
 __primus_base_paths() {
-  primus_env_fallback DATA_PATH "$PRIMUS_ROOT/data" default
+  if [[ ! -v PRIMUS_PATH && -f $PWD/primus/cli/main.py ]]; then
+    primus_env_fallback PRIMUS_PATH "$PWD" default
+  fi
+  primus_env_fallback DATA_PATH "${PRIMUS_PATH:-$PRIMUS_ROOT}/data" default
   primus_env_fallback HF_HOME "$DATA_PATH/huggingface" default
   local entry origin=default
   if primus_env_user_owns PYTHONPATH; then origin=user+default; fi
@@ -298,7 +306,7 @@ __primus_base_summary() {
   local -a groups=(
     "cluster:MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE PRIMUS_ACCELERATOR PRIMUS_GPU_MODEL"
     "network:NCCL_IB_HCA NCCL_IB_GID_INDEX NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME HIP_VISIBLE_DEVICES"
-    "paths:DATA_PATH HF_HOME"
+    "paths:PRIMUS_PATH DATA_PATH HF_HOME"
   )
   for group in "${groups[@]}"; do
     line=""

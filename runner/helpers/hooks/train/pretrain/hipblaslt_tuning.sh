@@ -8,19 +8,24 @@
 #
 # PRIMUS_HIPBLASLT_TUNING=1 is the master switch; PRIMUS_HIPBLASLT_TUNING_STAGE
 # (default 0) takes effect only with it (a non-zero stage without it is warned
-# about and ignored). Tune directory T = $PRIMUS_WORKSPACE (default ./output)
-# /tune_hipblaslt/<PRIMUS_MODEL or the --config file's stem, else default>.
+# about and ignored). Tune directory T = <W>/tune_hipblaslt/<PRIMUS_MODEL or the
+# --config file's stem, else default>, W = $PRIMUS_WORKSPACE when set, else
+# $PRIMUS_PATH/output (upstream's <Primus checkout>/output; base_env.sh sets
+# PRIMUS_PATH when the working directory is a Primus checkout), else ./output.
 #   stage 0  TE online tuning: env.TE_HIPBLASLT_TUNING_RUN_COUNT (yours, else 10)
 #            and env.TE_HIPBLASLT_TUNING_ALGO_COUNT (yours, else 50).
 #   stage 1  dump GEMM shapes: creates T/gemm_shape; env.HIPBLASLT_LOG_MASK (yours
 #            with the Bench bit 32 added, else 32), env.HIPBLASLT_LOG_FILE (yours,
-#            else T/gemm_shape/dump_hipblaslt_gemm_shape_node<NODE_RANK>_%i.txt,
-#            %i = process id), env.HIPBLASLT_TUNING_OVERRIDE_FILE= (empty: no
+#            else T/gemm_shape/dump_hipblaslt_gemm_shape_<NODE_RANK>_%i.txt:
+#            upstream's name plus _%i, hipBLASLt's process-id placeholder, so
+#            the node's ranks never write one file at once; the tuner reads the
+#            whole directory), env.HIPBLASLT_TUNING_OVERRIDE_FILE= (empty: no
 #            earlier tuning applied while dumping). HIPBLASLT_LOG_LEVEL must be
 #            unset: hipBLASLt consults HIPBLASLT_LOG_MASK only when it is unset,
 #            and no level logs Bench lines, so the dump would be empty (exit 78).
 #   stage 2  offline tuning on node 0: runs $PRIMUS_HIPBLASLT_TUNER (default
-#            $PRIMUS_ROOT/examples/offline_tune/offline_tune_gemm.py; .py runs with
+#            <PRIMUS_PATH, else this repository>/examples/offline_tune/
+#            offline_tune_gemm.py, upstream's tuner; .py runs with
 #            $PRIMUS_PYTHON) --dump-shape-path-or-file T/gemm_shape
 #            --tune-result-path T/gemm_tune/tune_hipblas_gemm_results.txt
 #            --num-devices $GPUS_PER_NODE (default 8); every node emits
@@ -98,7 +103,12 @@ tune_root() {
     tag=${tag%.yml}
   fi
   tag=${tag:-default}
-  local workspace=${PRIMUS_WORKSPACE:-./output}
+  local workspace=./output
+  if [[ -n ${PRIMUS_WORKSPACE:-} ]]; then
+    workspace=$PRIMUS_WORKSPACE
+  elif [[ -n ${PRIMUS_PATH:-} ]]; then
+    workspace=$PRIMUS_PATH/output
+  fi
   [[ $workspace == /* ]] || workspace=$PWD/${workspace#./}
   printf '%s/tune_hipblaslt/%s' "${workspace%/}" "$tag"
 }
@@ -120,7 +130,7 @@ stage_dump_shapes() {
   [[ $mask =~ ^[0-9]+$ ]] ||
     hook_config_error "HIPBLASLT_LOG_MASK='$mask' is not a number; accepted: a bit mask such as 32 (Bench)."
   mask=$((mask | 32))
-  local file=${HIPBLASLT_LOG_FILE:-$root/gemm_shape/dump_hipblaslt_gemm_shape_node${NODE_RANK:-0}_%i.txt}
+  local file=${HIPBLASLT_LOG_FILE:-$root/gemm_shape/dump_hipblaslt_gemm_shape_${NODE_RANK:-0}_%i.txt}
   make_dir "${file%/*}"
   hook_info "stage 1: dumping GEMM shapes to $file (HIPBLASLT_LOG_MASK=$mask)"
   hook_emit_env HIPBLASLT_LOG_MASK "$mask"
@@ -132,7 +142,7 @@ stage_tune() {
   local root=$1
   if [[ ${NODE_RANK:-0} =~ ^0*$ ]]; then
     local shapes=$root/gemm_shape result=$root/gemm_tune/$RESULT_NAME
-    local tuner=${PRIMUS_HIPBLASLT_TUNER:-$PRIMUS_ROOT/examples/offline_tune/offline_tune_gemm.py}
+    local tuner=${PRIMUS_HIPBLASLT_TUNER:-${PRIMUS_PATH:-$PRIMUS_ROOT}/examples/offline_tune/offline_tune_gemm.py}
     [[ -f $tuner ]] ||
       hook_missing "the hipBLASLt offline tuner '$tuner' does not exist; set PRIMUS_HIPBLASLT_TUNER to Primus's examples/offline_tune/offline_tune_gemm.py (or another tuner taking --dump-shape-path-or-file, --tune-result-path, --num-devices)."
     local -a shape_files=()
@@ -140,7 +150,7 @@ stage_tune() {
     shape_files=("$shapes"/*)
     shopt -u nullglob
     ((${#shape_files[@]})) ||
-      hook_config_error "stage 2 (offline tune) found no GEMM shapes in $shapes; run stage 1 first (PRIMUS_HIPBLASLT_TUNING_STAGE=1) with the same PRIMUS_WORKSPACE and model."
+      hook_config_error "stage 2 (offline tune) found no GEMM shapes in $shapes; run stage 1 first (PRIMUS_HIPBLASLT_TUNING_STAGE=1) with the same PRIMUS_WORKSPACE (or PRIMUS_PATH) and model."
     local gpus=${GPUS_PER_NODE:-${PRIMUS_DISTRIBUTED_DEFAULTS[GPUS_PER_NODE]}}
     [[ $gpus =~ ^[1-9][0-9]*$ ]] || hook_config_error "GPUS_PER_NODE='$gpus' is not a positive integer."
     make_dir "${result%/*}"
