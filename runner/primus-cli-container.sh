@@ -39,7 +39,8 @@
 # PyTorchJob the ranks are mapped here and passed in.
 #
 # Everything after `--` goes to `primus-cli direct` inside (its --env values are
-# moved to the runtime environment too), e.g.
+# moved to the runtime environment too; bytes that are not UTF-8 arrive as they
+# are, through PRIMUS_CONTAINER_BYTES), e.g.
 #   primus-cli container --image rocm/primus:v1 -- --module primus_runner -- preflight
 # SIGTERM/SIGINT/SIGHUP stop the container (within PRIMUS_KILL_GRACE seconds,
 # default 10) and remove it; exit 128+N. SIGUSR1/SIGUSR2 (a preemption notice)

@@ -309,6 +309,12 @@ run_workload() {
 
 main() {
   primus_early_notice_traps
+  if [[ -n ${PRIMUS_CONTAINER_BYTES:-} ]]; then
+    # Inside `primus-cli container`: bytes the runtime's JSON would have changed.
+    local -a restored
+    primus_container_bytes_restore restored "$@"
+    set -- "${restored[@]}"
+  fi
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
   # with --env NAME and the value in the environment (SPEC section 3).

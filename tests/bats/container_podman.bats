@@ -90,6 +90,20 @@ ours() {
   grep -q -- '--env CLI_TOKEN --env' <<<"$output"
 }
 
+@test "words after -- and --env values that are not UTF-8 reach the job byte for byte (the runtime's JSON would make them U+FFFD)" {
+  mkdir out
+  export PRIMUS_T_ARGV_OUT=$PWD/out/argv PRIMUS_T_ARGV_ENV="OUTER_BYTES INNER_BYTES PRIMUS_T_BYTES"
+  PRIMUS_T_BYTES=$'host \xff\xfe' run "$PRIMUS_CLI" container --env $'OUTER_BYTES=caf\xe9' --env PRIMUS_T_ARGV_OUT \
+    --env PRIMUS_T_ARGV_ENV -- --env $'INNER_BYTES=\xff\xfe\\x41' --single --script "$WORKLOADS/argv.py" \
+    -- $'\xff\xfe' $'caf\xe9' 'plain \x41 %b'
+  assert_success
+  assert_output --partial "5 value(s) that are not UTF-8 travel escaped in PRIMUS_CONTAINER_BYTES"
+  cmp out/argv.0 <(printf '\377\376\0caf\351\0plain \\x41 %%b\0')
+  cmp out/argv.OUTER_BYTES.0 <(printf 'caf\351')
+  cmp out/argv.INNER_BYTES.0 <(printf '\377\376\\x41')
+  cmp out/argv.PRIMUS_T_BYTES.0 <(printf 'host \377\376')
+}
+
 @test "SIGTERM stops the container within the grace time: exit 143, no container of ours left" {
   mkdir out
   SIG_NAME=psig$$x$RANDOM

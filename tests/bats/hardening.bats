@@ -130,3 +130,17 @@ signal_during_hook() {
   assert_failure 2
   assert_output --partial "config file 'cfgdir' is a directory"
 }
+
+@test "words after -- and --env values that are not UTF-8 reach every torchrun rank byte for byte" {
+  export PRIMUS_T_ARGV_OUT=$PWD/out/argv PRIMUS_T_ARGV_ENV="BYTES_CLI PRIMUS_T_BYTES" GPUS_PER_NODE=2 MASTER_PORT
+  MASTER_PORT=$(free_port)
+  PRIMUS_T_BYTES=$'host \xff\xfe' run "$PRIMUS_CLI" direct --env $'BYTES_CLI=caf\xe9' \
+    --script "$WORKLOADS/argv.py" -- $'\xff\xfe' $'caf\xe9'
+  assert_success
+  local rank
+  for rank in 0 1; do
+    cmp "out/argv.$rank" <(printf '\377\376\0caf\351\0')
+    cmp "out/argv.BYTES_CLI.$rank" <(printf 'caf\351')
+    cmp "out/argv.PRIMUS_T_BYTES.$rank" <(printf 'host \377\376')
+  done
+}
