@@ -14,7 +14,8 @@
 #   --single                run mode single: one process per node, no torchrun
 #                           (same as direct.run_mode: single; a hook's env.RUN_MODE wins)
 #   --script FILE           training script (default: config direct.script,
-#                           primus/cli/main.py; missing -> exit 1, nothing runs)
+#                           primus/cli/main.py; missing or unreadable -> exit 1,
+#                           nothing runs)
 #   --module NAME           run `python -m NAME` instead of a script (direct.module);
 #                           the built-in CPU workload is --module primus_runner
 #   --python PATH           the workload's interpreter (default: PRIMUS_WORKLOAD_PYTHON,

@@ -144,3 +144,23 @@ signal_during_hook() {
     cmp "out/argv.PRIMUS_T_BYTES.$rank" <(printf 'host \377\376')
   done
 }
+
+@test "a --script this user may not read: exit 1 naming the file and the fix, nothing started" {
+  printf 'open(%q, "w").close()\n' "$PWD/out/ran" >locked.py
+  chmod 000 locked.py
+  # Root reads any file; without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH it is an ordinary user.
+  local -a as_user=(setpriv --bounding-set '-dac_override,-dac_read_search')
+  run "${as_user[@]}" bash -c '[[ -r locked.py ]]'
+  assert_failure
+  run "${as_user[@]}" "$PRIMUS_CLI" direct --single --script locked.py -- x
+  assert_failure 1
+  assert_output --partial "training script 'locked.py' (--script) exists but is not readable by this user (uid 0); nothing was started. Fix: chmod a+r 'locked.py'"
+  [[ ! -e out/ran ]]
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) run "${as_user[@]}" "$PRIMUS_CLI" direct --script locked.py -- x
+  assert_failure 1
+  [[ ! -e out/ran ]]
+  printf 'direct:\n  script: locked.py\n' >cfg.yaml
+  run "${as_user[@]}" "$PRIMUS_CLI" direct --config cfg.yaml --single -- x
+  assert_failure 1
+  assert_output --partial "training script 'locked.py' (config direct.script) exists but is not readable"
+}
