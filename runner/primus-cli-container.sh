@@ -43,7 +43,8 @@
 # are, through PRIMUS_CONTAINER_BYTES), e.g.
 #   primus-cli container --image rocm/primus:v1 -- --module primus_runner -- preflight
 # SIGTERM/SIGINT/SIGHUP stop the container (within PRIMUS_KILL_GRACE seconds,
-# default 10) and remove it; exit 128+N. SIGUSR1/SIGUSR2 (a preemption notice)
+# default 10) and remove it; exit 128+N (SIGINT too when the launcher started
+# with it ignored, as `cmd &` in a script does). SIGUSR1/SIGUSR2 (a preemption notice)
 # are sent once to the container (`<runtime> kill --signal`; --init hands them to
 # the inner direct, which sends them once to every rank) and the launcher keeps
 # waiting. The runtime client runs in a session of its own, so a signal to the
@@ -59,6 +60,8 @@ source "$RUNNER_DIR/lib/common.sh"
 primus_abs_path RUNNER_DIR "$RUNNER_DIR"
 # shellcheck source=runner/lib/supervise.sh
 source "$RUNNER_DIR/lib/supervise.sh"
+# Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
+primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
 RUN_CMD=() FORWARDED=() ENV_NAMES=()
 declare -A PLAN=()

@@ -50,6 +50,8 @@
 #   -h, --help              this help
 #
 # Everything after `--` reaches the workload verbatim, whatever it starts with.
+# SIGTERM/SIGINT/SIGHUP stop the ranks (PRIMUS_KILL_GRACE, then SIGKILL), exit
+# 128+N; SIGINT works even when the launcher started with it ignored (`cmd &`).
 # Run mode: env RUN_MODE > --single > direct.run_mode > node_smoke -> single,
 # else torchrun.
 #
@@ -87,6 +89,8 @@ source "$RUNNER_DIR/lib/venv_activate.sh"
 source "$RUNNER_DIR/lib/numa_decision.sh"
 # shellcheck source=runner/lib/mode_config.sh
 source "$RUNNER_DIR/lib/mode_config.sh"
+# Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
+primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
 # ----------------------------------------------------------------- arguments
 

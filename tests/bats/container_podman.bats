@@ -164,6 +164,30 @@ ours() {
   [[ -z $(ours "$SIG_NAME-") ]]
 }
 
+@test "SIGINT to a container launcher a script started in the background (SIGINT ignored on entry): exit 130, nothing left" {
+  mkdir out
+  SIG_NAME=pint$$x$RANDOM
+  # The premise: a non-interactive shell starts `cmd &` with SIGINT ignored (SigIgn bit 2).
+  mask=$(bash -c 'grep "^SigIgn:" /proc/self/status & wait' | awk '{print $2}')
+  ((16#${mask: -1} & 2))
+  PRIMUS_KILL_GRACE=8 JOB_PID_FILE=$PWD/job.pid bash -c '"$@" & echo "$!" >"$JOB_PID_FILE"; wait "$!"' _ \
+    "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single --script "$WORKLOADS/signal_marker.py" \
+    -- "$PWD/out" --duration 120 >launch.log 2>&1 &
+  job=$!
+  for _ in $(seq 1 300); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
+  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  LAUNCHER_PID=$(<job.pid)
+  kill -INT "$LAUNCHER_PID"
+  rc=0
+  wait "$job" || rc=$?
+  cat launch.log
+  [[ $rc -eq 130 ]]
+  grep -q "received SIGINT: stopping container $SIG_NAME-" launch.log
+  [[ $(wc -l <out/SIGTERM.0) -eq 1 ]]
+  [[ -z $(ours "$SIG_NAME-") ]]
+  refute pgrep -f "signal_marker.py $PWD/out"
+}
+
 @test "--clean removes only the containers this launcher created, never a foreign one" {
   podman create --name "foreign-$BATS_TEST_NUMBER-$$" "$PODMAN_TEST_IMAGE" true >/dev/null
   podman create --name "pclean-stale-$$" --label io.primus-runner.managed=1 \
