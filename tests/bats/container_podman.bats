@@ -164,6 +164,37 @@ ours() {
   [[ -z $(ours "$SIG_NAME-") ]]
 }
 
+# gone_within SECONDS PREFIX OUT: until no container named PREFIX* is left and
+# no rank of OUT (signal_marker.py OUT, seen from the host) runs; false after SECONDS.
+gone_within() {
+  local deadline=$((SECONDS + $1))
+  while ((SECONDS < deadline)); do
+    [[ -z $(ours "$2") ]] && ! pgrep -f "signal_marker.py $3" >/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+@test "kill -9 of the container launcher: within the grace no container of ours and no rank is left" {
+  mkdir out
+  SIG_NAME=pkill$$x$RANDOM
+  PRIMUS_KILL_GRACE=8 GPUS_PER_NODE=2 MASTER_PORT=$(free_port) "$PRIMUS_CLI" container --name "$SIG_NAME" -- \
+    --script "$WORKLOADS/signal_marker.py" -- "$PWD/out" >launch.log 2>&1 &
+  LAUNCHER_PID=$!
+  for _ in $(seq 1 300); do [[ -s out/pid.0 && -s out/pid.1 ]] && break; sleep 0.2; done
+  [[ -s out/pid.0 && -s out/pid.1 ]] || { cat launch.log; false; }
+  [[ -n $(ours "$SIG_NAME-") ]]
+  pgrep -f "signal_marker.py $PWD/out" >/dev/null
+  kill -KILL "$LAUNCHER_PID"
+  wait "$LAUNCHER_PID" || true
+  gone_within 8 "$SIG_NAME-" "$PWD/out" || { cat launch.log; podman ps -a; pgrep -af signal_marker; false; }
+  # The ranks were stopped through the inner direct (SIGTERM each, once), not cut.
+  [[ $(wc -l <out/SIGTERM.0) -eq 1 && $(wc -l <out/SIGTERM.1) -eq 1 ]]
+  for _ in $(seq 1 50); do grep -q "stop: container launcher pid $LAUNCHER_PID died" launch.log && break; sleep 0.1; done
+  cat launch.log
+  grep -q "stop: container launcher pid $LAUNCHER_PID died; container $SIG_NAME-[^ ]* stopped within the 8 s grace and removed" launch.log
+}
+
 @test "SIGINT to a container launcher a script started in the background (SIGINT ignored on entry): exit 130, nothing left" {
   mkdir out
   SIG_NAME=pint$$x$RANDOM
