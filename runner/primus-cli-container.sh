@@ -39,10 +39,14 @@
 # PyTorchJob the ranks are mapped here and passed in.
 #
 # Everything after `--` goes to `primus-cli direct` inside (its --env values are
-# moved to the runtime environment too), e.g.
+# moved to the runtime environment too; bytes that are not UTF-8 arrive as they
+# are, through PRIMUS_CONTAINER_BYTES), e.g.
 #   primus-cli container --image rocm/primus:v1 -- --module primus_runner -- preflight
 # SIGTERM/SIGINT/SIGHUP stop the container (within PRIMUS_KILL_GRACE seconds,
-# default 10) and remove it; exit 128+N. SIGUSR1/SIGUSR2 (a preemption notice)
+# default 10) and remove it; exit 128+N (SIGINT too when the launcher started
+# with it ignored, as `cmd &` in a script does). A launcher killed outright
+# (SIGKILL, OOM killer) leaves no container: runner/helpers/watch_container.sh
+# stops it the same way and removes it. SIGUSR1/SIGUSR2 (a preemption notice)
 # are sent once to the container (`<runtime> kill --signal`; --init hands them to
 # the inner direct, which sends them once to every rank) and the launcher keeps
 # waiting. The runtime client runs in a session of its own, so a signal to the
@@ -58,10 +62,12 @@ source "$RUNNER_DIR/lib/common.sh"
 primus_abs_path RUNNER_DIR "$RUNNER_DIR"
 # shellcheck source=runner/lib/supervise.sh
 source "$RUNNER_DIR/lib/supervise.sh"
+# Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
+primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
 RUN_CMD=() FORWARDED=() ENV_NAMES=()
 declare -A PLAN=()
-CHILD=""
+CHILD="" WATCH_FD=""
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -198,6 +204,15 @@ notify_container() {
   fi
 }
 
+# start_watcher: runner/helpers/watch_container.sh reads a pipe only this
+# shell writes to; its end without "done" (written on every exit of ours)
+# means the launcher was killed: the watcher stops and removes the container.
+start_watcher() {
+  exec {WATCH_FD}> >(exec setsid "$RUNNER_DIR/helpers/watch_container.sh" \
+    "${PLAN[runtime_path]}" "${PLAN[name]}" "$$" "${PLAN[grace]}")
+  trap 'printf "done\n" >&"$WATCH_FD" 2>/dev/null || true' EXIT
+}
+
 main() {
   local word
   for word in "$@"; do
@@ -222,10 +237,13 @@ main() {
   trap 'stop_container TERM 15' TERM
   trap 'stop_container INT 2' INT
   trap 'stop_container HUP 1' HUP
+  start_watcher
   # A session of its own: a signal to our process group (timeout, Ctrl-C,
   # kill -- -PGID) is not also proxied by the client; we deliver it once.
-  setsid "${RUN_CMD[@]}" &
+  # The watcher's pipe stays ours alone (the client must not hold it open).
+  setsid "${RUN_CMD[@]}" {WATCH_FD}>&- &
   CHILD=$!
+  printf 'client %s\n' "$CHILD" >&"$WATCH_FD"
   primus_wait_pid "$CHILD"
   exit "$PRIMUS_RUN_RC"
 }

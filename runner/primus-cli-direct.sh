@@ -14,7 +14,8 @@
 #   --single                run mode single: one process per node, no torchrun
 #                           (same as direct.run_mode: single; a hook's env.RUN_MODE wins)
 #   --script FILE           training script (default: config direct.script,
-#                           primus/cli/main.py; missing -> exit 1, nothing runs)
+#                           primus/cli/main.py; missing or unreadable -> exit 1,
+#                           nothing runs)
 #   --module NAME           run `python -m NAME` instead of a script (direct.module);
 #                           the built-in CPU workload is --module primus_runner
 #   --python PATH           the workload's interpreter (default: PRIMUS_WORKLOAD_PYTHON,
@@ -49,6 +50,8 @@
 #   -h, --help              this help
 #
 # Everything after `--` reaches the workload verbatim, whatever it starts with.
+# SIGTERM/SIGINT/SIGHUP stop the ranks (PRIMUS_KILL_GRACE, then SIGKILL), exit
+# 128+N; SIGINT works even when the launcher started with it ignored (`cmd &`).
 # Run mode: env RUN_MODE > --single > direct.run_mode > node_smoke -> single,
 # else torchrun.
 #
@@ -86,6 +89,8 @@ source "$RUNNER_DIR/lib/venv_activate.sh"
 source "$RUNNER_DIR/lib/numa_decision.sh"
 # shellcheck source=runner/lib/mode_config.sh
 source "$RUNNER_DIR/lib/mode_config.sh"
+# Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
+primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
 # ----------------------------------------------------------------- arguments
 
@@ -309,6 +314,12 @@ run_workload() {
 
 main() {
   primus_early_notice_traps
+  if [[ -n ${PRIMUS_CONTAINER_BYTES:-} ]]; then
+    # Inside `primus-cli container`: bytes the runtime's JSON would have changed.
+    local -a restored
+    primus_container_bytes_restore restored "$@"
+    set -- "${restored[@]}"
+  fi
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
   # with --env NAME and the value in the environment (SPEC section 3).

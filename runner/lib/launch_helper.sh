@@ -106,13 +106,15 @@ primus_helper_finish() {
 # HANDLER KIND KEY VALUE up to its UNTIL record; a helper that ends before it
 # ends the launch with its status (3 when it exited 0).
 primus_helper_read_records() {
-  local until=$1 handler=$2 kind key value
+  local until=$1 handler=$2
+  local -a rec
   # A helper that already ended (it said why on stderr) took its descriptors
-  # with it: no "Bad file descriptor" after its message.
-  while { IFS= read -r -d '' kind <&"$PRIMUS_HELPER_OUT" && IFS= read -r -d '' key <&"$PRIMUS_HELPER_OUT" &&
-    IFS= read -r -d '' value <&"$PRIMUS_HELPER_OUT"; } 2>/dev/null; do
-    [[ $kind != "$until" ]] || return 0
-    "$handler" "$kind" "$key" "$value"
+  # with it: no "Bad file descriptor" after its message. mapfile, not read -d '':
+  # in a UTF-8 locale bash's read takes a byte that is not UTF-8 and the NUL
+  # after it as one character, and the records shift (bash 5.2).
+  while { mapfile -n 3 -d '' -t rec <&"$PRIMUS_HELPER_OUT"; } 2>/dev/null && ((${#rec[@]} == 3)); do
+    [[ ${rec[0]} != "$until" ]] || return 0
+    "$handler" "${rec[@]}"
   done
   local rc=0
   primus_helper_finish || rc=$?

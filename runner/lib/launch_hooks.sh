@@ -34,10 +34,12 @@ primus_hooks_on_record() {
 }
 
 # primus_hooks_read_records: NUL records kind\0name\0value\0 on stdin.
+# mapfile, not read -d '': that one shifts the records after a value that is
+# not UTF-8 in a UTF-8 locale (runner/lib/launch_helper.sh).
 primus_hooks_read_records() {
-  local kind name value
-  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
-    primus_hooks_on_record "$kind" "$name" "$value"
+  local -a rec
+  while mapfile -n 3 -d '' -t rec && ((${#rec[@]} == 3)); do
+    primus_hooks_on_record "${rec[@]}"
   done
 }
 

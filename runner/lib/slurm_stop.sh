@@ -102,7 +102,9 @@ primus_entry_run() {
     # shellcheck disable=SC2064 # the signal name is fixed now, on purpose
     trap "primus_entry_signal $sig" "$sig"
   done
-  setsid "$@" &
+  # SIGINT at its default (bash starts `cmd &` with it ignored), so the INT
+  # passed on above stops the launch; the launcher needs no restart for it.
+  { trap - INT; exec setsid "$@"; } &
   PRIMUS_ENTRY_CHILD=$!
   local rc
   while :; do

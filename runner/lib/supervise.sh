@@ -22,6 +22,9 @@
 #       SIGTERM of a cancel or time limit: Slurm signals every process of the
 #       step), so it already reached every rank and is not sent again.
 #   PRIMUS_SUPERVISE_CLEANUP names a function run before every exit.
+#   primus_default_sigint SCRIPT ARGS...: a launcher started with SIGINT
+#       ignored (a non-interactive shell's `cmd &`) starts again with SIGINT at
+#       its default, so the INT trap above stops the launch (exit 130).
 
 if [[ -n ${__PRIMUS_SUPERVISE_SH:-} ]]; then
   return 0
@@ -318,4 +321,25 @@ primus_run_workload() {
 primus_early_notice_traps() {
   trap 'primus_forward_notice USR1' USR1
   trap 'primus_forward_notice USR2' USR2
+}
+
+# primus_default_sigint SCRIPT ARGS...: called first by the launchers. A
+# non-interactive shell starts `cmd &` with SIGINT (and SIGQUIT) ignored, and a
+# signal ignored on entry cannot be trapped or reset by bash (bash(1), SIGNALS),
+# so SIGINT would do nothing to the launcher nor, inherited, to its ranks. Then
+# start SCRIPT again in this same process (same pid) with SIGINT at its default:
+# one read of /proc, and a Python start only in that case.
+primus_default_sigint() {
+  local line mask=0
+  while IFS= read -r line; do
+    [[ $line == SigIgn:* ]] || continue
+    mask=${line##*[[:space:]]}
+    break
+  done 2>/dev/null <"/proc/$BASHPID/status" || return 0
+  [[ $mask =~ ^[0-9a-fA-F]+$ ]] && ((16#${mask: -1} & 2)) || return 0
+  primus_pick_python
+  command -v "$PRIMUS_PYTHON" >/dev/null 2>&1 || return 0
+  exec "$PRIMUS_PYTHON" -I -S -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$BASH" "$@"
 }

@@ -189,6 +189,7 @@ primus_workload_entry() {
   fi
   if [[ -n $script ]]; then
     [[ -f $script ]] || primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' (--script) not found; nothing was started. Fix: pass an existing file, or $how_fix."
+    __primus_wl_script_readable "$script" --script
     PRIMUS_WL_ENTRY=("$script") PRIMUS_WL_ENTRY_ORIGIN="--script"
     return 0
   fi
@@ -222,7 +223,16 @@ primus_workload_entry() {
     fi
     primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' ($origin) not found in $PWD or $PRIMUS_ROOT; nothing was started. Fix: $how_fix."
   fi
+  __primus_wl_script_readable "$__PRIMUS_WL_SCRIPT" "$origin"
   PRIMUS_WL_ENTRY=("$__PRIMUS_WL_SCRIPT") PRIMUS_WL_ENTRY_ORIGIN=$origin
+}
+
+# __primus_wl_script_readable PATH ORIGIN: exit 1 before anything starts when
+# this user may not read the script (the interpreter would fail on every rank
+# with its own exit 2, which reads as the launcher's "bad arguments").
+__primus_wl_script_readable() {
+  [[ -r $1 ]] && return 0
+  primus_die "$PRIMUS_EXIT_MISSING" "training script '$1' ($2) exists but is not readable by this user (uid $EUID); nothing was started. Fix: chmod a+r '$1' (or let the user that launches read it), or run as a user that may read it."
 }
 
 # primus_workload_module_fallback_check MODULE_FILE: the fallback to the

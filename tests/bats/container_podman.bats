@@ -90,6 +90,20 @@ ours() {
   grep -q -- '--env CLI_TOKEN --env' <<<"$output"
 }
 
+@test "words after -- and --env values that are not UTF-8 reach the job byte for byte (the runtime's JSON would make them U+FFFD)" {
+  mkdir out
+  export PRIMUS_T_ARGV_OUT=$PWD/out/argv PRIMUS_T_ARGV_ENV="OUTER_BYTES INNER_BYTES PRIMUS_T_BYTES"
+  PRIMUS_T_BYTES=$'host \xff\xfe' run "$PRIMUS_CLI" container --env $'OUTER_BYTES=caf\xe9' --env PRIMUS_T_ARGV_OUT \
+    --env PRIMUS_T_ARGV_ENV -- --env $'INNER_BYTES=\xff\xfe\\x41' --single --script "$WORKLOADS/argv.py" \
+    -- $'\xff\xfe' $'caf\xe9' 'plain \x41 %b'
+  assert_success
+  assert_output --partial "5 value(s) that are not UTF-8 travel escaped in PRIMUS_CONTAINER_BYTES"
+  cmp out/argv.0 <(printf '\377\376\0caf\351\0plain \\x41 %%b\0')
+  cmp out/argv.OUTER_BYTES.0 <(printf 'caf\351')
+  cmp out/argv.INNER_BYTES.0 <(printf '\377\376\\x41')
+  cmp out/argv.PRIMUS_T_BYTES.0 <(printf 'host \377\376')
+}
+
 @test "SIGTERM stops the container within the grace time: exit 143, no container of ours left" {
   mkdir out
   SIG_NAME=psig$$x$RANDOM
@@ -148,6 +162,61 @@ ours() {
   [[ $rc -eq 143 ]]
   [[ $(wc -l <out/SIGTERM.0) -eq 1 ]]
   [[ -z $(ours "$SIG_NAME-") ]]
+}
+
+# gone_within SECONDS PREFIX OUT: until no container named PREFIX* is left and
+# no rank of OUT (signal_marker.py OUT, seen from the host) runs; false after SECONDS.
+gone_within() {
+  local deadline=$((SECONDS + $1))
+  while ((SECONDS < deadline)); do
+    [[ -z $(ours "$2") ]] && ! pgrep -f "signal_marker.py $3" >/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+@test "kill -9 of the container launcher: within the grace no container of ours and no rank is left" {
+  mkdir out
+  SIG_NAME=pkill$$x$RANDOM
+  PRIMUS_KILL_GRACE=8 GPUS_PER_NODE=2 MASTER_PORT=$(free_port) "$PRIMUS_CLI" container --name "$SIG_NAME" -- \
+    --script "$WORKLOADS/signal_marker.py" -- "$PWD/out" >launch.log 2>&1 &
+  LAUNCHER_PID=$!
+  for _ in $(seq 1 300); do [[ -s out/pid.0 && -s out/pid.1 ]] && break; sleep 0.2; done
+  [[ -s out/pid.0 && -s out/pid.1 ]] || { cat launch.log; false; }
+  [[ -n $(ours "$SIG_NAME-") ]]
+  pgrep -f "signal_marker.py $PWD/out" >/dev/null
+  kill -KILL "$LAUNCHER_PID"
+  wait "$LAUNCHER_PID" || true
+  gone_within 8 "$SIG_NAME-" "$PWD/out" || { cat launch.log; podman ps -a; pgrep -af signal_marker; false; }
+  # The ranks were stopped through the inner direct (SIGTERM each, once), not cut.
+  [[ $(wc -l <out/SIGTERM.0) -eq 1 && $(wc -l <out/SIGTERM.1) -eq 1 ]]
+  for _ in $(seq 1 50); do grep -q "stop: container launcher pid $LAUNCHER_PID died" launch.log && break; sleep 0.1; done
+  cat launch.log
+  grep -q "stop: container launcher pid $LAUNCHER_PID died; container $SIG_NAME-[^ ]* stopped within the 8 s grace and removed" launch.log
+}
+
+@test "SIGINT to a container launcher a script started in the background (SIGINT ignored on entry): exit 130, nothing left" {
+  mkdir out
+  SIG_NAME=pint$$x$RANDOM
+  # The premise: a non-interactive shell starts `cmd &` with SIGINT ignored (SigIgn bit 2).
+  mask=$(bash -c 'grep "^SigIgn:" /proc/self/status & wait' | awk '{print $2}')
+  ((16#${mask: -1} & 2))
+  PRIMUS_KILL_GRACE=8 JOB_PID_FILE=$PWD/job.pid bash -c '"$@" & echo "$!" >"$JOB_PID_FILE"; wait "$!"' _ \
+    "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single --script "$WORKLOADS/signal_marker.py" \
+    -- "$PWD/out" --duration 120 >launch.log 2>&1 &
+  job=$!
+  for _ in $(seq 1 300); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
+  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  LAUNCHER_PID=$(<job.pid)
+  kill -INT "$LAUNCHER_PID"
+  rc=0
+  wait "$job" || rc=$?
+  cat launch.log
+  [[ $rc -eq 130 ]]
+  grep -q "received SIGINT: stopping container $SIG_NAME-" launch.log
+  [[ $(wc -l <out/SIGTERM.0) -eq 1 ]]
+  [[ -z $(ours "$SIG_NAME-") ]]
+  refute pgrep -f "signal_marker.py $PWD/out"
 }
 
 @test "--clean removes only the containers this launcher created, never a foreign one" {

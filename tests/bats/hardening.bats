@@ -130,3 +130,37 @@ signal_during_hook() {
   assert_failure 2
   assert_output --partial "config file 'cfgdir' is a directory"
 }
+
+@test "words after -- and --env values that are not UTF-8 reach every torchrun rank byte for byte" {
+  export PRIMUS_T_ARGV_OUT=$PWD/out/argv PRIMUS_T_ARGV_ENV="BYTES_CLI PRIMUS_T_BYTES" GPUS_PER_NODE=2 MASTER_PORT
+  MASTER_PORT=$(free_port)
+  PRIMUS_T_BYTES=$'host \xff\xfe' run "$PRIMUS_CLI" direct --env $'BYTES_CLI=caf\xe9' \
+    --script "$WORKLOADS/argv.py" -- $'\xff\xfe' $'caf\xe9'
+  assert_success
+  local rank
+  for rank in 0 1; do
+    cmp "out/argv.$rank" <(printf '\377\376\0caf\351\0')
+    cmp "out/argv.BYTES_CLI.$rank" <(printf 'caf\351')
+    cmp "out/argv.PRIMUS_T_BYTES.$rank" <(printf 'host \377\376')
+  done
+}
+
+@test "a --script this user may not read: exit 1 naming the file and the fix, nothing started" {
+  printf 'open(%q, "w").close()\n' "$PWD/out/ran" >locked.py
+  chmod 000 locked.py
+  # Root reads any file; without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH it is an ordinary user.
+  local -a as_user=(setpriv --bounding-set '-dac_override,-dac_read_search')
+  run "${as_user[@]}" bash -c '[[ -r locked.py ]]'
+  assert_failure
+  run "${as_user[@]}" "$PRIMUS_CLI" direct --single --script locked.py -- x
+  assert_failure 1
+  assert_output --partial "training script 'locked.py' (--script) exists but is not readable by this user (uid 0); nothing was started. Fix: chmod a+r 'locked.py'"
+  [[ ! -e out/ran ]]
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) run "${as_user[@]}" "$PRIMUS_CLI" direct --script locked.py -- x
+  assert_failure 1
+  [[ ! -e out/ran ]]
+  printf 'direct:\n  script: locked.py\n' >cfg.yaml
+  run "${as_user[@]}" "$PRIMUS_CLI" direct --config cfg.yaml --single -- x
+  assert_failure 1
+  assert_output --partial "training script 'locked.py' (config direct.script) exists but is not readable"
+}

@@ -230,3 +230,53 @@ os.execv(sys.argv[1], sys.argv[1:])' "$PRIMUS_CLI" direct --script "$MARKER" -- 
   run leftovers
   assert_output ""
 }
+
+# sigint_ignored_in_jobs: the premise of the next tests: a non-interactive
+# shell starts `cmd &` with SIGINT ignored (bash(1); SigIgn bit 2 in /proc).
+sigint_ignored_in_jobs() {
+  local mask
+  mask=$(bash -c 'grep "^SigIgn:" /proc/self/status & wait' | awk '{print $2}')
+  [[ $mask =~ ^[0-9a-f]+$ ]] && ((16#${mask: -1} & 2))
+}
+
+# script_job ARGS...: the launcher started by a script as `primus-cli ARGS & wait`
+# (in the background of this test too); JOB = that script, LAUNCHER = its job.
+script_job() {
+  JOB_PID_FILE=$TEST_DIR/job.pid bash -c '"$@" & echo "$!" >"$JOB_PID_FILE"; wait "$!"' _ \
+    "$PRIMUS_CLI" "$@" >"$TEST_DIR/launch.out" 2>&1 &
+  JOB=$!
+  local i
+  for ((i = 0; i < 100; i++)); do [[ -s $TEST_DIR/job.pid ]] && break; sleep 0.1; done
+  LAUNCHER=$(<"$TEST_DIR/job.pid")
+}
+
+@test "SIGINT to a launcher a script started in the background (SIGINT ignored on entry): every rank gets it once, exit 130" {
+  sigint_ignored_in_jobs
+  script_job direct --script "$MARKER" -- "$OUT" --duration 60
+  wait_ranks 0 1
+  kill -INT "$LAUNCHER"
+  status=0
+  wait "$JOB" || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 130 ]]
+  [[ $(count SIGINT 0) == 1 && $(count SIGINT 1) == 1 ]]
+  grep -q "stop: SIGINT.*exit status 130" "$TEST_DIR/launch.out"
+  run leftovers
+  assert_output ""
+}
+
+@test "SIGINT to a --single launcher a script started in the background: a workload without a handler ends by it, none killed, exit 130" {
+  sigint_ignored_in_jobs
+  # sleeper.py installs no handler: SIGINT must reach it at its default action
+  # (Python's KeyboardInterrupt), not ignored until the SIGKILL after the grace.
+  script_job direct --single --script "$WORKLOADS/sleeper.py" -- "$OUT" marker
+  wait_ranks 0
+  kill -INT "$LAUNCHER"
+  status=0
+  wait "$JOB" || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 130 ]]
+  grep -q "stop: SIGINT.*within the 8 s grace, none killed; exit status 130" "$TEST_DIR/launch.out"
+  run leftovers
+  assert_output ""
+}

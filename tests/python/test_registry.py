@@ -74,6 +74,7 @@ RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INST
 # neither in the references nor in the SPEC list above.
 RUNNER_OWN = [
     "PRIMUS_VIA_SLURM_ENTRY",  # the entry's mark for the mode it starts (runner/lib/mode_config.sh)
+    "PRIMUS_CONTAINER_BYTES",  # non-UTF-8 bytes past the runtime's JSON (launch/container_bytes.py)
     "PRIMUS_ROOT", "PRIMUS_RUNNER_DIR", "PRIMUS_DETECTION_DONE", "PRIMUS_DETECTED_VARS",
     "PRIMUS_ENV_ORIGINS", "PRIMUS_ENV_DEFER_VALIDATION",
     "PRIMUS_XLA_FLAGS_OWNED", "PRIMUS_FRAMEWORK", "PRIMUS_GPU_COUNT", "PRIMUS_NEURON_DEVICES",

@@ -17,7 +17,7 @@ context, and prints NUL-delimited ``kind\\0key\\0value\\0`` records on stdout:
 Values never reach an argv: ``--env NAME=VALUE`` items (the container's, the
 inner direct's, ``container.options.env``) become runtime environment and the
 inner direct gets ``--env NAME``. The option and config mapping is in
-container_opts.py.
+container_opts.py; words and values that are not UTF-8 travel as in container_bytes.py.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from primus_runner.config import files as cfgmod
 from primus_runner.errors import MissingError, UsageError
 from primus_runner.hardware.sysfs import which
+from primus_runner.launch import container_bytes
 from primus_runner.launch import container_opts as copts
 from primus_runner.shellfmt import nul_records
 
@@ -315,6 +316,11 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     if "PRIMUS_PYTHON" not in plan.env:
         plan.pass_env("PRIMUS_PYTHON", "python3")   # the image's interpreter, not the host's
 
+    direct = [*config_args, *[w for key in dict.fromkeys(inner_env) for w in ("--env", key)], *inner]
+    carried, what = container_bytes.carrier(direct, {**{n: env[n] for n in plan.forwarded}, **plan.env})
+    if carried:                  # bytes the runtime's JSON would replace (container_bytes.py)
+        plan.env[container_bytes.CARRIER] = carried
+        plan.log("INFO", container_bytes.note(what))
     words = [runtime_path, "run"]
     words += options.render(always=[("--rm", None), ("--name", name),
                                     ("--label", f"{LABEL}=1"), ("--label", f"{LABEL_NAME}={base}")])
@@ -326,13 +332,8 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
         words += ["--workdir", cwd]
     for key in plan.forwarded + list(plan.env):
         words += ["--env", key]
-    words += [image, os.path.join(root, "runner", "primus-cli")]
-    if opts.debug:
-        words.append("--debug")
-    words += ["direct", *config_args]
-    for key in dict.fromkeys(inner_env):
-        words += ["--env", key]
-    words += inner
+    words += [image, os.path.join(root, "runner", "primus-cli"), *(["--debug"] if opts.debug else []),
+              "direct", *direct]
 
     code = 0
     if env.get("PRIMUS_SKIP_VALIDATION") == "1":

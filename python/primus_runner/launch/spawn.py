@@ -12,6 +12,10 @@ Run as a script by runner/lib/supervise.sh (never imported on the launch path):
   (runner/helpers/watch_run.sh) sends SIGKILL after the grace. The setting
   survives ``execve`` (prctl(2)); when the launcher is already gone (it died
   before the prctl), the process ends at once.
+- SIGINT back to its default when it arrives ignored (bash starts every
+  ``cmd &`` of a script with SIGINT ignored, and the launcher starts us so): the
+  launcher's SIGINT then stops a ``--single`` workload as Ctrl-C stops it in a
+  terminal, instead of waiting for the SIGKILL after the grace.
 - ``--in-process`` (for torchrun, a Python console script): run PROGRAM in this
   interpreter with SIGUSR1/SIGUSR2 caught (a no-op), so a signal sent to every
   process of a Slurm step does not kill torchrun: torchrun handles only
@@ -61,6 +65,8 @@ def main(argv: list[str]) -> int:
     if os.getsid(0) != os.getpid():
         os.setsid()
     _set_parent_death_signal(signal.SIGTERM)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     if parent and os.getppid() != parent:
         # The launcher died before the prctl: nobody would ever stop us.
         return 128 + signal.SIGTERM
