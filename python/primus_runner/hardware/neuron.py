@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from primus_runner.errors import UsageError, closest
 from primus_runner.grammar import neuron_family as neuron_family  # re-exported
 from primus_runner.hardware.found import Device
+from primus_runner.hardware.neuron_cores import logical_cores
 from primus_runner.hardware.sysfs import list_dir, read_text, to_int
 
 TYPE_CHECKING = False
@@ -40,6 +41,16 @@ def neuron_instances() -> dict[str, tuple[int, int, int]]:
 
 
 
+def family_default_lnc(instance: str | None) -> int | None:
+    """The reference's default LNC of the instance's family (registry
+    neuron.families: 1 on trn1/inf2, 2 on trn2/trn3); None when unknown."""
+    family = neuron_family(instance)
+    if family is None:
+        return None
+    lnc = neuron_tables().get("families", {}).get(family, {}).get("default_lnc")
+    return lnc if isinstance(lnc, int) else None
+
+
 def _untabled_families() -> list[str]:
     tabled = {neuron_family(name) for name in neuron_instances()}
     return [f for f in neuron_tables().get("families", {}) if f not in tabled]
@@ -65,7 +76,7 @@ def neuron_instance_facts(instance_type: str) -> dict[str, Any]:
                          + (f". Did you mean '{hint}'?" if hint else ""))
     return {"instance": itype, "family": family, "devices": devices, "cores_per_device": cores,
             "default_lnc": lnc,
-            "logical_cores": devices * cores // lnc if devices is not None else None}
+            "logical_cores": logical_cores(devices, cores, lnc)}
 
 
 def efa_devices(root: str) -> list[str]:
@@ -127,6 +138,5 @@ def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
     if cores and default_lnc:
         lnc = _effective_lnc(env, cores, default_lnc, notes)
         summary["lnc"] = lnc
-        if count is not None:
-            summary["logical_cores"] = count * cores // lnc
+        summary["logical_cores"] = logical_cores(count, cores, lnc)
     return summary

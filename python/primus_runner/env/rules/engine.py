@@ -27,6 +27,7 @@ from primus_runner.env.rules.types import (
     parse_uint,
     type_problem,
 )
+from primus_runner.hardware.neuron_cores import logical_cores
 from primus_runner.masking import mask
 
 TYPE_CHECKING = False
@@ -91,12 +92,8 @@ class _State:
         instance = (self.ctx.neuron_instance_type or "").strip().lower()
         devices = self.ctx.neuron_devices or self.reg.neuron.get(
             "devices_per_instance", {}).get(instance)
-        per_device = (self.facts or {}).get("cores_per_device")
         lnc, _ = self.lnc()
-        if devices is None or not per_device or not lnc or per_device % lnc:
-            return None
-        cores: int = devices * per_device // lnc
-        return cores
+        return logical_cores(devices, (self.facts or {}).get("cores_per_device"), lnc)
 
 
 RuleFunc = Callable[[_State], Iterator[Finding]]
