@@ -114,13 +114,18 @@ def _default_hint(var: Variable) -> str:
 
 
 # --------------------------------------------------------------------------- generic rules
+# Names a rule of their own judges (the launch refuses them with the same words):
+# master_port_range, accelerator_known, gpu_model_known.
+_OWN_RULE = frozenset(("MASTER_PORT", "PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL"))
+
+
 @rule("type")
 def _type(s: _State) -> Iterator[Finding]:
     for name, value in s.env.items():
         if not value:
             continue
         var = s.reg.get(name)
-        if var is None or name == "MASTER_PORT":  # MASTER_PORT: rule master_port_range
+        if var is None or name in _OWN_RULE:  # judged by a rule of their own
             continue
         if name in distributed.CHECKED:  # the launcher's rank mapping asks the same function
             found = distributed.problem(name, value)
