@@ -7,7 +7,9 @@ from __future__ import annotations
 from primus_runner.facts import EXIT_INVALID, EXIT_MISSING, EXIT_OK, EXIT_RUNTIME
 
 __all__ = ["EXIT_INVALID", "EXIT_MISSING", "EXIT_OK", "EXIT_RUNTIME", "MissingError", "PrimusError",
-           "RuntimeFailure", "UsageError", "closest"]
+           "Problem", "RuleRefusal", "RuntimeFailure", "UsageError", "closest"]
+
+Problem = tuple[str, str, str, str]  # variable, value, message, fix
 
 
 class PrimusError(Exception):
@@ -20,6 +22,19 @@ class UsageError(PrimusError):
     """Bad arguments, bad configuration or a bad variable value (exit 2)."""
 
     exit_code = EXIT_INVALID
+
+
+class RuleRefusal(UsageError):
+    """A refusal that is a registered rule (issue 29): exit 2, carrying the rule
+    id and the finding's parts, so the launcher prints it as ``env check`` prints
+    that rule and ``env explain`` names it. ``text`` keeps a refusal's own
+    wording where callers read it; by default ``NAME='value': message. Fix: fix``."""
+
+    def __init__(self, rule: str, problem: Problem, suffix: str = "", text: str | None = None) -> None:
+        variable, value, message, fix = problem
+        super().__init__(text if text is not None else f"{variable}='{value}': {message}. Fix: {fix}{suffix}")
+        self.rule, self.variable, self.value, self.reason = rule, variable, value, message
+        self.fix = fix + suffix  # the finding reads as the message does
 
 
 class MissingError(PrimusError):

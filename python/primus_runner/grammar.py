@@ -179,6 +179,21 @@ def index_list(value: str) -> tuple[list[int] | None, str | None]:
     return [i for low, high in ranges for i in range(low, high + 1)], None
 
 
+def compact_index_list(indices: list[int]) -> str:
+    """The index list of ``indices`` in their order, ascending runs as ranges:
+    [8, 9, 10, 11] -> '8-11', [20, 22] -> '20,22' (index_list reads it back)."""
+    items: list[str] = []
+    start = prev = None
+    for index in [*indices, None]:
+        if start is not None and prev is not None and index == prev + 1:
+            prev = index
+            continue
+        if start is not None:
+            items.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = index
+    return ",".join(items)
+
+
 # --------------------------------------------------------------------------- instance names
 def neuron_family(instance_type: str | None) -> str | None:
     """The Neuron family of an EC2 instance type (the key of the registry's

@@ -13,15 +13,15 @@
 # reads them.
 # Per worker it also applies:
 #   PRIMUS_NEURON_CORE_SLICES       one core list per local rank, space separated
-#                                   (set by the Neuron layer from the available
-#                                   cores): with PRIMUS_NEURON_CORES_PER_PROC=K > 1
+#                                   (the Neuron layer's, python/primus_runner/
+#                                   launch/neuron_layer.py; no core arithmetic
+#                                   here): with PRIMUS_NEURON_CORES_PER_PROC=K > 1
 #                                   (SPMD) word LOCAL_RANK becomes this worker's
 #                                   NEURON_RT_VISIBLE_CORES; with one core per
 #                                   process it is exported as PRIMUS_NEURON_CORE and
 #                                   NEURON_RT_VISIBLE_CORES is left to PyTorch/XLA
 #                                   (it maps LOCAL_RANK to that same core and
 #                                   rejects a single-core list per process)
-#   PRIMUS_NEURON_CORES_PER_PROC=K  K > 1 without the slices: cores LOCAL_RANK*K .. +K-1
 #   PRIMUS_NUMA_BIND=1              run through numa_bind.sh for this local rank
 # It registers its pid as $PRIMUS_RC_DIR/worker.<RANK>: the launcher sends
 # SIGUSR1/SIGUSR2 to this wrapper's child (the rank), once. A signal sent to
@@ -64,10 +64,6 @@ if [[ -n ${PRIMUS_NEURON_CORE_SLICES:-} ]]; then
   else
     export PRIMUS_NEURON_CORE=${slices[10#$local_rank]}
   fi
-elif ((10#${PRIMUS_NEURON_CORES_PER_PROC:-1} > 1)); then
-  per=$((10#$PRIMUS_NEURON_CORES_PER_PROC))
-  first=$((10#$local_rank * per))
-  export NEURON_RT_VISIBLE_CORES="$first-$((first + per - 1))"
 fi
 
 # link_rank_log: PRIMUS_RANK_LOG_DIR/rank-<RANK>.log -> the file torchrun

@@ -25,5 +25,3 @@ PRIMUS_HOOK_EXIT_CONFIG=78
 declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=([MASTER_ADDR]=localhost [MASTER_PORT]=1234 [NNODES]=1 [NODE_RANK]=0 [GPUS_PER_NODE]=8)
 # GPU models with a layer file (behaviour sheet section 6).
 PRIMUS_GPU_MODELS=(MI300X MI325X MI355X)
-# Neuron family -> default logical core size (registry neuron.families).
-declare -gA PRIMUS_NEURON_FAMILY_LNC=([trn1]=1 [inf2]=1 [trn2]=2 [trn3]=2)

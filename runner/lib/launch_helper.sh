@@ -17,6 +17,12 @@
 #       (config direct.env and PRIMUS_CLI_ENV_ARGS, the raw --env arguments,
 #       resolved by the helper: exported and added to PRIMUS_CLI_ENV)
 #   primus_helper_hook_inputs   its records up to `hooks` (what the hooks need)
+#   primus_helper_layer WHICH HANDLER
+#                               a shell layer's values (neuron.sh: WHICH neuron,
+#                               neuron-slices; python/primus_runner/launch/
+#                               neuron_layer.py decides) for the exported
+#                               environment: HANDLER KIND NAME VALUE per record;
+#                               status 1 when no helper runs (a layer sourced by hand)
 #   primus_helper_env_check     the registry's checks of the final environment;
 #                               errors exit with the helper's code (2); with
 #                               PRIMUS_VERDICT (env check) it always exits with it
@@ -29,7 +35,7 @@ if [[ -n ${__PRIMUS_LAUNCH_HELPER_SH:-} ]]; then
 fi
 __PRIMUS_LAUNCH_HELPER_SH=1
 
-PRIMUS_HELPER_PID="" PRIMUS_HELPER_IN="" PRIMUS_HELPER_OUT=""
+PRIMUS_HELPER_PID="" PRIMUS_HELPER_IN="" PRIMUS_HELPER_OUT="" __PRIMUS_HELPER_HOOKS_READ=0
 # The raw --env arguments (KEY=VALUE, FILE or NAME); env check's options for
 # the helper's verdict (PRIMUS_VERDICT, comma list; empty for a launch).
 PRIMUS_CLI_ENV_ARGS=() PRIMUS_VERDICT=""
@@ -158,7 +164,28 @@ primus_helper_prepare() {
 # config's framework), up to the `hooks` record; the helper wrote them while
 # the launcher sourced the layers.
 primus_helper_hook_inputs() {
+  ((__PRIMUS_HELPER_HOOKS_READ == 0)) || return 0
   primus_helper_read_records hooks primus_helper_on_record
+  __PRIMUS_HELPER_HOOKS_READ=1
+}
+
+# primus_helper_send ENTRY...: write NUL-ended entries, then `env -0` and an
+# empty entry, to the helper; a helper that died already is reported by the
+# record reader, not by SIGPIPE here.
+primus_helper_send() {
+  trap '' PIPE
+  { { printf '%s\0' "$@"; command -p env -0; printf '\0'; } >&"$PRIMUS_HELPER_IN"; } 2>/dev/null || true
+  trap - PIPE
+}
+
+# primus_helper_layer WHICH HANDLER: the helper's decision for a shell layer,
+# from the exported environment; the hook records it wrote before are taken
+# first. Status 1 without a helper (the caller then asks Python itself).
+primus_helper_layer() {
+  [[ -n $PRIMUS_HELPER_PID ]] || return 1
+  primus_helper_send layer "$1"
+  primus_helper_hook_inputs
+  primus_helper_read_records layer-end "$2"
 }
 
 # primus_helper_env_check: hand the final environment to the helper for the
@@ -170,11 +197,7 @@ primus_helper_env_check() {
     LOG_WARN "PRIMUS_SKIP_VALIDATION=1: environment checks skipped; the launch may fail on the nodes instead of here."
     return 0
   fi
-  {
-    printf 'check\0%s\0' "${PRIMUS_ACCELERATOR:-}"
-    command -p env -0
-    printf '\0'
-  } >&"$PRIMUS_HELPER_IN"
+  primus_helper_send check "${PRIMUS_ACCELERATOR:-}"
   local kind="" value="" rc=0
   IFS= read -r -d '' kind <&"$PRIMUS_HELPER_OUT" && IFS= read -r -d '' value <&"$PRIMUS_HELPER_OUT" || true
   primus_helper_finish || rc=$?

@@ -49,13 +49,22 @@ with_jax() {
   refute_env XLA_FLAGS_APPEND
 }
 
-@test "XLA_GPU_AUTOTUNE_LEVEL parameterises the managed flag; 0 is an error (return 2)" {
+@test "XLA_GPU_AUTOTUNE_LEVEL parameterises the managed flag; 0 or a non-number is the rules engine's error (return 2)" {
   with_jax PRIMUS_FRAMEWORK=maxtext XLA_GPU_AUTOTUNE_LEVEL=5
   assert_env XLA_FLAGS "${MANAGED/autotune_level=4/autotune_level=5}"
+  # The layer refuses nothing itself (validation deferred: it only sets values) ...
   with_jax PRIMUS_FRAMEWORK=maxtext XLA_GPU_AUTOTUNE_LEVEL=0
-  assert_success
+  assert_line rc=0
+  [[ $stderr != *"[ERROR]"* ]]
+  # ... the validation step names the rule's finding and returns 2.
+  run --separate-stderr clean_bash PRIMUS_DETECTION_DONE=1 PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X \
+    PRIMUS_PYTHON="$VENV_PY" PRIMUS_FRAMEWORK=maxtext XLA_GPU_AUTOTUNE_LEVEL=0 -- "source '$PRIMUS_ENV'; echo rc=\$?"
   assert_line rc=2
-  [[ $stderr == *"XLA_GPU_AUTOTUNE_LEVEL='0' is not allowed; accepted: a whole number >= 1"* ]]
+  [[ $stderr == *"ERROR XLA_GPU_AUTOTUNE_LEVEL='0': must be >= 1"* ]]
+  run --separate-stderr clean_bash PRIMUS_DETECTION_DONE=1 PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=MI300X \
+    PRIMUS_PYTHON="$VENV_PY" PRIMUS_FRAMEWORK=maxtext XLA_GPU_AUTOTUNE_LEVEL=x -- "source '$PRIMUS_ENV'; echo rc=\$?"
+  assert_line rc=2
+  [[ $stderr == *"ERROR XLA_GPU_AUTOTUNE_LEVEL='x'"* ]]
 }
 
 @test "DUMP_HLO=1 adds --xla_dump_to (default dir, then DUMP_HLO_DIR)" {

@@ -190,6 +190,19 @@ def test_explain_misspelt_name_suggests(capsys):
     assert "'FOO' is not a Neuron runtime submodule" in capsys.readouterr().err
 
 
+def test_explain_names_every_rule(capsys):
+    """env explain RULE: the id a finding names (issue 29), for every registered rule."""
+    from primus_runner.env.registry import load
+
+    reg = load()
+    for rule_id, rule in reg.rules.items():
+        assert cli.main(["env", "explain", rule_id]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"{rule_id} (rule)") and f"severity:    {rule.severity}" in out
+    assert cli.main(["env", "explain", "gpu_model_knwn"]) == 2
+    assert "Did you mean gpu_model_known?" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- list
 def test_list_json_has_every_variable(capsys):
     assert cli.main(["env", "list", "--format", "json"]) == 0

@@ -118,12 +118,10 @@ def test_neuron_bool_rejects(value):
     ("MASTER_ADDR", "", "10.1.2.3", None),
     ("NEURON_RT_CC_CHUNK_SIZE", "2MiB", "2097152", "error"),              # byte count
     ("TF_CPP_MIN_LOG_LEVEL", "5", "3", "error"),
-    ("PRIMUS_ACCELERATOR", "gpu", "neuron", "error"),
     ("PRIMUS_TURBO_MOE_DISPATCH_COMBINE_BACKEND", "NCCL", "DEEP_EP", "error"),
     ("PRIMUS_HIPBLASLT_TUNING_STAGE", "4", "3", "error"),                 # stages 0-3
     ("PRIMUS_LOG_LEVEL", "VERBOSE", "debug", "warning"),                  # treated as INFO
     ("NCCL_DEBUG", "LOUD", "INFO", "warning"),                            # RCCL ignores it
-    ("PRIMUS_GPU_MODEL", "MI250", "mi355x", "warning"),
     ("NNODES", "0", "16", "error"),                                       # >= 1
     ("GPUS_PER_NODE", "eight", "8", "error"),
 ])
@@ -787,6 +785,51 @@ def test_pet_rdzv_exported_is_an_error_unless_elastic():
     f = expect(env, "error", "PET_RDZV_BACKEND", "pet_rdzv_exported")
     assert "PRIMUS_ELASTIC=1" in f.fix
     clean({**env, "PRIMUS_ELASTIC": "1"}, "PET_RDZV_BACKEND", "pet_rdzv_exported")
+
+
+SLURM2 = {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2", "SLURM_NODELIST": "n[1-2]", "SLURM_NODEID": "1"}
+
+
+def test_scheduler_contradiction_names_both_values_and_only_the_users():
+    f = expect({**SLURM2, "NODE_RANK": "0"}, "error", "NODE_RANK", "scheduler_contradiction")
+    assert "SLURM_NODEID=1" in f.message and "unset NODE_RANK" in f.fix
+    clean({**SLURM2, "NODE_RANK": "1", "NNODES": "2"}, "NODE_RANK", "scheduler_contradiction")
+    # A value the launcher detected or a layer set is not the user's: never compared.
+    clean({**SLURM2, "PRIMUS_DETECTED_VARS": "NODE_RANK", "NODE_RANK": "0"}, "NODE_RANK",
+          "scheduler_contradiction")
+    clean({**SLURM2, "NODE_RANK": "0", "PRIMUS_ENV_ORIGINS": "NODE_RANK:neuron"}, "NODE_RANK",
+          "scheduler_contradiction")
+    expect({**SLURM2, "NODE_RANK": "0", "PRIMUS_ENV_ORIGINS": "NODE_RANK:cli"}, "error", "NODE_RANK",
+           "scheduler_contradiction")
+
+
+@pytest.mark.parametrize("env, variable, text", [
+    ({"SLURM_JOB_ID": "7", "SLURM_NNODES": "3", "SLURM_NODELIST": "n[1-2]", "SLURM_NODEID": "0"},
+     "SLURM_NNODES", "names 2 hosts"),
+    ({"SLURM_JOB_ID": "7", "SLURM_NNODES": "2", "SLURM_NODELIST": "n[1-2]"}, "SLURM_JOB_ID",
+     "neither SLURM_NODEID nor SLURM_PROCID"),
+    ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "10", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"},
+     "OMPI_COMM_WORLD_SIZE", "not a multiple of OMPI_COMM_WORLD_LOCAL_SIZE=4"),
+    ({"PET_NNODES": "1:4", "PET_NODE_RANK": "0", "PET_MASTER_ADDR": "m"}, "PET_NNODES", "elastic range"),
+])
+def test_scheduler_environment(env, variable, text):
+    f = expect(env, "error", variable, "scheduler_environment")
+    assert text in f.message
+    clean({**env, "SLURM_NODEID": "0", "SLURM_NNODES": "2", "OMPI_COMM_WORLD_SIZE": "8", "NNODES": "2"},
+          variable, "scheduler_environment")
+
+
+@pytest.mark.parametrize("name, bad, good, rule_id", [
+    ("PRIMUS_ACCELERATOR", "gpu", "Neuron", "accelerator_known"),
+    ("PRIMUS_GPU_MODEL", "MI250", "mi355x", "gpu_model_known"),
+    ("PRIMUS_NEURON_INSTANCE", "trn1.64xlarge", "trn3.48xlarge", "neuron_instance_known"),
+])
+def test_detection_overrides_are_rules(name, bad, good, rule_id):
+    """The launcher's detection refuses these values with the same finding (one verdict)."""
+    f = expect({name: bad}, "error", name, rule_id)
+    assert "accepted:" in f.message and name in f.fix
+    clean({name: good}, name)
+    assert [x.rule for x in run({name: bad}) if x.variable == name] == [rule_id]   # the type rule stays out
 
 
 def test_bare_rank_world_size_is_an_error_outside_a_scheduler():

@@ -20,14 +20,10 @@ from collections.abc import Mapping
 from primus_runner.cluster.schedulers import (
     BUILTIN_DEFAULTS,
     Resolver,
-    detect_source,
     get_var,
-    mpi_values,
     parse_int,
-    pytorchjob_values,
-    same_host,
-    same_number,
-    slurm_values,
+    scheduler_values,
+    take_scheduled,
     where_text,
 )
 from primus_runner.env.rules import distributed
@@ -136,34 +132,13 @@ def resolve(env: Mapping[str, str], defaults: Mapping[str, str] | None = None) -
         if bound is not None:
             raise UsageError(distributed.describe("NODE_RANK", user_rank, *bound))
     r = Resolver(env, defaults)
-    source = detect_source(env)
-    sched: dict[str, tuple[str, str]] = {}
-    tasks_per_node = 1
-    nodelist = None
-    if source == "slurm":
-        sched, tasks_per_node, nodelist = slurm_values(r)
-    elif source in ("openmpi", "pmix"):
-        sched, tasks_per_node = mpi_values(r, source)
-    elif source == "pytorchjob":
-        sched = pytorchjob_values(r)
-    elif source == "jobset":
-        sched["NODE_RANK"] = (get_var(env, "JOB_COMPLETION_INDEX") or "", "JOB_COMPLETION_INDEX")
-    elif source == "pytorchjob-v1":
-        sched["NNODES"] = (get_var(env, "WORLD_SIZE") or "", "WORLD_SIZE (PyTorchJob v1: pods)")
-        sched["NODE_RANK"] = (get_var(env, "RANK") or "", "RANK (PyTorchJob v1: pod index)")
-        r.notes.append("Kubeflow PyTorchJob v1 environment (no PET_*): NNODES=WORLD_SIZE and "
-                       "NODE_RANK=RANK, as the operator sets them per pod")
-    else:
+    source, sched, tasks_per_node, nodelist = scheduler_values(r)
+    if source is None:
         _refuse_bare_rank(env)
     check_rendezvous_env(env, r.notes)
 
-    for name in ("NNODES", "NODE_RANK", "MASTER_PORT", "GPUS_PER_NODE"):
-        value, origin = sched.get(name, (None, None))
-        if value is not None:
-            parse_int(origin or name, value, 0)   # a scheduler value must be a number too
-        r.take(name, value, origin, compare=same_number)
+    take_scheduled(r, sched)
     addr, addr_origin = sched.get("MASTER_ADDR", (None, None))
-    r.take("MASTER_ADDR", addr, addr_origin, compare=same_host)
     if addr is not None and r.origins["MASTER_ADDR"] == "exported" and is_ip_literal(
             r.values["MASTER_ADDR"]) and not is_ip_literal(addr):
         r.notes.append(f"MASTER_ADDR={r.values['MASTER_ADDR']} is an IP address; it could not be "

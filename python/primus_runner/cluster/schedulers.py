@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from primus_runner.errors import UsageError
+from primus_runner.errors import RuleRefusal, UsageError
 from primus_runner.facts import DISTRIBUTED_DEFAULTS
 from primus_runner.grammar import is_ip_literal
 
@@ -53,6 +53,20 @@ def parse_int(name: str, value: str, low: int, high: int | None = None, origin: 
         raise UsageError(f"{name}={value}{where} is out of range; accepted: {accepted}. "
                          f"Fix: export {name} with a value in that range.")
     return number
+
+
+def contradiction(name: str, user: str, origin: str, value: str) -> RuleRefusal:
+    """Rule scheduler_contradiction: an exported value the scheduler's variables contradict."""
+    fix = f"unset {name} to use the scheduler's value, or change the job so that both agree"
+    return RuleRefusal("scheduler_contradiction",
+                       (name, user, f"contradicts the scheduler: {origin}={value}", fix),
+                       text=f"{name}={user} (exported) contradicts the scheduler: {origin}={value}. Fix: {fix}.")
+
+
+def _environment(name: str, value: str, message: str, fix: str) -> RuleRefusal:
+    """Rule scheduler_environment: the scheduler's own variables disagree or say too little."""
+    return RuleRefusal("scheduler_environment", (name, value, message, fix),
+                       text=f"{name}={value} {message}. Fix: {fix}.")
 
 
 def short_name(host: str) -> str:
@@ -118,10 +132,7 @@ class Resolver:
             if sched_value is not None:
                 same = compare(user, sched_value) if compare else user == sched_value
                 if not same:
-                    raise UsageError(
-                        f"{name}={user} (exported) contradicts the scheduler: {sched_origin}="
-                        f"{sched_value}. Fix: unset {name} to use the scheduler's value, or "
-                        f"change the job so that both agree.")
+                    raise contradiction(name, user, sched_origin or "scheduler", sched_value)
             self.values[name], self.origins[name] = user, "exported"
         elif sched_value is not None:
             self.values[name], self.origins[name] = sched_value, sched_origin or "scheduler"
@@ -161,9 +172,9 @@ def slurm_values(r: Resolver) -> tuple[dict[str, tuple[str, str]], int, str | No
         nnodes = parse_int(nnodes_n, nnodes_v, 1)
         step_level = (nnodes_n == "SLURM_STEP_NUM_NODES") == (list_n == "SLURM_STEP_NODELIST")
         if listed is not None and step_level and listed != nnodes:
-            raise UsageError(f"{nnodes_n}={nnodes_v} but {list_n}='{(list_v or '')[:120]}' names {listed} "
-                             "hosts; the Slurm environment is inconsistent. Fix: run the entry "
-                             "through srun in the allocation, or unset the stale variable.")
+            raise _environment(nnodes_n, nnodes_v, f"disagrees with {list_n}='{(list_v or '')[:120]}', "
+                               f"which names {listed} hosts: the Slurm environment is inconsistent",
+                               "run the entry through srun in the allocation, or unset the stale variable")
         values["NNODES"] = (str(nnodes), nnodes_n)
     elif listed is not None:
         nnodes = listed
@@ -186,17 +197,20 @@ def slurm_values(r: Resolver) -> tuple[dict[str, tuple[str, str]], int, str | No
         if groups is not None:
             node_rank = node_of_task(groups, task)
             if node_rank is None:
-                raise UsageError(f"SLURM_PROCID={proc_id} is beyond the tasks that "
-                                 f"{tasks_n}='{tasks_v}' describes. Fix: run through srun.")
+                raise _environment("SLURM_PROCID", proc_id, f"is beyond the tasks that {tasks_n}='{tasks_v}' "
+                                   "describes", "run through srun")
             origin = f"SLURM_PROCID with {tasks_n}"
         else:
             node_rank, origin = task, "SLURM_PROCID"
         values["NODE_RANK"] = (str(node_rank), origin)
     elif nnodes is not None and nnodes > 1 and r.user("NODE_RANK") is None:
-        raise UsageError(f"inside Slurm job {get_var(env, 'SLURM_JOB_ID')} of {nnodes} nodes but "
-                         "neither SLURM_NODEID nor SLURM_PROCID is set, so this node's rank is "
-                         "unknown (running in the batch script or salloc shell, not in a step). "
-                         "Fix: start the entry with srun (one task per node), or export NODE_RANK.")
+        job = get_var(env, "SLURM_JOB_ID") or ""
+        reason = (f"inside Slurm job {job} of {nnodes} nodes but neither SLURM_NODEID nor SLURM_PROCID "
+                  "is set, so this node's rank is unknown (running in the batch script or salloc "
+                  "shell, not in a step)")
+        fix = "start the entry with srun (one task per node), or export NODE_RANK"
+        raise RuleRefusal("scheduler_environment", ("SLURM_JOB_ID", job, reason, fix),
+                          text=f"{reason}. Fix: {fix}.")
 
     tasks_here = 1
     if groups is not None and node_rank is not None:
@@ -261,9 +275,9 @@ def mpi_values(r: Resolver, source: str) -> tuple[dict[str, tuple[str, str]], in
     if size_v is not None:
         size = parse_int(size_n, size_v, 1)
         if size % local_size:
-            raise UsageError(f"{size_n}={size} is not a multiple of {local_n}={local_size}: "
-                             "ranks are not spread evenly over nodes. Fix: launch the same number "
-                             "of ranks on every node (e.g. mpirun --map-by ppr:1:node).")
+            raise _environment(size_n, str(size), f"is not a multiple of {local_n}={local_size}: ranks "
+                               "are not spread evenly over nodes", "launch the same number of ranks on "
+                               "every node (e.g. mpirun --map-by ppr:1:node)")
         values["NNODES"] = (str(size // local_size), f"{size_n} / {local_n}" if local_n else size_n)
     return values, local_size
 
@@ -279,8 +293,9 @@ def _pet_nnodes(r: Resolver, value: str) -> str:
     user = r.user("NNODES")
     if user is not None and DECIMAL.match(user) and lo <= int(user, 10) <= hi:
         return str(int(user, 10))
-    raise UsageError(f"PET_NNODES='{value}' is an elastic range; a static launch needs one node "
-                     f"count. Fix: export NNODES=<{lo}..{hi}> or make the PyTorchJob non-elastic.")
+    raise RuleRefusal("scheduler_environment", ("PET_NNODES", value, "is an elastic range; a static launch "
+                                                "needs one node count",
+                                                f"export NNODES=<{lo}..{hi}> or make the PyTorchJob non-elastic"))
 
 
 def pytorchjob_values(r: Resolver) -> dict[str, tuple[str, str]]:
@@ -298,6 +313,53 @@ def pytorchjob_values(r: Resolver) -> dict[str, tuple[str, str]]:
     if nproc is not None and DECIMAL.match(nproc):
         values["GPUS_PER_NODE"] = (nproc, "PET_NPROC_PER_NODE")
     return values
+
+
+def scheduler_values(r: Resolver) -> tuple[str | None, dict[str, tuple[str, str]], int, str | None]:
+    """(scheduler, {name: (value, origin)}, tasks on this node, node list) from the
+    variables of the scheduler the job runs under (None: no scheduler)."""
+    env, source = r.env, detect_source(r.env)
+    sched: dict[str, tuple[str, str]] = {}
+    tasks_per_node, nodelist = 1, None
+    if source == "slurm":
+        sched, tasks_per_node, nodelist = slurm_values(r)
+    elif source in ("openmpi", "pmix"):
+        sched, tasks_per_node = mpi_values(r, source)
+    elif source == "pytorchjob":
+        sched = pytorchjob_values(r)
+    elif source == "jobset":
+        sched["NODE_RANK"] = (get_var(env, "JOB_COMPLETION_INDEX") or "", "JOB_COMPLETION_INDEX")
+    elif source == "pytorchjob-v1":
+        sched["NNODES"] = (get_var(env, "WORLD_SIZE") or "", "WORLD_SIZE (PyTorchJob v1: pods)")
+        sched["NODE_RANK"] = (get_var(env, "RANK") or "", "RANK (PyTorchJob v1: pod index)")
+        r.notes.append("Kubeflow PyTorchJob v1 environment (no PET_*): NNODES=WORLD_SIZE and "
+                       "NODE_RANK=RANK, as the operator sets them per pod")
+    return source, sched, tasks_per_node, nodelist
+
+
+def take_scheduled(r: Resolver, sched: Mapping[str, tuple[str, str]]) -> None:
+    """Weigh each distributed value: the user's, else the scheduler's, else config/default."""
+    for name in ("NNODES", "NODE_RANK", "MASTER_PORT", "GPUS_PER_NODE"):
+        value, origin = sched.get(name, (None, None))
+        if value is not None:
+            parse_int(origin or name, value, 0)   # a scheduler value must be a number too
+        r.take(name, value, origin, compare=same_number)
+    addr, addr_origin = sched.get("MASTER_ADDR", (None, None))
+    r.take("MASTER_ADDR", addr, addr_origin, compare=same_host)
+
+
+def scheduler_refusal(env: Mapping[str, str]) -> RuleRefusal | None:
+    """The refusal of rule scheduler_contradiction or scheduler_environment the
+    rank mapping would raise for ``env`` (the rules engine asks it); a malformed
+    value is the type rules', not this."""
+    r = Resolver(env, None)
+    try:
+        take_scheduled(r, scheduler_values(r)[1])
+    except RuleRefusal as exc:
+        return exc
+    except UsageError:
+        return None
+    return None
 
 
 def detect_source(env: Mapping[str, str]) -> str | None:

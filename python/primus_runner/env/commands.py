@@ -1,7 +1,8 @@
 """``primus-cli env list|explain|check|docs``: the variable registry on the command line.
 
 - ``env list [--subsystem S] [--format table|json]``
-- ``env explain NAME``: type, default, where set/used, description, rules, deprecation
+- ``env explain NAME|RULE``: type, default, where set/used, description, rules, deprecation;
+  or a rule's severity, variables and text
 - ``env check [--strict] [--accelerator A] [--env-file F] [--format text|json] [--container]``:
   check the current environment (or the KEY=VALUE lines of F); exit 2 on an error
   (or, with --strict, a warning), else 0. Text: one line per finding, errors and
@@ -17,7 +18,7 @@ import os
 import sys
 from types import SimpleNamespace
 
-from primus_runner.errors import UsageError
+from primus_runner.errors import UsageError, closest
 from primus_runner.facts import ACCELERATORS
 
 TYPE_CHECKING = False
@@ -64,10 +65,11 @@ def _parser() -> argparse.ArgumentParser:
                              "every neuron-* subsystem)")
     p_list.add_argument("--format", choices=("table", "json"), default="table")
 
-    p_explain = sub.add_parser("explain", help="everything about one variable",
+    p_explain = sub.add_parser("explain", help="everything about one variable, or one rule",
                                description="Print type, default, where set and used, "
-                               "description, rules and deprecation of one variable.")
-    p_explain.add_argument("name", metavar="NAME")
+                               "description, rules and deprecation of one variable; or the "
+                               "severity, variables and text of one rule (the id a finding names).")
+    p_explain.add_argument("name", metavar="NAME|RULE")
 
     p_check = sub.add_parser(
         "check", help="check an environment against every rule",
@@ -225,15 +227,20 @@ def cmd_explain(name: str) -> int:
 
     reg = load()
     var = reg.get(name)
+    if var is None and name in reg.rules:
+        return _explain_rule(reg.rules[name])
     if var is None:
         prefix, submodule = reg.split_family(name)
         if prefix is not None:
             raise UsageError(
                 f"'{name}': '{submodule}' is not a Neuron runtime submodule; accepted: "
                 f"{', '.join(reg.log_submodules)} (e.g. {prefix}{reg.log_submodules[0]})")
-        hint = reg.suggest(name)
-        raise UsageError(f"unknown variable '{name}'." + (f" Did you mean {hint}?" if hint else "")
-                         + " Run 'primus-cli env list' for every registered variable.")
+        rule_hint = closest(name, list(reg.rules))  # rule ids are lower case
+        hint = (rule_hint or reg.suggest(name)) if name.islower() else (reg.suggest(name) or rule_hint)
+        raise UsageError(f"unknown variable '{name}' (and no rule has that id)."
+                         + (f" Did you mean {hint}?" if hint else "")
+                         + " Run 'primus-cli env list' for every registered variable; a finding's"
+                         " rule id is in env check --format json.")
     lines = [name if name == var.name else f"{name} (family {var.name})", ""]
 
     def field(label: str, text: str) -> None:
@@ -273,6 +280,14 @@ def cmd_explain(name: str) -> int:
         for rule_id in var.rules:
             r = reg.rules[rule_id]
             lines.append(f"    - [{r.severity}] {rule_id}: {r.text}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _explain_rule(rule: Any) -> int:
+    """``env explain RULE``: a rule's severity, variables and text (the id a finding names)."""
+    lines = [f"{rule.id} (rule)", "", f"  {'severity:':<13}{rule.severity}",
+             f"  {'variables:':<13}{', '.join(rule.variables) or '-'}", f"  {'text:':<13}{rule.text}"]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

@@ -22,6 +22,8 @@ _EXAMPLE_BY_NAME = {
     "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS": "0", "PRIMUS_TURBO_DEEPEP_TIMEOUT": "600",
     "NEURON_RT_DBG_CC_DMA_PACKET_SIZE": "4096", "PRIMUS_PYTHON": "python3", "PET_RDZV_BACKEND": "",
     "GPUS_PER_NODE": "8",  # a full 8-GPU node (no registry default: detected)
+    # One Slurm step on one node: what the scheduler says agrees with NNODES/NODE_RANK.
+    "SLURM_NODEID": "0", "SLURM_PROCID": "0",
     # One core per process: a node-wide list as long as GPUS_PER_NODE (8).
     "NEURON_RT_VISIBLE_CORES": "0-7", "NEURON_RT_NUM_CORES": "8",
     # The detected facts of the example instance (trn2.48xlarge): 16 devices of

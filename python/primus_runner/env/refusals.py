@@ -4,8 +4,8 @@ Owns the conditions under which the rank mapping (ranks.py) refuses a launch
 for reasons no value type explains - an exported ``PET_RDZV_*``, a bare
 ``RANK``/``WORLD_SIZE``, a ``MASTER_ADDR`` that does not resolve on a node
 other than 0 - as pure functions returning (variable, value, message, fix).
-ranks.py raises them as :class:`RuleRefusal` (a UsageError that also carries
-the rule id), and rules/launch_inputs.py registers the same functions as rules
+ranks.py raises them as errors.RuleRefusal (a UsageError that also carries
+the rule id; re-exported here), and rules/launch_inputs.py registers the same functions as rules
 of the engine, so ``env check`` and ``env explain`` name them and the launcher
 prints them as findings. Must stay light (no registry, no engine import): the
 launch helper imports it on every launch.
@@ -15,20 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from primus_runner.errors import UsageError
+from primus_runner.errors import Problem, RuleRefusal
 
-Problem = tuple[str, str, str, str]  # variable, value, message, fix
+__all__ = ["Problem", "RuleRefusal", "bare_rank_problem", "master_resolve_problem", "pet_rdzv_problem"]
+
 _DECIMAL = re.compile(r"[0-9]+\Z")
-
-
-class RuleRefusal(UsageError):
-    """A refusal that is a registered rule: exit 2, worded as a finding."""
-
-    def __init__(self, rule: str, problem: Problem, suffix: str = "") -> None:
-        variable, value, message, fix = problem
-        super().__init__(f"{variable}='{value}': {message}. Fix: {fix}{suffix}")
-        self.rule, self.variable, self.value, self.reason = rule, variable, value, message
-        self.fix = fix + suffix  # the finding reads as the message does
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:

@@ -4,8 +4,7 @@ languages read the same secret-name rule, log levels, log switches, loopback nam
 and accelerator names, and neither holds a hand copy. ``python3 -m
 primus_runner.env.registry --write-json`` writes them; ``--check-json`` (a test) fails
 when one is stale. Also the exit codes, the hook protocol's codes, the distributed
-fallbacks, the GPU models and (bash only) the Neuron family default LNC, so neither
-language keeps a second copy (tests/python/test_facts_once.py scans for one).
+fallbacks and the GPU models, so neither language keeps a second copy (tests/python/test_facts_once.py scans for one).
 """
 from __future__ import annotations
 
@@ -93,12 +92,10 @@ def secret_name_regex(facts: dict[str, Any]) -> str:
             + "|" + "|".join(names) + ")")
 
 
-def shell_text(facts: dict[str, Any], families: dict[str, Any] | None = None) -> str:
+def shell_text(facts: dict[str, Any]) -> str:
     levels = " ".join(f"[{k}]={int(v)}" for k, v in facts["log_levels"].items())
     defaults = " ".join(f"[{_words([k])}]={_words([str(v)])}"
                         for k, v in facts["distributed_defaults"].items())
-    lnc = " ".join(f"[{_words([name])}]={int(spec['default_lnc'])}"
-                   for name, spec in (families or {}).items())
     return ("# shellcheck shell=bash disable=SC2034\n"
             f"# runner/lib/facts.sh: facts shared with Python ({_HEADER}).\n"
             "# A library: sourced by runner/lib/common.sh; it only defines these read-only values.\n"
@@ -121,15 +118,12 @@ def shell_text(facts: dict[str, Any], families: dict[str, Any] | None = None) ->
             + "# The launcher's distributed fallbacks (reference section 1).\n"
             f"declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=({defaults})\n"
             "# GPU models with a layer file (behaviour sheet section 6).\n"
-            f"PRIMUS_GPU_MODELS=({_words(facts['gpu_models'])})\n"
-            "# Neuron family -> default logical core size (registry neuron.families).\n"
-            f"declare -gA PRIMUS_NEURON_FAMILY_LNC=({lnc})\n")
+            f"PRIMUS_GPU_MODELS=({_words(facts['gpu_models'])})\n")
 
 
 def expected(data: dict[str, Any]) -> dict[str, str]:
     facts = data["shared_facts"]
-    families = data.get("neuron", {}).get("families", {})
-    return {PY_PATH: python_text(facts), SH_PATH: shell_text(facts, families)}
+    return {PY_PATH: python_text(facts), SH_PATH: shell_text(facts)}
 
 
 def write(data: dict[str, Any]) -> list[str]:

@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from primus_runner.errors import UsageError, closest
+from primus_runner.errors import Problem, RuleRefusal, UsageError, closest
 from primus_runner.facts import ACCELERATORS
 from primus_runner.facts import GPU_MODELS as FACT_GPU_MODELS
 from primus_runner.hardware.found import Device, Devices
@@ -169,6 +169,27 @@ def _override(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
+def _choice_problem(name: str, value: str, accepted: tuple[str, ...], fold: str) -> Problem | None:
+    """(variable, value, message, fix) when ``value`` is none of ``accepted``."""
+    word = value.strip().lower() if fold == "lower" else value.strip().upper()
+    if word in accepted:
+        return None
+    hint = closest(word, list(accepted))
+    return (name, value, f"is not accepted; accepted: {'|'.join(accepted)}"
+            + (f" (did you mean '{hint}'?)" if hint else ""),
+            f"export {name}={hint or accepted[0]}, or unset it to detect")
+
+
+def accelerator_problem(value: str) -> Problem | None:
+    """Rule accelerator_known: detection (and env check) refuse an unknown accelerator."""
+    return _choice_problem("PRIMUS_ACCELERATOR", value, ACCELERATORS, "lower")
+
+
+def gpu_model_problem(value: str) -> Problem | None:
+    """Rule gpu_model_known: a GPU model without a layer is refused, not guessed."""
+    return _choice_problem("PRIMUS_GPU_MODEL", value, GPU_MODELS, "upper")
+
+
 def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
                    env: Mapping[str, str] | None = None) -> Devices:
     from primus_runner.hardware import neuron as neuron_hw  # imports this module: not at its top
@@ -178,10 +199,9 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
     overrides: dict[str, str] = {}
     wanted = _override(env, "PRIMUS_ACCELERATOR")
     if wanted is not None:
-        if wanted.lower() not in ACCELERATORS:
-            hint = closest(wanted.lower(), list(ACCELERATORS))
-            raise UsageError(f"PRIMUS_ACCELERATOR='{wanted}' is not accepted; accepted: "
-                             f"{'|'.join(ACCELERATORS)}" + (f". Did you mean '{hint}'?" if hint else ""))
+        problem = accelerator_problem(wanted)
+        if problem is not None:
+            raise RuleRefusal("accelerator_known", problem)
         wanted = wanted.lower()
         if wanted != "auto":
             overrides["PRIMUS_ACCELERATOR"] = wanted
@@ -189,10 +209,9 @@ def detect_devices(sysfs_root: str = "/", dev_root: str = "/",
             wanted = None
     model_override = _override(env, "PRIMUS_GPU_MODEL")
     if model_override is not None:
-        if model_override.upper() not in GPU_MODELS:
-            hint = closest(model_override.upper(), list(GPU_MODELS))
-            raise UsageError(f"PRIMUS_GPU_MODEL='{model_override}' is not accepted; accepted: "
-                             f"{'|'.join(GPU_MODELS)}" + (f". Did you mean '{hint}'?" if hint else ""))
+        problem = gpu_model_problem(model_override)
+        if problem is not None:
+            raise RuleRefusal("gpu_model_known", problem)
         model_override = model_override.upper()
         overrides["PRIMUS_GPU_MODEL"] = model_override
     instance_override = _override(env, "PRIMUS_NEURON_INSTANCE")

@@ -9,9 +9,10 @@ import os
 import re
 from collections.abc import Mapping
 
-from primus_runner.errors import UsageError, closest
+from primus_runner.errors import Problem, RuleRefusal, closest
 from primus_runner.grammar import neuron_family as neuron_family  # re-exported
 from primus_runner.hardware.found import Device
+from primus_runner.hardware.neuron_cores import logical_cores
 from primus_runner.hardware.sysfs import list_dir, read_text, to_int
 
 TYPE_CHECKING = False
@@ -40,32 +41,57 @@ def neuron_instances() -> dict[str, tuple[int, int, int]]:
 
 
 
+def family_default_lnc(instance: str | None) -> int | None:
+    """The reference's default LNC of the instance's family (registry
+    neuron.families: 1 on trn1/inf2, 2 on trn2/trn3); None when unknown."""
+    family = neuron_family(instance)
+    if family is None:
+        return None
+    lnc = neuron_tables().get("families", {}).get(family, {}).get("default_lnc")
+    return lnc if isinstance(lnc, int) else None
+
+
 def _untabled_families() -> list[str]:
     tabled = {neuron_family(name) for name in neuron_instances()}
     return [f for f in neuron_tables().get("families", {}) if f not in tabled]
 
 
 def neuron_instance_facts(instance_type: str) -> dict[str, Any]:
-    """Facts for an EC2 instance type: devices, cores per device, default LNC."""
+    """Facts for an EC2 instance type: devices, cores per device, default LNC.
+    An unknown type is refused (rule neuron_instance_known)."""
+    problem = instance_problem(instance_type)
+    if problem is not None:
+        raise RuleRefusal("neuron_instance_known", problem)
+    itype = instance_type.strip().lower()
+    family = neuron_family(itype)
+    instances = neuron_instances()
+    if itype in instances:
+        devices, cores, lnc = instances[itype]
+    else:  # a family whose sizes are not in the table (e.g. trn3): facts per device only
+        facts = neuron_tables()["families"][family]
+        cores, lnc, devices = facts["cores_per_device"], facts["default_lnc"], None
+    return {"instance": itype, "family": family, "devices": devices, "cores_per_device": cores,
+            "default_lnc": lnc,
+            "logical_cores": logical_cores(devices, cores, lnc)}
+
+
+def instance_problem(instance_type: str) -> Problem | None:
+    """Rule neuron_instance_known: (variable, value, message, fix) when the
+    registry's tables know neither the instance type nor its family's sizes."""
     itype = instance_type.strip().lower()
     family = neuron_family(itype)
     families = neuron_tables().get("families", {})
     instances = neuron_instances()
-    if itype in instances:
-        devices, cores, lnc = instances[itype]
-    elif family in _untabled_families() and "." in itype and families[family].get("cores_per_device"):
-        # A family whose sizes are not in the table (e.g. trn3): facts per device only.
-        cores, lnc = families[family]["cores_per_device"], families[family]["default_lnc"]
-        devices = None
-    else:
-        hint = closest(itype, list(instances))
-        raise UsageError(f"PRIMUS_NEURON_INSTANCE='{instance_type}' is not a known Neuron instance "
-                         f"type; accepted: {', '.join(instances)} (or any size of "
-                         f"{', '.join(_untabled_families())})"
-                         + (f". Did you mean '{hint}'?" if hint else ""))
-    return {"instance": itype, "family": family, "devices": devices, "cores_per_device": cores,
-            "default_lnc": lnc,
-            "logical_cores": devices * cores // lnc if devices is not None else None}
+    if itype in instances or (family in _untabled_families() and "." in itype
+                              and families[family].get("cores_per_device")):
+        return None
+    hint = closest(itype, list(instances))
+    accepted = f"{', '.join(instances)} (or any size of {', '.join(_untabled_families())})"
+    return ("PRIMUS_NEURON_INSTANCE", instance_type,
+            f"is not a known Neuron instance type; accepted: {accepted}"
+            + (f" (did you mean '{hint}'?)" if hint else ""),
+            f"export PRIMUS_NEURON_INSTANCE={hint or 'trn1.32xlarge'} (the EC2 instance type), or unset "
+            "it to detect the instance")
 
 
 def efa_devices(root: str) -> list[str]:
@@ -127,6 +153,5 @@ def neuron_summary(root: str, env: Mapping[str, str], devices: list[Device],
     if cores and default_lnc:
         lnc = _effective_lnc(env, cores, default_lnc, notes)
         summary["lnc"] = lnc
-        if count is not None:
-            summary["logical_cores"] = count * cores // lnc
+        summary["logical_cores"] = logical_cores(count, cores, lnc)
     return summary

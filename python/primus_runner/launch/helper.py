@@ -20,9 +20,12 @@ for variables to export. The shell stores them; nothing is evaluated.
 coprocess: it ends its records with ``end\\0\\0\\0``; then, while the shell
 sources the layers, it reads the experiment config (the records the hooks
 need, ended by ``hooks\\0\\0\\0``: PyYAML's import stays off the critical
-path), loads the variable registry while the shell runs the hooks, and then
-reads the final launch environment from stdin (``check\\0`` or ``skip\\0``,
-then ``env -0`` output, then one empty entry) and runs ``env check`` on it,
+path), loads the variable registry while the shell runs the hooks, answers the
+shell layers' ``layer\\0WHICH\\0`` requests (the Neuron layer's values,
+launch/neuron_layer.py; ``env -0`` output, one empty entry; records ended by
+``layer-end``), and then reads the final launch environment from stdin
+(``check\\0`` or ``skip\\0``, then ``env -0`` output, then one empty entry)
+and runs ``env check`` on it,
 writing findings to ``--console-fd`` / stderr and ``rc\\0N\\0\\0`` on stdout.
 One Python start serves both steps, and the registry loads in parallel with
 the shell's work.
@@ -163,23 +166,63 @@ def fast_parse(argv: list[str]) -> dict[str, str] | None:
     return opts
 
 
-def read_entries(stream: Any) -> Iterator[str]:
-    """NUL-terminated entries from a binary stream, until an empty entry or EOF."""
-    pending = b""
-    while True:
-        chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-        if not chunk:
-            return
-        pending += chunk
-        *done, pending = pending.split(b"\0")
-        for raw in done:
-            if raw == b"":
+class Entries:
+    """NUL-terminated entries from a binary stream (the launcher's requests on
+    stdin); bytes read past one request are kept for the next."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.pending = b""
+        self.ready: list[bytes] = []
+
+    def next(self) -> str | None:
+        """The next entry ('' for the empty entry that ends a request), None at EOF."""
+        while not self.ready:
+            chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
+            if not chunk:
+                return None
+            *done, self.pending = (self.pending + chunk).split(b"\0")
+            self.ready = done
+        return self.ready.pop(0).decode("utf-8", "surrogateescape")
+
+    def until_empty(self) -> Iterator[str]:
+        """Entries up to the empty one (or EOF)."""
+        while True:
+            entry = self.next()
+            if not entry:
                 return
-            yield raw.decode("utf-8", "surrogateescape")
+            yield entry
+
+    def environ(self) -> dict[str, str]:
+        """``env -0`` output up to the empty entry, as a mapping."""
+        out = {}
+        for entry in self.until_empty():
+            name, sep, value = entry.partition("=")
+            if sep:
+                out[name] = value
+        return out
 
 
-def serve_check(console_fd: int | None, verdict: Verdict) -> int:
-    """Wait for the final launch environment on stdin and check it."""
+def serve_layers(entries: Entries) -> str:
+    """Answer ``layer\0WHICH\0`` + ``env -0`` + ``\0`` requests (the shell
+    layers ask for their values: launch/neuron_layer.py) with records ended
+    by ``layer-end``; returns the first other header ('skip' at EOF)."""
+    out = sys.stdout.buffer
+    while True:
+        header = entries.next() or "skip"
+        if header != "layer":
+            return header
+        which = entries.next() or ""
+        environ = entries.environ()
+        from primus_runner.launch import neuron_layer
+
+        out.write(nul_records([*neuron_layer.records(which, environ), ("layer-end", "", "")]))
+        out.flush()
+
+
+def serve_check(console_fd: int | None, verdict: Verdict, entries: Entries) -> int:
+    """Answer the layers' requests, then wait for the final launch environment
+    on stdin and check it."""
     import socket  # noqa: F401 - rendezvous.check needs it; loaded while the shell works
     from types import SimpleNamespace
 
@@ -187,16 +230,10 @@ def serve_check(console_fd: int | None, verdict: Verdict) -> int:
     from primus_runner.env import registry
 
     registry.load()
-    entries = read_entries(sys.stdin.buffer)
-    header = next(entries, "skip")
-    if header != "check":
+    if serve_layers(entries) != "check":
         return 0
-    accelerator = next(entries, "")
-    environ = {}
-    for entry in entries:
-        name, sep, value = entry.partition("=")
-        if sep:
-            environ[name] = value
+    accelerator = entries.next() or ""
+    environ = entries.environ()
     args = SimpleNamespace(env_file=[], container=verdict.container, strict=verdict.strict,
                            format=verdict.format, accelerator=accelerator or None)
     saved = sys.stdout
@@ -243,8 +280,9 @@ def main(argv: list[str]) -> int:
     verdict = Verdict.parse(opts["verdict"])
     count = int(opts["cli_env_count"]) if opts["cli_env_count"].isdigit() else 0
     cli_env: tuple[str, ...] = ()
+    entries = Entries(sys.stdin.buffer)
     if count:  # the shell wrote them, then one empty entry (an empty --env reads as '')
-        got = list(read_entries(sys.stdin.buffer))
+        got = list(entries.until_empty())
         cli_env = tuple(got + [""] * (count - len(got)))
     console_fd = int(opts["console_fd"]) if opts["console_fd"] else None
     try:
@@ -268,7 +306,7 @@ def main(argv: list[str]) -> int:
     # The shell reads these just before the hooks (direct's primus_helper_hook_inputs, runner/lib/launch_helper.sh).
     out.write(nul_records([*experiment_records(experiment), ("hooks", "", "")]))
     out.flush()
-    code = serve_check(console_fd, verdict)
+    code = serve_check(console_fd, verdict, entries)
     out.write(nul_records([("rc", str(code), "")]))
     out.flush()
     sys.stderr.flush()

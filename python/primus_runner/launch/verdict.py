@@ -2,8 +2,8 @@
 
 Owns the verdict options ``primus-cli env check`` hands to the launch helper
 (``launch serve --verdict strict,json,container,no-host-probes,say-ok``) and
-the reporting of a precedence-step refusal that is a registered rule
-(env/refusals.py) in env check's own format, so ``direct`` and ``env
+the reporting of a precedence-step or detection refusal that is a registered
+rule (errors.RuleRefusal) in env check's own format, so ``direct`` and ``env
 check`` print the same finding for it. Must not decide anything: the rules
 engine and the rank mapping do.
 """
@@ -38,7 +38,7 @@ class Verdict:
 
     def refusal(self, exc: BaseException, console_fd: int | None) -> bool:
         """Report a RuleRefusal as a finding (True), or leave it to the caller (False)."""
-        from primus_runner.env.refusals import RuleRefusal
+        from primus_runner.errors import RuleRefusal
 
         if not isinstance(exc, RuleRefusal):
             return False

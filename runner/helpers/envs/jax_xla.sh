@@ -21,7 +21,8 @@
 #   XLA_FLAGS_APPEND: appended last, then unset (consumed on use); see
 #     primus_xla_apply_append, which the launcher calls again after --env.
 #   XLA_GPU_AUTOTUNE_LEVEL must be a whole number >= 1 (0 gives NaN on fp8 MoE):
-#     anything else is an error (return 2).
+#     the rules engine's rules type and xla_autotune_level_min say so (env check,
+#     and the launcher's verdict before anything starts); this layer checks nothing.
 #   set if unset: XLA_PYTHON_CLIENT_MEM_FRACTION=.97, TF_CPP_MIN_LOG_LEVEL=2;
 #     NNODES > 1 only: JAX_COORDINATOR_IP=MASTER_ADDR, JAX_COORDINATOR_PORT=MASTER_PORT.
 # MaxDiffusion (PRIMUS_FRAMEWORK=maxdiffusion) declares no XLA defaults: only
@@ -73,15 +74,6 @@ primus_xla_apply_append() {
   export XLA_FLAGS
 }
 
-# __primus_xla_check_autotune: XLA_GPU_AUTOTUNE_LEVEL >= 1 (reference 14).
-__primus_xla_check_autotune() {
-  [[ -v XLA_GPU_AUTOTUNE_LEVEL ]] || return 0
-  if ! __primus_is_uint "$XLA_GPU_AUTOTUNE_LEVEL" || ((10#$XLA_GPU_AUTOTUNE_LEVEL < 1)); then
-    LOG_ERROR "XLA_GPU_AUTOTUNE_LEVEL='$XLA_GPU_AUTOTUNE_LEVEL' is not allowed; accepted: a whole number >= 1 (at 0 XLA picks a default fp8 GEMM kernel that overflows on MoE expert einsums: NaN loss). Fix: unset it (default 4) or export XLA_GPU_AUTOTUNE_LEVEL=4."
-    return 2
-  fi
-}
-
 # __primus_xla_managed: the MaxText managed string after the inherited flags.
 __primus_xla_managed() {
   if [[ ${PRIMUS_XLA_FLAGS_OWNED:-0} == 1 ]]; then
@@ -103,12 +95,11 @@ __primus_xla_managed() {
   export XLA_FLAGS
 }
 
-# __primus_jax_layer: the whole layer. Returns 2 on an invalid autotune level.
+# __primus_jax_layer: the whole layer.
 __primus_jax_layer() {
   local framework=${PRIMUS_FRAMEWORK:-maxtext}
   framework=${framework,,}
   if [[ $framework != maxdiffusion ]]; then
-    __primus_xla_check_autotune || return 2
     __primus_xla_managed
     primus_env_default XLA_PYTHON_CLIENT_MEM_FRACTION .97 jax_xla
     primus_env_default TF_CPP_MIN_LOG_LEVEL 2 jax_xla

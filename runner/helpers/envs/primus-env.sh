@@ -113,7 +113,7 @@ __primus_layer_framework() {
   case ${framework,,} in
     maxtext | jax | maxdiffusion)
       # shellcheck source=runner/helpers/envs/jax_xla.sh
-      source "$dir/jax_xla.sh" || return 2
+      source "$dir/jax_xla.sh"
       ;;
   esac
   return 0
@@ -142,14 +142,13 @@ __primus_env_main() {
   __primus_layer_accelerator "$dir"
   if [[ ${1-} == -- ]]; then
     shift
-    __primus_layer_framework "$dir" "$@" || rc=2
+    __primus_layer_framework "$dir" "$@"
   else
-    __primus_layer_framework "$dir" || rc=2
+    __primus_layer_framework "$dir"  # a caller's own positional parameters are not workload words
   fi
   primus_env_export_origins
-  if ((rc == 0)); then
-    __primus_layer_validation "$dir" || rc=2
-  fi
+  # The layers refuse nothing: every refusal is a rule of the rules engine.
+  __primus_layer_validation "$dir" || rc=2
   return "$rc"
 }
 

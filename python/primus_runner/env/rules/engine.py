@@ -27,6 +27,7 @@ from primus_runner.env.rules.types import (
     parse_uint,
     type_problem,
 )
+from primus_runner.hardware.neuron_cores import logical_cores
 from primus_runner.masking import mask
 
 TYPE_CHECKING = False
@@ -91,12 +92,8 @@ class _State:
         instance = (self.ctx.neuron_instance_type or "").strip().lower()
         devices = self.ctx.neuron_devices or self.reg.neuron.get(
             "devices_per_instance", {}).get(instance)
-        per_device = (self.facts or {}).get("cores_per_device")
         lnc, _ = self.lnc()
-        if devices is None or not per_device or not lnc or per_device % lnc:
-            return None
-        cores: int = devices * per_device // lnc
-        return cores
+        return logical_cores(devices, (self.facts or {}).get("cores_per_device"), lnc)
 
 
 RuleFunc = Callable[[_State], Iterator[Finding]]
@@ -117,13 +114,18 @@ def _default_hint(var: Variable) -> str:
 
 
 # --------------------------------------------------------------------------- generic rules
+# Names a rule of their own judges (the launch refuses them with the same words):
+# master_port_range, accelerator_known, gpu_model_known.
+_OWN_RULE = frozenset(("MASTER_PORT", "PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL"))
+
+
 @rule("type")
 def _type(s: _State) -> Iterator[Finding]:
     for name, value in s.env.items():
         if not value:
             continue
         var = s.reg.get(name)
-        if var is None or name == "MASTER_PORT":  # MASTER_PORT: rule master_port_range
+        if var is None or name in _OWN_RULE:  # judged by a rule of their own
             continue
         if name in distributed.CHECKED:  # the launcher's rank mapping asks the same function
             found = distributed.problem(name, value)

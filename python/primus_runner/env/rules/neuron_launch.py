@@ -32,7 +32,8 @@ from collections.abc import Iterator
 
 from primus_runner.env.rules.engine import _State, rule
 from primus_runner.env.rules.types import Finding, parse_range_list, parse_uint
-from primus_runner.grammar import index_list, is_loopback, split_hostport
+from primus_runner.grammar import is_loopback, split_hostport
+from primus_runner.hardware.neuron_cores import visible_cores
 
 _CC_LNC = re.compile(r"(?:^|\s)(?:--lnc|--logical-nc-config|-lnc)(?:=|\s+)(\S+)")
 OPEN_FILES_MIN = 65535          # AWS launch scripts: ulimit -n 65535
@@ -65,11 +66,7 @@ def _spmd(s: _State) -> bool:
 def _visible(s: _State) -> list[int] | None:
     """The cores NEURON_RT_VISIBLE_CORES names; None when unset or invalid (a
     repeat included: the type rule reports it, never counted as another core)."""
-    value = s.get("NEURON_RT_VISIBLE_CORES")
-    ranges = parse_range_list(value or "x")
-    if value is None or ranges is None or sum(high - low + 1 for low, high in ranges) > 65536:
-        return None
-    return index_list(value)[0]
+    return visible_cores(s.get("NEURON_RT_VISIBLE_CORES"))
 
 
 # --------------------------------------------------------------------------- multi-node
