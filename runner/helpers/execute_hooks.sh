@@ -225,7 +225,10 @@ run_one() {
   fi
   local rc=0
   primus_hook_exec "$HOOK_OUT" hook_child "${cmd[@]}" || rc=$?
-  __out=$(<"$HOOK_OUT")
+  # As $(<file) reads it (trailing newlines dropped), without a subshell.
+  __out=""
+  IFS= read -r -d '' __out <"$HOOK_OUT" || true
+  while [[ $__out == *$'\n' ]]; do __out=${__out%$'\n'}; done
   return "$rc"
 }
 
@@ -346,6 +349,10 @@ main() {
   primus_hook_limits
   primus_hook_traps
   primus_hook_mask_start
+  # This runner's own variables hold no new secret from here on (a hook's
+  # env.NAME=VALUE secrets join PRIMUS_MASK_VALUES): one variable scan serves
+  # every log line (runner/lib/secrets.sh, primus_secret_scan_freeze).
+  primus_secret_scan_freeze
   HOOK_OUT=$(mktemp "${TMPDIR:-/tmp}/primus-hook.XXXXXX")
   trap 'primus_hook_mask_stop; rm -f -- "$HOOK_OUT"' EXIT
   local script rc start out took suffix=""

@@ -12,6 +12,8 @@
 # Origins live in the associative array __PRIMUS_ORIGIN; `primus-cli env show`
 # reads them back from PRIMUS_ENV_ORIGINS. Names listed in PRIMUS_DETECTED_VARS
 # (exported by the launcher for values it detected or defaulted) are not the user's.
+# The Python decisions a layer asks for (python/primus_runner/launch/
+# neuron_layer.py) read ownership from those two exports by this same rule.
 
 if ! declare -p __PRIMUS_ORIGIN >/dev/null 2>&1; then
   declare -gA __PRIMUS_ORIGIN=()

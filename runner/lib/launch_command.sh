@@ -21,13 +21,14 @@ primus_launch_torchrun_command() {
   fi
 }
 
-# primus_launch_console_filter: the local ranks whose output reaches the console.
+# primus_launch_console_filter VAR: store in VAR the local ranks whose output
+# reaches the console (comma list; empty: none).
 primus_launch_console_filter() {
   local last=$((GPUS_PER_NODE - 1)) ranks=()
   ((NODE_RANK == 0)) && ranks+=(0)
   ((NODE_RANK == NNODES - 1)) && ((last != 0 || NODE_RANK != 0)) && ranks+=("$last")
   local IFS=,
-  printf '%s' "${ranks[*]}"
+  printf -v "$1" '%s' "${ranks[*]}"
 }
 
 # primus_launch_build_command: LAUNCH_CMD, the command that starts the workload
@@ -52,7 +53,7 @@ primus_launch_build_command() {
     LAUNCH_CMD+=(--tee 3)  # --silent: the launcher's stdout is the log file
   else
     local filter
-    filter=$(primus_launch_console_filter)
+    primus_launch_console_filter filter
     if [[ -n $filter ]]; then
       LAUNCH_CMD+=(--tee 3 --local-ranks-filter "$filter")
     else

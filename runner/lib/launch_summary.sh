@@ -28,7 +28,7 @@ primus_launch_print_summary() {
     "  workspace=$WORKSPACE log_file=$LOG_FILE")
   local item shown
   for item in "${PRIMUS_CLI_ENV[@]}"; do
-    shown=$(primus_mask_value "${item%%=*}" "${item#*=}")
+    primus_mask_value_into shown "${item%%=*}" "${item#*=}"
     # A newline or other control character is shown quoted ($'a\nb'): a raw
     # second line would look like a log line of its own.
     [[ $shown != *[[:cntrl:]]* ]] || printf -v shown '%q' "$shown"

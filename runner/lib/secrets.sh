@@ -90,14 +90,16 @@ __primus_all_var_names() {
 PRIMUS_SECRET_RESCAN_MAX=1000
 __PRIMUS_SECRET_SCANNED=0
 __PRIMUS_SECRET_SCAN_FOR=""
+__PRIMUS_SECRET_FROZEN=0  # 1: freeze at the next scan; 2: frozen (primus_secret_scan_freeze)
 declare -ga __PRIMUS_SECRET_VARS 2>/dev/null || true
 __primus_secret_var_names() {
   local __name
   __primus_secret_user_glob
-  if ((__PRIMUS_SECRET_SCANNED > PRIMUS_SECRET_RESCAN_MAX)) &&
+  if ((__PRIMUS_SECRET_SCANNED > PRIMUS_SECRET_RESCAN_MAX || __PRIMUS_SECRET_FROZEN == 2)) &&
     [[ $__PRIMUS_SECRET_SCAN_FOR == "$__PRIMUS_USER_SECRET_FOR" ]]; then
     return 0
   fi
+  ((__PRIMUS_SECRET_FROZEN == 0)) || __PRIMUS_SECRET_FROZEN=2
   __primus_all_var_names
   __PRIMUS_SECRET_SCANNED=${#__PRIMUS_NAMES[@]}
   __PRIMUS_SECRET_SCAN_FOR=$__PRIMUS_USER_SECRET_FOR
@@ -111,6 +113,14 @@ __primus_secret_var_names() {
       continue
     __PRIMUS_SECRET_VARS+=("$__name")
   done
+}
+
+# primus_secret_scan_freeze: for a process whose variables can no longer take
+# a new secret (the hook runner, once it has started: what hooks emit is masked
+# through PRIMUS_MASK_VALUES): the next scan is the last one, as for a large
+# shell; PRIMUS_SECRET_NAMES changing still rescans. Saves a fork per log line.
+primus_secret_scan_freeze() {
+  __PRIMUS_SECRET_FROZEN=1
 }
 
 # primus_secret_note NAME: NAME was just assigned from user input; a secret
@@ -162,10 +172,19 @@ primus_mask_add() {
 # primus_mask_value NAME VALUE: VALUE, or **** when NAME is a secret.
 primus_mask_value() {
   { local __xt=$-; set +x; } 2>/dev/null
-  if primus_is_secret_name "$1" && [[ -n $2 ]]; then
-    printf '****'
+  local __shown
+  primus_mask_value_into __shown "$1" "$2"
+  printf '%s' "$__shown"
+  [[ $__xt != *x* ]] || set -x
+}
+
+# primus_mask_value_into VAR NAME VALUE: primus_mask_value into VAR (no subshell).
+primus_mask_value_into() {
+  { local __xt=$-; set +x; } 2>/dev/null
+  if primus_is_secret_name "$2" && [[ -n $3 ]]; then
+    printf -v "$1" '%s' '****'
   else
-    printf '%s' "$2"
+    printf -v "$1" '%s' "$3"
   fi
   [[ $__xt != *x* ]] || set -x
 }

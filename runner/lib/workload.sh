@@ -54,7 +54,8 @@ primus_workload_python_pick() {
   if [[ $PRIMUS_WL_PYTHON == */* ]]; then
     [[ -f $PRIMUS_WL_PYTHON && -x $PRIMUS_WL_PYTHON ]] && found=$PRIMUS_WL_PYTHON
   else
-    found=$(command -v -- "$PRIMUS_WL_PYTHON" 2>/dev/null) || found=""
+    # The PATH lookup without a subshell: `hash` fills BASH_CMDS (executables only).
+    if hash -- "$PRIMUS_WL_PYTHON" 2>/dev/null; then found=${BASH_CMDS[$PRIMUS_WL_PYTHON]-}; fi
   fi
   if [[ -z $found ]]; then
     primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) not found or not executable; nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."

@@ -10,7 +10,6 @@ kept apart from experiment.py so the launch helper imports only this.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ms of every launch
@@ -55,7 +54,8 @@ def static_framework(path: str) -> tuple[str, list[str]] | None:
     from primus_runner.errors import PrimusError
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:  # not pathlib: it imports urllib and ipaddress
+            text = handle.read()
     except (OSError, UnicodeDecodeError):
         return None
     required = sorted({m.group(1) for m in _VAR_RE.finditer(text) if m.group(2) is None})

@@ -43,13 +43,13 @@ def cli_items(args: Iterable[str], environ: Mapping[str, str]) -> list[tuple[str
     """``--env ITEM`` arguments: KEY=VALUE, a file of KEY=VALUE lines (envfile.py),
     or NAME (the value NAME has in ``environ``: how a secret or a container
     launch hands a value in without putting it on an argv)."""
-    from primus_runner.env import envfile
-
     items: list[tuple[str, str]] = []
     for arg in args:
         if "=" in arg:
             items.append(_item(arg, "--env"))
         elif os.path.isfile(arg):
+            from primus_runner.env import envfile  # only for a file: its import costs ms of every launch
+
             items.extend(envfile.read(arg, "--env file"))
         elif _NAME.match(arg) and arg in environ:
             items.append((arg, environ[arg]))

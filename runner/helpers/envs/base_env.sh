@@ -337,17 +337,40 @@ __primus_base_env_main() {
   __primus_base_summary
 }
 
+# __primus_physical_dir VAR DIR: DIR as an absolute path without symlinks (what
+# `cd -P DIR && pwd` prints), in a subshell only when a component is a symlink.
+__primus_physical_dir() {
+  local __rest=$2 __part __dir=""
+  [[ $__rest == /* ]] || __rest=$PWD/$__rest
+  while [[ -n $__rest ]]; do
+    __part=${__rest%%/*}
+    if [[ $__rest == */* ]]; then __rest=${__rest#*/}; else __rest=""; fi
+    case $__part in
+      "" | .) ;;
+      ..) __dir=${__dir%/*} ;;
+      *)
+        __dir+=/$__part
+        if [[ -L $__dir ]]; then
+          printf -v "$1" '%s' "$(cd -P -- "$2" && pwd)"
+          return
+        fi
+        ;;
+    esac
+  done
+  printf -v "$1" '%s' "${__dir:-/}"
+}
+
 __PRIMUS_BASE_ENV_SOURCED=1
 __PRIMUS_ENVS_DIR=${BASH_SOURCE[0]}
 if [[ -L $__PRIMUS_ENVS_DIR ]]; then
   __PRIMUS_ENVS_DIR=$(readlink -f -- "$__PRIMUS_ENVS_DIR")
 fi
 case $__PRIMUS_ENVS_DIR in */*) __PRIMUS_ENVS_DIR=${__PRIMUS_ENVS_DIR%/*} ;; *) __PRIMUS_ENVS_DIR=. ;; esac
-__PRIMUS_ENVS_DIR=$(cd -P -- "$__PRIMUS_ENVS_DIR" && pwd)
+__primus_physical_dir __PRIMUS_ENVS_DIR "$__PRIMUS_ENVS_DIR"
 # shellcheck source=runner/lib/shellopts.sh
 source "$__PRIMUS_ENVS_DIR/../../lib/shellopts.sh"
 primus_opts_save
-# common.sh derives the runner directory from its own location.
+# The runner directory of this file (physical: through a symlinked directory too).
 if [[ -z ${PRIMUS_RUNNER_DIR:-} || ! -f ${PRIMUS_RUNNER_DIR:-}/lib/common.sh ]]; then
   PRIMUS_RUNNER_DIR=${__PRIMUS_ENVS_DIR%/helpers/envs}
 fi

@@ -52,23 +52,26 @@ if [[ -n ${__PRIMUS_ENV_LOADED:-} ]]; then
   return 0
 fi
 
-# __primus_envs_dir VAR: the directory of this file, through symlinks.
+# __primus_envs_dir VAR: the directory of this file, through symlinks, as an
+# absolute path (without a subshell: the kernel resolves its ..).
 __primus_envs_dir() {
   local src=${BASH_SOURCE[1]}
   if [[ -L $src ]]; then src=$(readlink -f -- "$src"); fi
   case $src in */*) src=${src%/*} ;; *) src=. ;; esac
-  printf -v "$1" '%s' "$(cd -P -- "$src" && pwd)"
+  [[ $src == /* ]] || src=$PWD/$src
+  printf -v "$1" '%s' "$src"
 }
 
-# __primus_framework_from_args ARGS...: print the JAX framework a workload
-# argument names (maxtext, maxdiffusion, jax); return 1 when none does.
+# __primus_framework_from_args VAR ARGS...: store in VAR the JAX framework a
+# workload argument names (maxtext, maxdiffusion, jax); return 1 when none does.
 __primus_framework_from_args() {
-  local arg word
+  local __var=$1 arg word
+  shift
   for arg in "$@"; do
     arg=${arg,,}
     for word in maxdiffusion maxtext jax; do
       if [[ $arg =~ (^|[/=:,])${word}([/=:,._-]|$) ]]; then
-        echo "$word"
+        printf -v "$__var" '%s' "$word"
         return 0
       fi
     done
@@ -107,7 +110,7 @@ __primus_layer_framework() {
   local dir=$1 framework
   shift
   framework=${PRIMUS_FRAMEWORK:-}
-  if [[ -z $framework ]] && framework=$(__primus_framework_from_args "$@"); then
+  if [[ -z $framework ]] && __primus_framework_from_args framework "$@"; then
     primus_env_default PRIMUS_FRAMEWORK "$framework" detected
   fi
   case ${framework,,} in
