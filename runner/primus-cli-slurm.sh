@@ -35,6 +35,10 @@
 # Added unless given: --ntasks-per-node=1 (not when --ntasks/-n is given) and,
 # for srun, --kill-on-bad-exit=1 (one failing node ends the step instead of
 # leaving the others waiting at the rendezvous).
+# srun runs as a child of this script: SIGTERM/SIGHUP to it reach every task of
+# the step as that signal (scancel --signal), so the ranks get the stop grace
+# (srun itself would SIGKILL them); SIGINT/SIGUSR1/SIGUSR2 are passed to srun.
+# After a stop it says srun's exit status and exits with it.
 # PRIMUS_RUNNER_DIR (this runner/ directory, absolute) is exported and written
 # into the batch script, so the spooled copy finds the runner.
 #
@@ -45,7 +49,8 @@
 #       --env NCCL_DEBUG=INFO -- train pretrain --config exp.yaml
 #
 # Exit codes: 0 ok; 1 srun/sbatch or a runner file missing; 2 invalid
-# arguments or configuration; otherwise srun's or sbatch's own status.
+# arguments or configuration; otherwise srun's or sbatch's own status (143
+# after a SIGTERM that stopped the ranks).
 set -euo pipefail
 
 SLURM_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
@@ -62,6 +67,12 @@ source "$SLURM_RUNNER_DIR/lib/mode_config.sh"
 source "$SLURM_RUNNER_DIR/lib/slurm_commands.sh"
 # shellcheck source=runner/lib/slurm_dry_run.sh
 source "$SLURM_RUNNER_DIR/lib/slurm_dry_run.sh"
+# shellcheck source=runner/lib/processes.sh
+source "$SLURM_RUNNER_DIR/lib/processes.sh"
+# shellcheck source=runner/lib/slurm_stop.sh
+source "$SLURM_RUNNER_DIR/lib/slurm_stop.sh"
+# shellcheck source=runner/lib/slurm_srun.sh
+source "$SLURM_RUNNER_DIR/lib/slurm_srun.sh"
 
 OPT_DRY_RUN=0
 OPT_DEBUG=0
@@ -285,12 +296,12 @@ MOVED_ENV_NAMES=()
 hide_secrets() {
   # direct: its options end at the first `--`; container: its options, `--`,
   # the inner direct's options, then `--` and the workload.
-  local count=${#MODE_ARGS[@]} i seen=0 wanted=1
+  local count=${#MODE_ARGS[@]} i dashes=0 wanted=1
   [[ $MODE != container ]] || wanted=2
   for ((i = 0; i < ${#MODE_ARGS[@]}; i++)); do
     [[ ${MODE_ARGS[i]} == -- ]] || continue
-    seen=$((seen + 1))
-    if ((seen == wanted)); then
+    dashes=$((dashes + 1))
+    if ((dashes == wanted)); then
       count=$i
       break
     fi
@@ -370,7 +381,10 @@ main() {
   if [[ $LAUNCHER == sbatch ]]; then
     exec "${SLURM_CMD[@]}" <<<"$BATCH_SCRIPT"
   fi
-  exec "${SLURM_CMD[@]}"
+  # srun stays a child: a SIGTERM must reach the ranks as one (runner/lib/slurm_srun.sh).
+  local rc=0
+  primus_srun_run "${SLURM_CMD[@]}" || rc=$?
+  exit "$rc"
 }
 
 main "$@"
