@@ -35,10 +35,11 @@
 # Added unless given: --ntasks-per-node=1 (not when --ntasks/-n is given) and,
 # for srun, --kill-on-bad-exit=1 (one failing node ends the step instead of
 # leaving the others waiting at the rendezvous).
-# srun runs as a child of this script: SIGTERM/SIGHUP to it reach every task of
-# the step as that signal (scancel --signal), so the ranks get the stop grace
-# (srun itself would SIGKILL them); SIGINT/SIGUSR1/SIGUSR2 are passed to srun.
-# After a stop it says srun's exit status and exits with it.
+# srun runs as a child of runner/helpers/srun_parent.sh, which this script
+# becomes: SIGTERM/SIGHUP to it reach every task of the step as that signal
+# (scancel --signal), so the ranks get the stop grace (srun itself would
+# SIGKILL them); SIGINT/SIGUSR1/SIGUSR2 are passed to srun. After a stop it
+# says srun's exit status and exits with it.
 # PRIMUS_RUNNER_DIR (this runner/ directory, absolute) is exported and written
 # into the batch script, so the spooled copy finds the runner.
 #
@@ -67,12 +68,6 @@ source "$SLURM_RUNNER_DIR/lib/mode_config.sh"
 source "$SLURM_RUNNER_DIR/lib/slurm_commands.sh"
 # shellcheck source=runner/lib/slurm_dry_run.sh
 source "$SLURM_RUNNER_DIR/lib/slurm_dry_run.sh"
-# shellcheck source=runner/lib/processes.sh
-source "$SLURM_RUNNER_DIR/lib/processes.sh"
-# shellcheck source=runner/lib/slurm_stop.sh
-source "$SLURM_RUNNER_DIR/lib/slurm_stop.sh"
-# shellcheck source=runner/lib/slurm_srun.sh
-source "$SLURM_RUNNER_DIR/lib/slurm_srun.sh"
 
 OPT_DRY_RUN=0
 OPT_DEBUG=0
@@ -296,12 +291,12 @@ MOVED_ENV_NAMES=()
 hide_secrets() {
   # direct: its options end at the first `--`; container: its options, `--`,
   # the inner direct's options, then `--` and the workload.
-  local count=${#MODE_ARGS[@]} i dashes=0 wanted=1
+  local count=${#MODE_ARGS[@]} i seen=0 wanted=1
   [[ $MODE != container ]] || wanted=2
   for ((i = 0; i < ${#MODE_ARGS[@]}; i++)); do
     [[ ${MODE_ARGS[i]} == -- ]] || continue
-    dashes=$((dashes + 1))
-    if ((dashes == wanted)); then
+    seen=$((seen + 1))
+    if ((seen == wanted)); then
       count=$i
       break
     fi
@@ -381,10 +376,9 @@ main() {
   if [[ $LAUNCHER == sbatch ]]; then
     exec "${SLURM_CMD[@]}" <<<"$BATCH_SCRIPT"
   fi
-  # srun stays a child: a SIGTERM must reach the ranks as one (runner/lib/slurm_srun.sh).
-  local rc=0
-  primus_srun_run "${SLURM_CMD[@]}" || rc=$?
-  exit "$rc"
+  # srun stays a child of runner/helpers/srun_parent.sh (srun's words on its
+  # command line): a SIGTERM must reach the ranks as one (runner/lib/slurm_srun.sh).
+  exec "$BASH" "$SLURM_RUNNER_DIR/helpers/srun_parent.sh" "${SLURM_CMD[@]}"
 }
 
 main "$@"

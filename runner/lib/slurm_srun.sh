@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# runner/lib/slurm_srun.sh: how `primus-cli slurm srun` runs srun: as its
-# child, in a session of its own, so that a stop reaches the ranks as a stop.
-# Sourced by runner/primus-cli-slurm.sh after common.sh, processes.sh and
-# slurm_stop.sh; defines only primus_* names, never changes shell options.
+# runner/lib/slurm_srun.sh: how `primus-cli slurm srun` runs srun: as a
+# child of runner/helpers/srun_parent.sh (which primus-cli-slurm.sh becomes),
+# in a session of its own, so that a stop reaches the ranks as a stop.
+# Sourced by that helper after common.sh, processes.sh and slurm_stop.sh;
+# defines only primus_* names, never changes shell options.
 # README "Stopping, preemption and requeue".
 #
 # Facts: srun(1) (Slurm 22.05, "SIGNALS AND ESCAPE SEQUENCES"): signals sent to
@@ -32,6 +33,7 @@ PRIMUS_SRUN_STOP=""      # TERM or HUP once a stop began
 PRIMUS_SRUN_STEPS=""     # the steps the stop signal was sent to
 PRIMUS_SRUN_DEADLINE=""  # SECONDS at which srun itself gets the stop signal
 PRIMUS_SRUN_TRAPPED=0    # a trap ran while `wait` waited
+PRIMUS_SRUN_PENDING=()   # stop:SIG / pass:SIG trapped before srun's pid was known
 PRIMUS_SRUN_STOP_MARGIN=10
 
 # primus_srun_steps VAR PID: VAR = the steps (JOB.STEP) whose srun is PID on
@@ -56,7 +58,11 @@ primus_srun_steps() {
 # the foreground process.
 primus_srun_pass() {
   PRIMUS_SRUN_TRAPPED=1
-  [[ -z $PRIMUS_SRUN_PID ]] || kill "-$1" "$PRIMUS_SRUN_PID" 2>/dev/null || true
+  if [[ -z $PRIMUS_SRUN_PID ]]; then
+    PRIMUS_SRUN_PENDING+=("pass:$1")
+    return 0
+  fi
+  kill "-$1" "$PRIMUS_SRUN_PID" 2>/dev/null || true
 }
 
 # primus_srun_force SIG WHY: srun itself gets SIG (it kills every task).
@@ -70,7 +76,10 @@ primus_srun_force() {
 primus_srun_on_stop() {
   local sig=$1
   PRIMUS_SRUN_TRAPPED=1
-  [[ -n $PRIMUS_SRUN_PID ]] || return 0
+  if [[ -z $PRIMUS_SRUN_PID ]]; then
+    PRIMUS_SRUN_PENDING+=("stop:$sig")
+    return 0
+  fi
   if [[ -n $PRIMUS_SRUN_STOP ]]; then
     primus_srun_force "$sig" "received again while the ranks stop"
     return 0
@@ -124,6 +133,15 @@ primus_srun_run() {
   done
   setsid "$@" <&0 &
   PRIMUS_SRUN_PID=$!
+  # Signals trapped between the fork and now (a trap runs between commands).
+  local item
+  for item in "${PRIMUS_SRUN_PENDING[@]}"; do
+    case $item in
+      stop:*) primus_srun_on_stop "${item#stop:}" ;;
+      pass:*) primus_srun_pass "${item#pass:}" ;;
+    esac
+  done
+  PRIMUS_SRUN_PENDING=()
   while :; do
     PRIMUS_SRUN_TRAPPED=0
     rc=0
