@@ -23,6 +23,7 @@ PRIMUS_ENTRY_NOTICE=""   # USR1/USR2 seen by the entry (a preemption notice)
 PRIMUS_ENTRY_SIGNAL=""   # TERM/INT/HUP seen by the entry
 PRIMUS_ENTRY_SIGNAL_AT="" # when the first of them came (microseconds)
 PRIMUS_ENTRY_CHILD=""    # the launcher's pid
+PRIMUS_ENTRY_PENDING=()  # "SIG TIME_US" trapped before that pid was known
 # shellcheck disable=SC2034 # read by runner/primus-cli-slurm-entry.sh
 PRIMUS_GRACE_TEXT=""     # how the stop grace was chosen
 
@@ -106,8 +107,18 @@ primus_entry_signal() {
       PRIMUS_ENTRY_SIGNAL=$sig
       ;;
   esac
-  [[ -n $PRIMUS_ENTRY_CHILD ]] || return 0
-  if primus_signal_peer_saw launcher "$sig" "$at"; then
+  if [[ -z $PRIMUS_ENTRY_CHILD ]]; then
+    # Forked but its pid not known yet: passed on right after (primus_entry_run).
+    PRIMUS_ENTRY_PENDING+=("$sig $at")
+    return 0
+  fi
+  primus_entry_pass "$sig" "$at"
+}
+
+# primus_entry_pass SIG TIME_US: SIG to the launcher, unless it got it too.
+primus_entry_pass() {
+  local sig=$1
+  if primus_signal_peer_saw launcher "$sig" "$2"; then
     return 0
   fi
   { : >"$PRIMUS_SIGNAL_DIR/forwarded.$sig"; } 2>/dev/null || true
@@ -131,7 +142,11 @@ primus_entry_run() {
   done
   setsid "$@" &
   PRIMUS_ENTRY_CHILD=$!
-  local rc
+  local rc item
+  for item in "${PRIMUS_ENTRY_PENDING[@]}"; do
+    primus_entry_pass "${item% *}" "${item#* }"
+  done
+  PRIMUS_ENTRY_PENDING=()
   while :; do
     rc=0
     wait "$PRIMUS_ENTRY_CHILD" || rc=$?
