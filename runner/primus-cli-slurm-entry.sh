@@ -42,12 +42,16 @@
 #   must come from the configuration;
 # - logs the node list as Slurm gives it (compressed), never one name per node;
 # - runs the mode's launcher in a session of its own and reports its exit
-#   status, saying so when the job was cancelled (scancel, time limit);
+#   status, saying so when the job was cancelled (scancel, time limit) or
+#   requeued (scontrol requeue: a WARN "requeued" line, not a cancel);
 # - signals (runner/lib/slurm_stop.sh): SIGTERM/SIGINT/SIGHUP/SIGUSR1/SIGUSR2
 #   sent to this entry alone are passed on to the launcher; one that Slurm sent
 #   to every process of the step (scancel --signal, --signal=SIG@T, a cancel)
 #   already reached the ranks and is not sent again. PRIMUS_KILL_GRACE defaults
-#   to a few seconds less than the cluster's KillWait;
+#   to a few seconds less than the cluster's KillWait. After a stop signal sent
+#   to the step alone (the job still RUNNING), a task of a multi-task step exits
+#   only once the grace has passed since the signal (srun --kill-on-bad-exit
+#   would otherwise kill the nodes still stopping);
 # - requeue: task 0 runs `scontrol requeue $SLURM_JOB_ID` once when a rank
 #   exits with PRIMUS_REQUEUE_EXIT_CODE (default 85), or, with slurm.requeue:
 #   true, after a preemption notice (USR1/USR2) and a clean exit. The step
@@ -86,6 +90,8 @@ STEP_NODE_ID=""
 STEP_TASKS=""
 NODE_TASKS=""
 CONFIG_LOADED=0
+ENTRY_REQUEUED=""  # the next run's restart number once the job is requeued
+ENTRY_STEP_SIGNAL=0 # the stop signal came to the step alone; the job goes on
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -181,10 +187,8 @@ resolve_mode() {
 # PRIMUS_SLURM_SCONTROL_TIMEOUT seconds (default 3).
 find_first_host() {
   [[ -n ${PRIMUS_SLURM_FIRST_HOST:-} ]] && return 0
-  command -v scontrol >/dev/null 2>&1 || return 0
-  [[ -z ${SLURM_CONF:-} || -r ${SLURM_CONF:-} ]] || return 0
-  local -a cmd=(scontrol show hostnames "$STEP_NODELIST")
-  command -v timeout >/dev/null 2>&1 && cmd=(timeout "${PRIMUS_SLURM_SCONTROL_TIMEOUT:-3}" "${cmd[@]}")
+  local -a cmd
+  primus_slurm_client_cmd cmd scontrol show hostnames "$STEP_NODELIST" || return 0
   local names
   names=$("${cmd[@]}" 2>/dev/null) || return 0
   names=${names%%$'\n'*}
@@ -223,12 +227,30 @@ build_command() {
 
 # announce_cancel SIG: said at once, because Slurm kills the whole step
 # KillWait seconds after its SIGTERM and the launcher may still be stopping.
+# A requeue (scontrol requeue, a preemption that requeues) is said as such:
+# the job is not cancelled, it runs again (runner/lib/slurm_stop.sh).
 # shellcheck disable=SC2329 # called through primus_entry_on_cancel
 announce_cancel() {
-  entry_log ERROR "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-?}} CANCELLED on this" \
-    "node: SIG$1 received (scancel, time limit, preemption, Ctrl-C, or a failed node ending the" \
-    "step); stopping the launcher" \
-    "(exit status will be $((128 + $(signal_number "$1"))))."
+  local step="job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-?}}"
+  local status=$((128 + $(signal_number "$1")))
+  local state
+  primus_slurm_job_now state ENTRY_REQUEUED
+  # Only the step was signalled: the job goes on (hold_exit).
+  [[ $state != RUNNING ]] || ENTRY_STEP_SIGNAL=1
+  if [[ -n $ENTRY_REQUEUED ]]; then
+    entry_log WARN "$step requeued (scontrol requeue, or a preemption that requeues): SIG$1" \
+      "received on this node; stopping the launcher (exit status will be $status); the job" \
+      "runs again as restart $ENTRY_REQUEUED."
+    return 0
+  elif ((ENTRY_STEP_SIGNAL)); then
+    entry_log WARN "$step: SIG$1 sent to the step, not a cancel of the job (scancel --signal," \
+      "or 'primus-cli slurm srun' passing on its SIG$1); stopping the launcher (exit status" \
+      "will be $status)."
+    return 0
+  fi
+  entry_log ERROR "$step CANCELLED on this node: SIG$1 received (scancel, time limit," \
+    "preemption, Ctrl-C, or a failed node ending the step); stopping the launcher" \
+    "(exit status will be $status)."
 }
 
 # shellcheck disable=SC2329 # called from primus_entry_signal
@@ -262,11 +284,19 @@ report_exit() {
     local own=$rc
     rc=$((128 + $(signal_number "$PRIMUS_ENTRY_SIGNAL")))
     # The launcher's closing line is this node's; say more only without it.
-    [[ -n $closing ]] ||
+    if [[ -z $closing && -n $ENTRY_REQUEUED ]]; then
+      entry_log WARN "job ${SLURM_JOB_ID} requeued (SIG$PRIMUS_ENTRY_SIGNAL): the launcher stopped" \
+        "(its status $own); exit status $rc; the job runs again as restart $ENTRY_REQUEUED."
+    elif [[ -z $closing ]] && ((ENTRY_STEP_SIGNAL)); then
+      entry_log WARN "job ${SLURM_JOB_ID} step stopped (SIG$PRIMUS_ENTRY_SIGNAL): the launcher" \
+        "stopped (its status $own); exit status $rc."
+    elif [[ -z $closing ]]; then
       entry_log ERROR "job ${SLURM_JOB_ID} CANCELLED (SIG$PRIMUS_ENTRY_SIGNAL): the launcher stopped" \
         "(its status $own); exit status $rc."
+    fi
     # srun ends the step when another node exits with the requeue code.
-    requeue_if_asked "$own"
+    [[ -n $ENTRY_REQUEUED ]] || requeue_if_asked "$own"
+    hold_exit
     exit "$rc"
   elif ((rc == 0)); then
     entry_log INFO "launcher finished: exit status 0."
@@ -277,6 +307,20 @@ report_exit() {
   fi
   requeue_if_asked "$rc"
   exit "$rc"
+}
+
+# hold_exit: a stopped task of a multi-task step whose job goes on waits out
+# the stop grace before it exits, so that srun --kill-on-bad-exit does not kill
+# a node still stopping (runner/lib/slurm_stop.sh primus_entry_hold_left).
+hold_exit() {
+  ((ENTRY_STEP_SIGNAL && 10#$STEP_TASKS > 1)) || return 0
+  local left
+  primus_entry_hold_left left
+  [[ -n $left ]] || return 0
+  entry_log INFO "the job goes on (only its step was signalled): this task exits when the" \
+    "${PRIMUS_KILL_GRACE} s stop grace has passed on every node, in $left s (srun" \
+    "--kill-on-bad-exit would kill the nodes still stopping)."
+  sleep "$left"
 }
 
 # requeue_if_asked RC: task 0 requeues the job once when asked (slurm_stop.sh).

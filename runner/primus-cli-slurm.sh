@@ -35,6 +35,11 @@
 # Added unless given: --ntasks-per-node=1 (not when --ntasks/-n is given) and,
 # for srun, --kill-on-bad-exit=1 (one failing node ends the step instead of
 # leaving the others waiting at the rendezvous).
+# srun runs as a child of runner/helpers/srun_parent.sh, which this script
+# becomes: SIGTERM/SIGHUP to it reach every task of the step as that signal
+# (scancel --signal), so the ranks get the stop grace (srun itself would
+# SIGKILL them); SIGINT/SIGUSR1/SIGUSR2 are passed to srun. After a stop it
+# says srun's exit status and exits with it.
 # PRIMUS_RUNNER_DIR (this runner/ directory, absolute) is exported and written
 # into the batch script, so the spooled copy finds the runner.
 #
@@ -45,7 +50,8 @@
 #       --env NCCL_DEBUG=INFO -- train pretrain --config exp.yaml
 #
 # Exit codes: 0 ok; 1 srun/sbatch or a runner file missing; 2 invalid
-# arguments or configuration; otherwise srun's or sbatch's own status.
+# arguments or configuration; otherwise srun's or sbatch's own status (143
+# after a SIGTERM that stopped the ranks).
 set -euo pipefail
 
 SLURM_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
@@ -370,7 +376,9 @@ main() {
   if [[ $LAUNCHER == sbatch ]]; then
     exec "${SLURM_CMD[@]}" <<<"$BATCH_SCRIPT"
   fi
-  exec "${SLURM_CMD[@]}"
+  # srun stays a child of runner/helpers/srun_parent.sh (srun's words on its
+  # command line): a SIGTERM must reach the ranks as one (runner/lib/slurm_srun.sh).
+  exec "$BASH" "$SLURM_RUNNER_DIR/helpers/srun_parent.sh" "${SLURM_CMD[@]}"
 }
 
 main "$@"

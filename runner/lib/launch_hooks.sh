@@ -52,11 +52,16 @@ primus_hooks_apply() {
   local -a cmd=("${@:2}")
   [[ $1 != 1 ]] || cmd=("$2" --dry-run "${@:3}")
   local fd rc=0
-  exec {fd}< <(exec "${cmd[@]}")
-  __PRIMUS_HOOKS_PID=$!
+  # The traps come first: a signal after the fork (a loaded host can run the
+  # runner and its hook before the launcher's next command) is kept until the
+  # runner's pid is known, then handled.
+  __PRIMUS_HOOKS_PID="" __PRIMUS_HOOKS_PENDING=""
   trap 'primus_hooks_stop 15' TERM
   trap 'primus_hooks_stop 1' HUP
   trap 'primus_hooks_stop 2' INT
+  exec {fd}< <(exec "${cmd[@]}")
+  __PRIMUS_HOOKS_PID=$!
+  [[ -z $__PRIMUS_HOOKS_PENDING ]] || primus_hooks_stop "$__PRIMUS_HOOKS_PENDING"
   primus_hooks_read_records <&"$fd"
   exec {fd}<&-
   wait "$__PRIMUS_HOOKS_PID" || rc=$?
@@ -69,6 +74,10 @@ primus_hooks_apply() {
 # primus_hooks_stop N: the trap while the hook runner runs: signal N to it, wait
 # until it has stopped the hook's tree, exit 128+N.
 primus_hooks_stop() {
+  if [[ -z $__PRIMUS_HOOKS_PID ]]; then
+    __PRIMUS_HOOKS_PENDING=$1
+    return 0
+  fi
   trap '' TERM HUP INT
   kill -"$1" "$__PRIMUS_HOOKS_PID" 2>/dev/null || true
   wait "$__PRIMUS_HOOKS_PID" 2>/dev/null || true

@@ -96,7 +96,9 @@ primus_describe_pids() {
   local pid comm
   __primus_text=""
   for pid in "$@"; do
-    { comm=$(<"/proc/$pid/comm"); } 2>/dev/null || comm='?'
+    # read, not $(<file): bash 5.2 under set -e exits on a failed $(<file)
+    # even after || (a rank that just ended has no /proc entry any more).
+    { IFS= read -r comm <"/proc/$pid/comm"; } 2>/dev/null || comm="?"
     __primus_text+="${__primus_text:+ }$pid($comm)"
   done
 }

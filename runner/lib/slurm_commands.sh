@@ -68,7 +68,7 @@ primus_slurm_batch_script_text() {
 # node), where it maps ranks and runs the '$MODE' launcher.
 export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
 $( ((REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
-trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, time limit or preemption)\" >&2' TERM
+trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, scontrol requeue, time limit or preemption)\" >&2' TERM
 # A notice to the batch shell (scancel --signal=USR1 --batch, what
 # --signal=B:USR1@T sites send) would end it, and the job with it (the default
 # action of USR1/USR2). The shell traps it and hands it to srun, which passes it

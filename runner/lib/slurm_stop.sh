@@ -1,8 +1,10 @@
 # shellcheck shell=bash
 # runner/lib/slurm_stop.sh: the Slurm side of stopping, for slurm-entry: the
 # stop grace from the cluster's KillWait, the signals the entry receives, and
-# requeue. Sourced after common.sh and supervise.sh; defines only primus_*
-# names, never changes shell options. README "Stopping, preemption and requeue".
+# requeue (also the grace and the bounded Slurm client calls of
+# runner/lib/slurm_srun.sh). Sourced after common.sh (and supervise.sh in the
+# entry); defines only primus_* names, never changes shell options. README
+# "Stopping, preemption and requeue".
 #
 # Facts (Debian 12 slurm-wlm 22.05 man pages): slurm.conf(5) KillWait is "the
 # interval, in seconds, given to a job's processes between the SIGTERM and
@@ -19,18 +21,33 @@ __PRIMUS_SLURM_STOP_SH=1
 
 PRIMUS_ENTRY_NOTICE=""   # USR1/USR2 seen by the entry (a preemption notice)
 PRIMUS_ENTRY_SIGNAL=""   # TERM/INT/HUP seen by the entry
+PRIMUS_ENTRY_SIGNAL_AT="" # when the first of them came (microseconds)
 PRIMUS_ENTRY_CHILD=""    # the launcher's pid
+PRIMUS_ENTRY_PENDING=()  # "SIG TIME_US" trapped before that pid was known
 # shellcheck disable=SC2034 # read by runner/primus-cli-slurm-entry.sh
 PRIMUS_GRACE_TEXT=""     # how the stop grace was chosen
 
-# primus_slurm_killwait VAR: KillWait in seconds from `scontrol show config`
-# (bounded by PRIMUS_SLURM_SCONTROL_TIMEOUT, default 3 s); false when it does
-# not answer.
-primus_slurm_killwait() {
-  command -v scontrol >/dev/null 2>&1 || return 1
+# primus_slurm_client_cmd VAR WORDS...: VAR = the Slurm client call WORDS,
+# bounded by PRIMUS_SLURM_SCONTROL_TIMEOUT seconds (default 3) when timeout(1)
+# exists; false when the client is missing or SLURM_CONF names a missing file
+# (scontrol then retries for 60 s).
+primus_slurm_client_cmd() {
+  local -n __primus_cmd=$1
+  shift
+  command -v "$1" >/dev/null 2>&1 || return 1
   [[ -z ${SLURM_CONF:-} || -r ${SLURM_CONF:-} ]] || return 1
-  local -a cmd=(scontrol show config)
-  command -v timeout >/dev/null 2>&1 && cmd=(timeout "${PRIMUS_SLURM_SCONTROL_TIMEOUT:-3}" "${cmd[@]}")
+  __primus_cmd=("$@")
+  if command -v timeout >/dev/null 2>&1; then
+    __primus_cmd=(timeout "${PRIMUS_SLURM_SCONTROL_TIMEOUT:-3}" "$@")
+  fi
+  return 0
+}
+
+# primus_slurm_killwait VAR: KillWait in seconds from `scontrol show config`;
+# false when it does not answer.
+primus_slurm_killwait() {
+  local -a cmd
+  primus_slurm_client_cmd cmd scontrol show config || return 1
   local line
   while IFS= read -r line; do
     if [[ $line =~ ^KillWait[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
@@ -41,27 +58,35 @@ primus_slurm_killwait() {
   return 1
 }
 
-# primus_slurm_default_grace: when PRIMUS_KILL_GRACE is unset, export it as a
-# few seconds less than KillWait, so the launcher's SIGKILL never comes before
-# the checkpoint could finish and Slurm's never comes before the launcher's:
-# KillWait - 3 (KillWait - 1 when KillWait <= 6), at least 1 s; 27 s (Slurm's
-# default KillWait 30 - 3) when scontrol does not answer. PRIMUS_GRACE_TEXT
-# says why (not run in a subshell: the export must stay in this shell).
-# shellcheck disable=SC2034 # PRIMUS_GRACE_TEXT is read by the entry
-primus_slurm_default_grace() {
+# primus_slurm_grace_of VAR TEXT_VAR: the stop grace in seconds when
+# PRIMUS_KILL_GRACE is unset, a few seconds less than KillWait, so the
+# launcher's SIGKILL never comes before the checkpoint could finish and Slurm's
+# never comes before the launcher's: KillWait - 3 (KillWait - 1 when KillWait
+# <= 6), at least 1 s; 27 s (Slurm's default KillWait 30 - 3) when scontrol
+# does not answer. TEXT_VAR says why. The one owner of this rule (the entry,
+# and `primus-cli slurm srun` for how long it lets a stop take).
+primus_slurm_grace_of() {
+  local -n __primus_grace=$1 __primus_grace_text=$2
+  local __primus_wait
   if [[ -n ${PRIMUS_KILL_GRACE:-} ]]; then
-    PRIMUS_GRACE_TEXT="stop grace ${PRIMUS_KILL_GRACE} s (PRIMUS_KILL_GRACE)"
-    return 0
-  fi
-  local wait grace
-  if primus_slurm_killwait wait; then
-    if ((wait > 6)); then grace=$((wait - 3)); else grace=$((wait - 1)); fi
-    ((grace >= 1)) || grace=1
-    PRIMUS_GRACE_TEXT="stop grace $grace s (KillWait $wait s from scontrol show config, minus $((wait - grace)) s)"
+    __primus_grace=$PRIMUS_KILL_GRACE
+    __primus_grace_text="stop grace ${PRIMUS_KILL_GRACE} s (PRIMUS_KILL_GRACE)"
+  elif primus_slurm_killwait __primus_wait; then
+    if ((__primus_wait > 6)); then __primus_grace=$((__primus_wait - 3)); else __primus_grace=$((__primus_wait - 1)); fi
+    ((__primus_grace >= 1)) || __primus_grace=1
+    __primus_grace_text="stop grace $__primus_grace s (KillWait $__primus_wait s from scontrol show config, minus $((__primus_wait - __primus_grace)) s)"
   else
-    grace=27
-    PRIMUS_GRACE_TEXT="stop grace $grace s (scontrol show config did not answer: Slurm's default KillWait 30 s, minus 3 s)"
+    __primus_grace=27
+    __primus_grace_text="stop grace 27 s (scontrol show config did not answer: Slurm's default KillWait 30 s, minus 3 s)"
   fi
+}
+
+# primus_slurm_default_grace: export PRIMUS_KILL_GRACE as primus_slurm_grace_of
+# says; PRIMUS_GRACE_TEXT says why (not run in a subshell: the export must stay
+# in this shell).
+primus_slurm_default_grace() {
+  local grace
+  primus_slurm_grace_of grace PRIMUS_GRACE_TEXT
   export PRIMUS_KILL_GRACE=$grace
 }
 
@@ -75,12 +100,25 @@ primus_entry_signal() {
   case $sig in
     USR1 | USR2) PRIMUS_ENTRY_NOTICE=$sig ;;
     *)
-      [[ -n $PRIMUS_ENTRY_SIGNAL ]] || primus_entry_on_cancel "$sig"
+      if [[ -z $PRIMUS_ENTRY_SIGNAL ]]; then
+        PRIMUS_ENTRY_SIGNAL_AT=$at
+        primus_entry_on_cancel "$sig"
+      fi
       PRIMUS_ENTRY_SIGNAL=$sig
       ;;
   esac
-  [[ -n $PRIMUS_ENTRY_CHILD ]] || return 0
-  if primus_signal_peer_saw launcher "$sig" "$at"; then
+  if [[ -z $PRIMUS_ENTRY_CHILD ]]; then
+    # Forked but its pid not known yet: passed on right after (primus_entry_run).
+    PRIMUS_ENTRY_PENDING+=("$sig $at")
+    return 0
+  fi
+  primus_entry_pass "$sig" "$at"
+}
+
+# primus_entry_pass SIG TIME_US: SIG to the launcher, unless it got it too.
+primus_entry_pass() {
+  local sig=$1
+  if primus_signal_peer_saw launcher "$sig" "$2"; then
     return 0
   fi
   { : >"$PRIMUS_SIGNAL_DIR/forwarded.$sig"; } 2>/dev/null || true
@@ -106,7 +144,11 @@ primus_entry_run() {
   # passed on above stops the launch; the launcher needs no restart for it.
   { trap - INT; exec setsid "$@"; } &
   PRIMUS_ENTRY_CHILD=$!
-  local rc
+  local rc item
+  for item in "${PRIMUS_ENTRY_PENDING[@]}"; do
+    primus_entry_pass "${item% *}" "${item#* }"
+  done
+  PRIMUS_ENTRY_PENDING=()
   while :; do
     rc=0
     wait "$PRIMUS_ENTRY_CHILD" || rc=$?
@@ -170,6 +212,49 @@ primus_requeue_reason() {
   if [[ -n $PRIMUS_ENTRY_NOTICE && $rc == 0 && ${PRIMUS_SLURM_REQUEUE:-0} == 1 ]]; then
     __primus_reason="preemption notice SIG$PRIMUS_ENTRY_NOTICE, then a clean exit (slurm.requeue: true)"
   fi
+}
+
+# primus_slurm_job_now STATE_VAR NEXT_VAR: this job's JobState now (STATE_VAR;
+# empty when scontrol does not answer) and, when the job was requeued while
+# this run went on (`scontrol requeue`, a preemption that requeues), the
+# restart number of its next run (NEXT_VAR, else empty). `scontrol show job`
+# counts the requeues in Restarts=N, raised when the requeue is ordered, before
+# the job's processes get their SIGTERM (seen on the test cluster: Restarts=1
+# and JobState=COMPLETING 0.1 s after `scontrol requeue`); this run is restart
+# SLURM_RESTART_COUNT (sbatch(1); unset on the first run).
+primus_slurm_job_now() {
+  local -n __primus_state=$1 __primus_next=$2
+  __primus_state="" __primus_next=""
+  [[ -n ${SLURM_JOB_ID:-} ]] || return 0
+  local -a cmd
+  primus_slurm_client_cmd cmd scontrol show job -o "$SLURM_JOB_ID" || return 0
+  local line now=${SLURM_RESTART_COUNT:-0}
+  [[ $now =~ ^[0-9]{1,9}$ ]] || now=0
+  line=$("${cmd[@]}" 2>/dev/null) || return 0
+  [[ ! $line =~ (^|[[:space:]])JobState=([A-Z_]+) ]] || __primus_state=${BASH_REMATCH[2]}
+  if [[ $line =~ (^|[[:space:]])Restarts=([0-9]{1,9}) ]] && ((10#${BASH_REMATCH[2]} > 10#$now)); then
+    __primus_next=$((10#${BASH_REMATCH[2]}))
+  fi
+  return 0
+}
+
+# primus_entry_hold_left VAR: after a stop by a signal to the step alone (the
+# job goes on: scancel --signal, `primus-cli slurm srun` on SIGTERM), VAR = the
+# seconds (decimal) until PRIMUS_KILL_GRACE has passed since the signal; empty
+# when it has. A task of a multi-task step waits that long before it exits:
+# srun --kill-on-bad-exit ends the step at the first task that exits non-zero,
+# and that ending kills the tasks still stopping about a second later (seen on
+# the test cluster: rank 0's 3 s checkpoint on node1 was killed once node2 was
+# done). When the job itself ends (scancel, time limit, requeue) Slurm's own
+# KillWait sequence governs and a slower node finishes (seen too): no wait.
+primus_entry_hold_left() {
+  local -n __primus_left=$1
+  __primus_left=""
+  local __primus_grace=${PRIMUS_KILL_GRACE:-} __primus_us
+  [[ $__primus_grace =~ ^[0-9]{1,5}$ && $PRIMUS_ENTRY_SIGNAL_AT =~ ^[0-9]+$ ]] || return 0
+  __primus_us=$((PRIMUS_ENTRY_SIGNAL_AT + 10#$__primus_grace * 1000000 - $(primus_now_us)))
+  ((__primus_us > 0)) || return 0
+  printf -v __primus_left '%d.%06d' $((__primus_us / 1000000)) $((__primus_us % 1000000))
 }
 
 # primus_requeue_announcement REASON: the line said before the requeue. It

@@ -38,6 +38,8 @@ PRIMUS_RUN_ID=""
 PRIMUS_RUN_LOG=""
 PRIMUS_WATCH_FD=""
 PRIMUS_TRAPPED=0
+PRIMUS_RUN_STARTING=0    # the workload is being forked: PRIMUS_RUN_PID is not known yet
+PRIMUS_RUN_PENDING=()    # stop:N / notice:SIG trapped meanwhile
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
 primus_dir_of PRIMUS_SUPERVISE_DIR "${BASH_SOURCE[0]}"
 primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
@@ -87,9 +89,26 @@ primus_rank_pids() {
   return 0
 }
 
+# primus_run_pending: the signals trapped while the workload was being forked
+# (a loaded host can run the workload before the launcher's next command).
+primus_run_pending() {
+  local item
+  for item in "${PRIMUS_RUN_PENDING[@]}"; do
+    case $item in
+      stop:*) primus_stop_run "${item#stop:}" ;;
+      notice:*) primus_forward_notice "${item#notice:}" ;;
+    esac
+  done
+  PRIMUS_RUN_PENDING=()
+}
+
 # primus_forward_notice SIGNAL_NAME: the USR1/USR2 trap.
 primus_forward_notice() {
   PRIMUS_TRAPPED=1
+  if ((PRIMUS_RUN_STARTING)); then
+    PRIMUS_RUN_PENDING+=("notice:$1")
+    return 0
+  fi
   local sig=$1 at origin
   at=$(primus_signal_note launcher "$sig")
   printf '%s\n' "$sig" >>"${PRIMUS_RC_DIR:-/nonexistent}/notices" 2>/dev/null || true
@@ -117,6 +136,10 @@ primus_forward_notice() {
 # once to every rank, wait PRIMUS_KILL_GRACE seconds, SIGKILL what is left,
 # print the closing line, exit 128+N.
 primus_stop_run() {
+  if ((PRIMUS_RUN_STARTING)); then
+    PRIMUS_RUN_PENDING+=("stop:$1")
+    return 0
+  fi
   local num=$1 name at origin grace code
   # The console/log tees may be gone already: a write must not turn the exit
   # status into 141 (SIGPIPE), and a failed write must not end the stop.
@@ -294,8 +317,13 @@ primus_run_workload() {
   trap 'primus_forward_notice USR2' USR2
   primus_start_watcher
   primus_watchdog_env "$log_file" "$PRIMUS_RUN_MODE"
+  # A trap runs between two commands: one that comes after the fork but before
+  # PRIMUS_RUN_PID is set is kept and handled right after (primus_run_pending).
+  PRIMUS_RUN_STARTING=1
   PRIMUS_RUN_ID=$PRIMUS_RUN_ID "${cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
   PRIMUS_RUN_PID=$!
+  PRIMUS_RUN_STARTING=0
+  primus_run_pending
   primus_watchdog_start "$log_file" "$PRIMUS_RUN_ID"
   primus_wait_run
   local rc=$PRIMUS_RUN_RC

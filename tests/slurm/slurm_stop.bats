@@ -208,14 +208,17 @@ wait_count() {
   wait_state "$job" COMPLETED 90
 }
 
-@test "slurm.signal=USR1@50 with a 1-minute limit: every rank gets USR1 before the end and the job completes" {
+@test "slurm.signal=USR1@50 with a 3-minute limit: every rank gets USR1 before the end and the job completes" {
+  # Slurm may send the notice up to 60 s early (sbatch(1)): with 3 minutes it
+  # comes 70-130 s after the start, once the ranks run even on a loaded host (a
+  # 1-minute limit let it come before torchrun had started the ranks).
   printf 'slurm:\n  signal: USR1@50\n' >"$TEST_DIR/cfg.yaml"
-  run timeout 60 "$PRIMUS_CLI" --config "$TEST_DIR/cfg.yaml" slurm sbatch -N 2 --time=1 \
+  run timeout 60 "$PRIMUS_CLI" --config "$TEST_DIR/cfg.yaml" slurm sbatch -N 2 --time=3 \
     -o "$TEST_DIR/job.out" -- direct --script "$MARKER" -- "$OUT" --exit-on-notice 0
   assert_success
   assert_output --partial -- "--signal=USR1@50"
   job=$(job_id_from_output)
-  wait_state "$job" COMPLETED 150
+  wait_state "$job" COMPLETED 240
   local r
   for r in 0 1 2 3; do
     [[ $(count SIGUSR1 "$r") == 1 ]] || { echo "rank $r got SIGUSR1 $(count SIGUSR1 "$r") times" >&2; false; }
@@ -267,4 +270,70 @@ wait_count() {
   for r in 0 1 2 3; do
     (($(count SIGTERM "$r") >= 1))
   done
+}
+
+# wait_gone PID SECONDS: until PID (a child of this test) has ended.
+wait_gone() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  echo "process $1 still runs after $2 s; output:" >&2
+  cat "$TEST_DIR/job.out" >&2 2>/dev/null
+  return 1
+}
+
+@test "kill -TERM of 'primus-cli slurm srun': every rank gets SIGTERM and finishes its checkpoint within the grace (srun would SIGKILL them); exit 143 is reported" {
+  # scancel --signal does not escalate: the grace is the launchers' own (8 s).
+  # Rank 0's checkpoint takes 3 s, the others' none: node2 is done first, and
+  # its exit must not make srun (--kill-on-bad-exit) kill node1 mid-checkpoint.
+  export PRIMUS_KILL_GRACE=8
+  setsid "$PRIMUS_CLI" slurm srun -N 2 -- direct --script "$MARKER" -- "$OUT" --term-delay 0.2 \
+    --term-delay-rank 0 3 >"$TEST_DIR/job.out" 2>&1 &
+  local pid=$! rc=0 r
+  wait_ranks 120 0 1 2 3
+  kill -TERM "$pid"
+  wait_gone "$pid" 60
+  wait "$pid" || rc=$?
+  run cat "$TEST_DIR/job.out"
+  echo "exit status $rc" >&2
+  [[ $rc == 143 ]]
+  for r in 0 1 2 3; do
+    (($(count SIGTERM "$r") >= 1)) || { echo "rank $r got no SIGTERM" >&2; false; }
+    [[ -s $OUT/stopped.$r ]] || { echo "rank $r did not finish its checkpoint" >&2; false; }
+  done
+  refute_output --partial "forcing job termination"
+  refute_output --regexp "\[ERROR\].*CANCELLED"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[WARN\] slurm-entry: job [0-9]+ step 0: SIGTERM sent to the step, not a cancel of the job"
+  # node2 was done first; it waited out the grace instead of ending the step.
+  assert_output --regexp "\[NODE-1\(node2\)\] \[INFO\] slurm-entry: the job goes on \(only its step was signalled\): this task exits when the 8 s stop grace has passed"
+  assert_output --regexp "\[WARN\] SIGTERM received: sent to every task of step [0-9]+\.0 \(scancel --signal=TERM\), not to srun"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[WARN\] stop: SIGTERM, sender: Slurm \(delivered to every process of the step\); .* within the 8 s grace, none killed; exit status 143"
+  assert_output --regexp "\[NODE-1\(node2\)\] \[WARN\] stop: SIGTERM, sender: Slurm \(delivered to every process of the step\); .* within the 8 s grace, none killed; exit status 143"
+  assert_output --regexp "\[WARN\] srun \(step [0-9]+\.0\) ended after SIGTERM: exit status 143\."
+}
+
+@test "scontrol requeue of a running job: every rank gets SIGTERM, each node's entry logs a requeue line and no ERROR ... CANCELLED" {
+  run timeout 60 "$PRIMUS_CLI" slurm sbatch -N 2 --open-mode=append -o "$TEST_DIR/job.out" -- direct \
+    --script "$MARKER" -- "$OUT" --term-delay 0.3
+  assert_success
+  job=$(job_id_from_output)
+  wait_ranks 120 0 1 2 3
+  scontrol requeue "$job"
+  # The batch shell's last line comes once the step has ended on both nodes.
+  local i r
+  for ((i = 0; i < 600; i++)); do
+    grep -q "srun of job $job exited with status" "$TEST_DIR/job.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  run cat "$TEST_DIR/job.out"
+  assert_output --partial "srun of job $job exited with status"
+  for r in 0 1 2 3; do
+    (($(count SIGTERM "$r") >= 1)) || { echo "rank $r got no SIGTERM" >&2; false; }
+  done
+  assert_output --regexp "\[NODE-0\(node1\)\] \[WARN\] slurm-entry: job $job step 0 requeued \(scontrol requeue, or a preemption that requeues\): SIGTERM received on this node; .* runs again as restart 1\."
+  assert_output --regexp "\[NODE-1\(node2\)\] \[WARN\] slurm-entry: job $job step 0 requeued \(scontrol requeue, or a preemption that requeues\): SIGTERM received on this node; .* runs again as restart 1\."
+  refute_output --regexp "\[ERROR\].*CANCELLED"
+  [[ $(scontrol show job -o "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p') == 1 ]]
 }
