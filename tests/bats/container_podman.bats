@@ -37,6 +37,31 @@ teardown() {
   launcher_teardown
 }
 
+# wait_lines FILE N: until FILE has N lines (120 s at most): readiness, not a
+# guessed time (a loaded host starts a container slowly).
+wait_lines() {
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    [[ -f $1 && $(wc -l <"$1") -ge $2 ]] && return 0
+    sleep 0.1
+  done
+  echo "$1 never had $2 line(s); launcher output:" >&2
+  cat launch.log >&2
+  return 1
+}
+
+# wait_ready PIDFILE: until the workload wrote its pid (its handlers are set).
+wait_ready() {
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    [[ -s $1 ]] && return 0
+    sleep 0.1
+  done
+  echo "the workload never wrote $1; launcher output:" >&2
+  cat launch.log >&2
+  return 1
+}
+
 # ours NAME_PREFIX: containers (any state) whose name starts with the prefix.
 ours() {
   podman ps -a --format '{{.Names}}' | grep "^$1" || true
@@ -110,8 +135,7 @@ ours() {
   PRIMUS_KILL_GRACE=5 "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single --script "$WORKLOADS/sleeper.py" \
     -- "$PWD/out" marker >launch.log 2>&1 &
   LAUNCHER_PID=$!
-  for _ in $(seq 1 150); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
-  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  wait_ready out/pid.0
   [[ -n $(ours "$SIG_NAME-") ]]
   kill -TERM "$LAUNCHER_PID"
   rc=0
@@ -128,15 +152,15 @@ ours() {
   mkdir out
   SIG_NAME=pusr$$x$RANDOM
   "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single --script "$WORKLOADS/signal_marker.py" \
-    -- "$PWD/out" --duration 8 >launch.log 2>&1 &
+    -- "$PWD/out" --stop-file "$PWD/out/finish" >launch.log 2>&1 &
   LAUNCHER_PID=$!
-  for _ in $(seq 1 150); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
-  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  wait_ready out/pid.0
   kill -USR1 "$LAUNCHER_PID"
-  sleep 1
+  wait_lines out/SIGUSR1.0 1
   kill -USR2 "$LAUNCHER_PID"
-  sleep 1
+  wait_lines out/SIGUSR2.0 1
   process_running "$LAUNCHER_PID"
+  : >out/finish
   rc=0
   wait "$LAUNCHER_PID" || rc=$?
   cat launch.log
@@ -153,8 +177,7 @@ ours() {
   PRIMUS_KILL_GRACE=5 setsid "$PRIMUS_CLI" container --name "$SIG_NAME" -- --single \
     --script "$WORKLOADS/signal_marker.py" -- "$PWD/out" --term-delay 0.5 >launch.log 2>&1 &
   LAUNCHER_PID=$!
-  for _ in $(seq 1 150); do [[ -s out/pid.0 ]] && break; sleep 0.2; done
-  [[ -s out/pid.0 ]] || { cat launch.log; false; }
+  wait_ready out/pid.0
   kill -TERM -- "-$LAUNCHER_PID"
   rc=0
   wait "$LAUNCHER_PID" || rc=$?
