@@ -76,9 +76,12 @@ primus_hook_exec() {
   return 0
 }
 
+# __primus_hook_end_timer PID: stop a timer this runner started. SIGKILL: a
+# TERM can reach the forked child before it has reset this runner's TERM trap
+# (it then sleeps on, and the wait below would last the whole limit).
 __primus_hook_end_timer() {
   [[ -n $1 ]] || return 0
-  kill "$1" 2>/dev/null || true
+  kill -s KILL "$1" 2>/dev/null || true
   wait "$1" 2>/dev/null || true
 }
 

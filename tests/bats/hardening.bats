@@ -83,6 +83,18 @@ wait_file() {
   [[ ! -e out/00_hang.sh.pids ]]
 }
 
+@test "a hook's timer that did not take the TERM is ended anyway: the runner never waits out the limit" {
+  # The timer is forked with the runner's TERM trap still set for an instant;
+  # a TERM arriving then was swallowed and the runner waited the whole limit
+  # (1 run in ~300 on a busy host). A timer that ignores TERM stands for it.
+  run timeout -s KILL 20 bash -c "source '$REPO_ROOT/runner/lib/common.sh'; source '$REPO_ROOT/runner/lib/hook_exec.sh'
+    bash -c 'trap \"\" TERM; : >timer.ready; exec sleep 60' </dev/null >/dev/null 2>&1 & timer=\$!
+    until [[ -e timer.ready ]]; do read -rt 0.05 <> <(:) || true; done
+    __primus_hook_end_timer \"\$timer\"; kill -0 \"\$timer\" 2>/dev/null && echo alive || echo ended"
+  assert_success
+  assert_output ended
+}
+
 # signal_during_hook SIGNAL CODE: the launcher gets SIGNAL while a hook runs.
 signal_during_hook() {
   hang_hook 00_hang.sh
