@@ -24,6 +24,10 @@ _EXAMPLE_BY_NAME = {
     "GPUS_PER_NODE": "8",  # a full 8-GPU node (no registry default: detected)
     # One Slurm step on one node: what the scheduler says agrees with NNODES/NODE_RANK.
     "SLURM_NODEID": "0", "SLURM_PROCID": "0",
+    # Values a launch takes literally: an empty user config file (a directory is
+    # refused before anything runs), no library to preload into every process and
+    # no activation script to source.
+    "PRIMUS_USER_CONFIG": "/dev/null", "LD_PRELOAD": "", "VENV_ACTIVATE": "",
     # One core per process: a node-wide list as long as GPUS_PER_NODE (8).
     "NEURON_RT_VISIBLE_CORES": "0-7", "NEURON_RT_NUM_CORES": "8",
     # The detected facts of the example instance (trn2.48xlarge): 16 devices of
