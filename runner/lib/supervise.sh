@@ -93,13 +93,14 @@ primus_rank_pids() {
 # (a loaded host can run the workload before the launcher's next command).
 primus_run_pending() {
   local item
-  for item in "${PRIMUS_RUN_PENDING[@]}"; do
+  while ((${#PRIMUS_RUN_PENDING[@]} > 0)); do
+    item=${PRIMUS_RUN_PENDING[0]}
+    PRIMUS_RUN_PENDING=("${PRIMUS_RUN_PENDING[@]:1}")
     case $item in
       stop:*) primus_stop_run "${item#stop:}" ;;
       notice:*) primus_forward_notice "${item#notice:}" ;;
     esac
   done
-  PRIMUS_RUN_PENDING=()
 }
 
 # primus_forward_notice SIGNAL_NAME: the USR1/USR2 trap.

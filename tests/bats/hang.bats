@@ -44,6 +44,12 @@ wait_for() {
   return 1
 }
 
+# report_bundle: the bundle line that ends the report naming rank 1 in stuck_here.
+report_bundle() {
+  awk '/SUSPECT rank 1: stuck_here/ { found = 1 }
+    found && /^  bundle: / { sub(/^  bundle: /, ""); print; exit }' "$TEST_DIR/launch.out"
+}
+
 has_summary() {
   grep -q "SUSPECT rank 1: stuck_here (hang_rank.py:[0-9]*)" "$TEST_DIR/launch.out" &&
     grep -q "rank 0: main (hang_rank.py:[0-9]*) <- all_reduce" "$TEST_DIR/launch.out"
@@ -57,13 +63,16 @@ has_summary() {
   wait_for 30 has_summary || { cat "$TEST_DIR/launch.out"; false; }
   ((SECONDS - start <= 30))
   grep -q "no output and no heartbeat from any local rank for [0-9]* s (PRIMUS_HANG_TIMEOUT=8, PRIMUS_HANG_ACTION=report)" "$TEST_DIR/launch.out"
-  bundle=$(sed -n 's/^  bundle: //p' "$TEST_DIR/launch.out" | head -n 1)
-  [[ $bundle == "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1 ]]
-  grep -q "stuck_here" "$bundle/rank-1.txt"
+  # The bundle of the report that named rank 1 (its last line; report mode
+  # repeats, and on a loaded host that may be the second report).
+  wait_for 10 test -n "$(report_bundle)"
+  bundle=$(report_bundle)
+  [[ $bundle == "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-[0-9]* ]]
+  grep -q "stuck_here" "$bundle/rank-1.txt" || { cat "$bundle/rank-1.txt" "$TEST_DIR/launch.out"; false; }
   grep -q "all_reduce" "$bundle/rank-0.txt"
   grep -q "read with: py-spy" "$bundle/rank-0.txt"
   # The summary is in the log too; report mode keeps the run going.
-  log=${bundle%.hang-1}.log
+  log=${bundle%.hang-*}.log
   grep -q "SUSPECT rank 1: stuck_here" "$log"
   process_running "$launcher"
   kill -TERM "$launcher"

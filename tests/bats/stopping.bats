@@ -61,6 +61,19 @@ wait_count() {
   return 1
 }
 
+# wait_forwarded SIGNAL: until the launcher said it forwarded SIGNAL (60 s at
+# most): the next notice then finds it back in its wait, not still logging.
+wait_forwarded() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    grep -q "SIG$1 (sender: .*forwarded once" "$TEST_DIR/launch.out" && return 0
+    sleep 0.1
+  done
+  echo "the launcher never said it forwarded SIG$1:" >&2
+  cat "$TEST_DIR/launch.out" >&2
+  return 1
+}
+
 # finish: the workload (--stop-file $OUT/finish) ends with 0 now.
 finish() {
   : >"$OUT/finish"
@@ -92,6 +105,7 @@ wait_gone() {
   wait_ranks 0 1
   kill -USR1 "$launcher"
   wait_count SIGUSR1 1 0 1
+  wait_forwarded USR1
   kill -USR2 "$launcher"
   wait_count SIGUSR2 1 0 1
   process_running "$launcher"
@@ -133,6 +147,7 @@ wait_gone() {
   wait_ranks 0
   kill -USR1 "$launcher"
   wait_count SIGUSR1 1 0
+  wait_forwarded USR1
   kill -USR2 "$launcher"
   wait_count SIGUSR2 1 0
   process_running "$launcher"

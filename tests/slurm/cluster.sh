@@ -219,13 +219,19 @@ start_in_uts() {
     </dev/null >>"$CLUSTER_DIR/log/$name.out" 2>&1 &
   local pid=$!
   printf '%s\n' "$pid" >"$CLUSTER_DIR/pids/$name.pid"
-  local ns="" tries
-  for ((tries = 0; tries < 100; tries++)); do
+  local ns="" tries self
+  self=$(readlink /proc/self/ns/uts)
+  # Up to 30 s: a loaded host may run unshare late. Until it has, the child is
+  # still in this namespace, which must never be recorded (`down` stops every
+  # process of a recorded namespace).
+  for ((tries = 0; tries < 600; tries++)); do
     ns=$(readlink "/proc/$pid/ns/uts" 2>/dev/null) || ns=""
-    [[ -n $ns && $ns != "$(readlink /proc/self/ns/uts)" ]] && break
-    sleep 0.01
+    [[ -n $ns && $ns != "$self" ]] && break
+    [[ -n $ns ]] || break
+    sleep 0.05
   done
   [[ -n $ns ]] || fail 3 "$name (pid $pid) exited at once; see $CLUSTER_DIR/log/$name.out"
+  [[ $ns != "$self" ]] || fail 3 "$name (pid $pid) did not enter its own UTS namespace within 30 s"
   printf '%s\n' "$ns" >"$CLUSTER_DIR/pids/$name.ns"
 }
 
@@ -294,11 +300,15 @@ show_logs() {
   done
 }
 
-# our_namespaces: the UTS namespaces `up` created (one per daemon).
+# our_namespaces: the UTS namespaces `up` created (one per daemon); never this
+# shell's own (a record of it would stop every process of the machine).
 our_namespaces() {
-  local file
+  local file ns self
+  self=$(readlink /proc/self/ns/uts)
   for file in "$CLUSTER_DIR"/pids/*.ns; do
-    [[ -e $file ]] && cat "$file"
+    [[ -e $file ]] || continue
+    ns=$(<"$file")
+    [[ $ns == "$self" ]] || printf '%s\n' "$ns"
   done
   return 0
 }
