@@ -57,6 +57,9 @@ __primus_lib_dir=""
 primus_dir_of __primus_lib_dir "${BASH_SOURCE[0]}"
 # shellcheck source=runner/lib/facts.sh
 source "$__primus_lib_dir/facts.sh"
+# Builtin-only stand-ins for date, mktemp and `IFS= read` (issue 27 item 7).
+# shellcheck source=runner/lib/nofork.sh
+source "$__primus_lib_dir/nofork.sh"
 # shellcheck source=runner/lib/usage.sh
 source "$__primus_lib_dir/usage.sh"
 # The secret-name rule, masking and argv hygiene (SPEC section 3).
@@ -113,8 +116,8 @@ __primus_log() {
   local fd=2
   local stamp="" tag="[$level]"
   if __primus_switch_on "${PRIMUS_LOG_TIMESTAMP:-1}"; then
-    # TZ applies to this builtin call only: UTC without forking date(1).
-    TZ=UTC printf -v stamp '[%(%Y-%m-%dT%H:%M:%SZ)T] ' -1
+    primus_utc_now stamp -
+    stamp="[$stamp] "
   fi
   if __primus_switch_on "${PRIMUS_LOG_COLOR:-1}" && [[ -t $fd ]]; then
     case $level in
@@ -128,7 +131,7 @@ __primus_log() {
   primus_mask_into message "$*"
   [[ -n ${__PRIMUS_HOST:-} ]] || __primus_short_host
   # A multi-line message is masked once and every line gets the prefix.
-  while IFS= read -r line || [[ -n $line ]]; do
+  while primus_read line || [[ -n $line ]]; do
     printf '%s[NODE-%s(%s)] %s %s\n' "$stamp" "${NODE_RANK:-0}" "$__PRIMUS_HOST" \
       "$tag" "$line" >&"$fd"
   done <<<"$message"
@@ -237,7 +240,7 @@ __PRIMUS_SPOOL="" __PRIMUS_SPOOL_PIDS=""
 # primus_log_spool_start: start copying stdout and stderr to the spool.
 primus_log_spool_start() {
   [[ -z $__PRIMUS_SPOOL ]] || return 0
-  __PRIMUS_SPOOL=$(mktemp "${TMPDIR:-/tmp}/primus-log.XXXXXX" 2>/dev/null) || {
+  primus_temp_file __PRIMUS_SPOOL primus-log || {
     __PRIMUS_SPOOL=""
     return 0
   }
@@ -306,7 +309,7 @@ primus_log_spool_drop() {
 primus_read_nul_exports() {
   { local __xt=$-; set +x; } 2>/dev/null
   local name value
-  while IFS= read -r -d '' name && IFS= read -r -d '' value; do
+  while primus_read -d '' name && primus_read -d '' value; do
     if [[ ! $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
       LOG_ERROR "refusing to export invalid variable name '$name'"
       [[ $__xt != *x* ]] || set -x

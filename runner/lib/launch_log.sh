@@ -24,7 +24,7 @@ PRIMUS_LOG_TEE_PID=""
 # primus_launch_log_default VAR WORKSPACE NODE_RANK: the default log file.
 primus_launch_log_default() {
   local __primus_stamp
-  TZ=UTC printf -v __primus_stamp '%(%Y%m%dT%H%M%SZ)T' -1
+  primus_utc_now __primus_stamp ""
   printf -v "$1" '%s' "$2/logs/primus-$__primus_stamp-node$3.log"
 }
 

@@ -58,7 +58,7 @@ primus_run_members() {
     [[ ! -e /proc/$root ]] || seen[$root]=1
     for pid in $(primus_descendants "$root"); do seen[$pid]=1; done
   fi
-  while IFS= read -r file; do
+  while primus_read file; do
     pid=${file#/proc/}
     pid=${pid%/environ}
     seen[$pid]=1
