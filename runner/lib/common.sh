@@ -247,9 +247,11 @@ primus_log_spool_start() {
   exec {__PRIMUS_SPOOL_OUT}>&1 {__PRIMUS_SPOOL_ERR}>&2
   # The copies ignore the stop signals a whole process group gets (Ctrl-C,
   # timeout, kill -- -PGID): the launcher's closing lines must still pass.
-  exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
+  # tee -p (GNU coreutils): a console that goes away (`| head`) never ends the
+  # copy to the spool, nor the launcher by SIGPIPE (issue 27 item 6).
+  exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
   __PRIMUS_SPOOL_PIDS=$!
-  exec 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
+  exec 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
   __PRIMUS_SPOOL_PIDS+=" $!"
 }
 
@@ -269,16 +271,19 @@ __primus_log_spool_stop() {
 # primus_log_spool_into FILE: stop copying and append the spool to FILE,
 # preceded by the prelude a parent launcher left (PRIMUS_LOG_PRELUDE, see
 # primus_log_spool_hand_over), which is then no longer offered to children.
+# Status 1 when FILE could not be written (a full disk: the caller says so).
 primus_log_spool_into() {
+  local rc=0
   if [[ -n ${PRIMUS_LOG_PRELUDE:-} ]]; then
-    [[ ! -f $PRIMUS_LOG_PRELUDE ]] || cat -- "$PRIMUS_LOG_PRELUDE" >>"$1" 2>/dev/null || true
+    [[ ! -f $PRIMUS_LOG_PRELUDE ]] || cat -- "$PRIMUS_LOG_PRELUDE" >>"$1" 2>/dev/null || rc=1
     unset PRIMUS_LOG_PRELUDE
   fi
-  [[ -n $__PRIMUS_SPOOL ]] || return 0
+  [[ -n $__PRIMUS_SPOOL ]] || return "$rc"
   __primus_log_spool_stop
-  cat -- "$__PRIMUS_SPOOL" >>"$1" || true
+  cat -- "$__PRIMUS_SPOOL" >>"$1" 2>/dev/null || rc=1
   rm -f -- "$__PRIMUS_SPOOL"
   __PRIMUS_SPOOL=""
+  return "$rc"
 }
 
 # primus_log_spool_hand_over: stop copying and offer the spool to the launcher
