@@ -91,22 +91,34 @@ link_rank_log() {
   exec 2>&1
   (trap "" USR1 USR2; exec ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null) &
 }
-RANK_OUT="" WRITER_PID=""
+RANK_OUT=""
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
 
 # rank_writer: the rank's output to RANK_OUT through logwriter.py (see the header).
 rank_writer() {
-  local writer=${BASH_SOURCE[0]%/*}/../../python/primus_runner/launch/logwriter.py fd shown=""
+  local writer=${BASH_SOURCE[0]%/*}/../../python/primus_runner/launch/logwriter.py fd pipe done_w shown=""
   [[ -n $RANK_OUT && -n ${PRIMUS_PYTHON:-} && -f $writer ]] || return 0
   local -a args=(--warn "/proc/$PPID/fd/2")
   [[ -z ${PRIMUS_LOG_ONCE:-} ]] || args+=(--once "$PRIMUS_LOG_ONCE")
   [[ ,${PRIMUS_CONSOLE_RANKS:-}, != *",$local_rank,"* && ${PRIMUS_CONSOLE_RANKS:-} != all ]] || shown=1
   [[ -z $shown ]] || args+=(--fallback "/proc/$PPID/fd/1" --prefix "[default$local_rank]:")
+  # A pipe whose write end only the writer keeps: WRITER_DONE reads end of
+  # file once the writer has exited.
+  exec {pipe}<> <(:)
+  # shellcheck disable=SC2094  # one end each of the pipe, on purpose
+  exec {WRITER_DONE}<"/proc/self/fd/$pipe" {done_w}>"/proc/self/fd/$pipe" {pipe}>&-
   exec {fd}>&1
-  exec > >(trap "" INT TERM HUP USR1 USR2; exec "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}") 2>&1
-  WRITER_PID=$!
-  exec {fd}>&-
+  # The writer is started in the background of a process substitution that
+  # ends at once: it is no child of this wrapper (the rank stays its only
+  # child: the launcher and `primus-cli stacks` find the ranks that way), and
+  # without PRIMUS_RUN_ID it is no process of the run; it ends when the
+  # rank's output closes. ( exec ): no environment rebuild (runner/lib/nofork.sh);
+  # 0<&0: a background command would read /dev/null otherwise.
+  exec > >(trap "" INT TERM HUP USR1 USR2
+    (exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}" {WRITER_DONE}<&-) 0<&0 &) 2>&1
+  exec {fd}>&- {done_w}>&-
 }
+WRITER_DONE=""
 rank_writer
 # The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
 [[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
@@ -138,13 +150,16 @@ fi
 exec {worker_err}>&2 2>/dev/null
 "${cmd[@]}" 2>&"$worker_err" {worker_err}>&-
 rc=$?
-# Every line written before the rank is reported gone (torchrun stops echoing it then).
-if [[ -n $WRITER_PID ]]; then
+ended=${EPOCHREALTIME//[.,]/}
+# Every line written before the rank is reported gone (torchrun stops echoing it
+# then): the writer ends at once unless a child the rank left behind still holds
+# its output; then it is not waited for beyond 2 s.
+if [[ -n $WRITER_DONE ]]; then
   exec >/dev/null {worker_err}>&-
-  wait "$WRITER_PID" 2>/dev/null
+  read -r -t 2 -u "$WRITER_DONE" _ || true
+  exec {WRITER_DONE}<&-
 fi
 if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
-  ended=${EPOCHREALTIME//[.,]/}
   if [[ -n $RANK_OUT ]]; then
     out=$RANK_OUT err=$RANK_OUT
   else
