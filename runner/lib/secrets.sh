@@ -52,8 +52,9 @@ __primus_secret_user_glob() {
   __PRIMUS_USER_SECRET_RE=${__r:+|$__r}
 }
 
-# __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES. This
-# runs for every log line. `compgen -v` in a command substitution (one fork)
+# __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES. In a
+# shell of at most PRIMUS_SECRET_RESCAN_MAX variables this runs for every log
+# line (see __primus_secret_var_names). `compgen -v` in a command substitution (one fork)
 # lists them all at once; a `${!X@}` expansion collects and sorts every
 # variable to return the names starting with X, so the 52 of them the fallback
 # needs (53 with "_") cost 3-6 ms with the launcher's ~200 variables, against ~1 ms

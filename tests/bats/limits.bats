@@ -162,3 +162,22 @@ bulk_env() {
   # after an export (README "Large environments").
   (($(bc <<<"$took < 16 * $unit"))) || fail "dry run took $took s, over 16 x $unit s (one bash start here)"
 }
+
+@test "over 1000 variables: the secrets inherited, and one assigned later from input (noted), are masked; the list is made once" {
+  local i
+  for ((i = 1; i <= 1500; i++)); do export "BULK_$i=x"; done
+  export MY_API_TOKEN=tok-inherited-77
+  run bash -c 'source "$1/runner/lib/common.sh"
+    LOG_INFO "first $MY_API_TOKEN"
+    scanned=$__PRIMUS_SECRET_SCANNED
+    primus_read_nul_exports < <(printf "HOOK_TOKEN\0tok-from-a-hook-88\0")
+    LOG_INFO "second $MY_API_TOKEN $HOOK_TOKEN"
+    echo "scanned $scanned then $__PRIMUS_SECRET_SCANNED"' _ "$REPO_ROOT"
+  assert_success
+  assert_line --partial "first ****"
+  assert_line --partial "second **** ****"
+  refute_output --partial tok-inherited-77
+  refute_output --partial tok-from-a-hook-88
+  # Read from /proc/self/environ once (the inherited variables), not listed again.
+  assert_line --regexp "^scanned 15[0-9][0-9] then 15[0-9][0-9]$"
+}
