@@ -227,25 +227,22 @@ run_one() {
   primus_hook_exec "$HOOK_OUT" hook_child "${cmd[@]}" || rc=$?
   # As $(<file) reads it (trailing newlines dropped), without a subshell.
   __out=""
-  IFS= read -r -d '' __out <"$HOOK_OUT" || true
+  primus_read -d '' __out <"$HOOK_OUT" || true  # runner/lib/nofork.sh
   while [[ $__out == *$'\n' ]]; do __out=${__out%$'\n'}; done
   return "$rc"
 }
 
 # hook_child CMD...: the hook's process. In a subshell: the hooks' env. values
-# must never alter this script's own variables (a hook may legitimately set
-# PATH or IFS for the job). They reach it through env(1): an export here would
-# rebuild bash's whole environment before the exec (runner/lib/nofork.sh).
+# must never alter this script's own variables (a hook may legitimately set PATH
+# or IFS for the job); env(1) sets them (an export rebuilds bash's environment).
 hook_child() {
   trap - TERM HUP INT
-  local -a assign=()
-  local python_path=${PYTHONPATH-}
+  local python_path=${PYTHONPATH-} assign=()
   for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
     assign+=("${ENV_NAMES[i]}=${ENV_VALUES[i]}")
     [[ ${ENV_NAMES[i]} != PYTHONPATH ]] || python_path=${ENV_VALUES[i]}
   done
   [[ $1 != "$PRIMUS_PYTHON" ]] || assign+=("PYTHONPATH=$PRIMUS_ROOT/python${python_path:+:$python_path}")
-  ((${#assign[@]})) || exec "$@" "${WORKLOAD_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
   exec env -- "${assign[@]}" "$@" "${WORKLOAD_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
 }
 
@@ -350,15 +347,13 @@ main() {
   fi
   primus_hook_limits
   primus_hook_traps
-  # One environment build for every hook started below (runner/lib/nofork.sh).
-  primus_env_settle
+  primus_env_settle  # one environment build for every hook started below (runner/lib/nofork.sh)
   primus_hook_mask_start
   # This runner's own variables hold no new secret from here on (a hook's
   # env.NAME=VALUE secrets join PRIMUS_MASK_VALUES): one variable scan serves
   # every log line (runner/lib/secrets.sh, primus_secret_scan_freeze).
   primus_secret_scan_freeze
-  primus_temp_file HOOK_OUT primus-hook ||
-    primus_die "$PRIMUS_EXIT_MISSING" "cannot create a temporary file in ${TMPDIR:-/tmp} for the hooks' output. Fix: free space there or point TMPDIR at a writable directory."
+  primus_temp_file HOOK_OUT primus-hook || primus_die "$PRIMUS_EXIT_MISSING" "cannot create a temporary file in ${TMPDIR:-/tmp} for the hooks' output. Fix: free space there or point TMPDIR at a writable directory."
   trap 'primus_hook_mask_stop; rm -f -- "$HOOK_OUT"' EXIT
   local script rc start out took suffix=""
   if [[ $DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi

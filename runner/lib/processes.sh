@@ -98,7 +98,7 @@ primus_describe_pids() {
   for pid in "$@"; do
     # read, not $(<file): bash 5.2 under set -e exits on a failed $(<file)
     # even after || (a rank that just ended has no /proc entry any more).
-    { IFS= read -r comm <"/proc/$pid/comm"; } 2>/dev/null || comm="?"
+    { primus_read comm <"/proc/$pid/comm"; } 2>/dev/null || comm="?"
     __primus_text+="${__primus_text:+ }$pid($comm)"
   done
 }

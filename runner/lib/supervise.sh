@@ -359,7 +359,7 @@ primus_early_notice_traps() {
 # one read of /proc, and a Python start only in that case.
 primus_default_sigint() {
   local line mask=0
-  while IFS= read -r line; do
+  while primus_read line; do
     [[ $line == SigIgn:* ]] || continue
     mask=${line##*[[:space:]]}
     break
