@@ -242,20 +242,11 @@ default_log_file() {
   primus_launch_log_default LOG_FILE "$WORKSPACE" "$NODE_RANK"
 }
 
-# check_space: a full disk under the log file or the workspace stops the launch
-# before anything starts (issue 27 item 6; runner/lib/launch_log.sh).
-check_space() {
-  local what dir
-  for what in "log file=$LOG_FILE" "workspace=$WORKSPACE"; do
-    primus_launch_log_full dir "${what#*=}" || continue
-    primus_die "$PRIMUS_EXIT_INVALID" "the ${what%%=*} '${what#*=}' is on a full filesystem ($dir: no space left on device); nothing was started. Fix: free space there, or choose another place (--log_file; PRIMUS_WORKSPACE or config direct.workspace)."
-  done
-}
-
-# claim_log_file: create LOG_FILE without overwriting anything (runner/lib/launch_log.sh).
+# claim_log_file: create LOG_FILE without overwriting anything, on a disk with
+# space left (runner/lib/launch_log.sh; issue 27 item 6).
 claim_log_file() {
-  local wanted=$LOG_FILE rc=0
-  check_space
+  local wanted=$LOG_FILE rc=0 full
+  primus_launch_log_space full "$LOG_FILE" "$WORKSPACE" || primus_die "$PRIMUS_EXIT_INVALID" "$full"
   primus_launch_log_claim LOG_FILE || rc=$?
   case $rc in
     0) ;;

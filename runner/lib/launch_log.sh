@@ -11,6 +11,8 @@
 #   primus_launch_log_full VAR PATH
 #       true when the filesystem holding PATH (or its first existing parent)
 #       has no space left; VAR = that directory
+#   primus_launch_log_space VAR LOG_FILE WORKSPACE
+#       status 1 when either is on a full filesystem; VAR = the error to show
 #   primus_launch_log_tee FILE SILENT
 #       from now on stdout and stderr also go to FILE (SILENT=1: stdout only
 #       to FILE); the console stays on descriptors 3 and 4
@@ -70,6 +72,18 @@ primus_launch_log_full() {
   __primus_full_dir=$__primus_d
   __primus_free=$(stat -f -c %a -- "$__primus_d" 2>/dev/null) || return 1
   [[ $__primus_free == 0 ]]
+}
+
+# primus_launch_log_space VAR LOG_FILE WORKSPACE: see the header.
+primus_launch_log_space() {
+  local -n __primus_space_msg=$1
+  local what dir
+  __primus_space_msg=""
+  for what in "log file=$2" "workspace=$3"; do
+    primus_launch_log_full dir "${what#*=}" || continue
+    __primus_space_msg="the ${what%%=*} '${what#*=}' is on a full filesystem ($dir: no space left on device); nothing was started. Fix: free space there, or choose another place (--log_file; PRIMUS_WORKSPACE or config direct.workspace)."
+    return 1
+  done
 }
 
 # primus_launch_log_tee FILE SILENT: from now on, everything also goes to
