@@ -119,6 +119,22 @@ median_seconds() {
   printf '%s\n' "${t[@]}" | sort -g | sed -n 2p
 }
 
+# best_of_two VAR CMD...: run CMD twice (the second with bats' `run`, for the
+# assertions); VAR = the shorter wall time: a machine busy with other tests
+# only ever adds time.
+best_of_two() {
+  local -n __best=$1
+  shift
+  local s a b
+  s=$EPOCHREALTIME
+  "$@" >/dev/null 2>&1 || true
+  a=$(bc <<<"$EPOCHREALTIME - $s")
+  s=$EPOCHREALTIME
+  run "$@"
+  b=$(bc <<<"$EPOCHREALTIME - $s")
+  __best=$(printf '%s\n' "$a" "$b" | sort -g | head -n 1)
+}
+
 # bulk_env: 10,000 exported variables and a secret among them.
 bulk_env() {
   local i
@@ -130,36 +146,34 @@ bulk_env() {
 # each of which bash pays for (quadratic in the exported variables), measured
 # here under the same load as the test itself.
 
-@test "10,000 exported variables: a log line costs no environment rebuild; 30 lines, each followed by a process, under 3 bash start-ups" {
+@test "10,000 exported variables: a log line costs no environment rebuild; 30 lines, each followed by a process, cost a few bash start-ups" {
   bulk_env
-  local unit start took
+  local unit took
   unit=$(median_seconds bash -c /bin/true)
-  start=$EPOCHREALTIME
-  run bash -c 'source "$1/runner/lib/common.sh"
+  best_of_two took bash -c 'source "$1/runner/lib/common.sh"
     for ((i = 0; i < 30; i++)); do LOG_INFO "line $i token $MY_API_TOKEN"; /bin/true; done' _ "$REPO_ROOT"
-  took=$(bc <<<"$EPOCHREALTIME - $start")
   assert_success
   assert_line --partial "line 29 token ****"
   refute_output --partial tok-9f3c2e7a51
-  # Before issue 27 item 7 every line cost two rebuilds (TZ=UTC in front of printf, IFS= read).
-  (($(bc <<<"$took < 3 * $unit"))) || fail "30 lines took $took s, over 3 x $unit s (one bash start here)"
+  # About 1 unit now (the bash start, one rebuild after common.sh's exports, the
+  # list of secret names); 31 units before issue 27 item 7, when every line cost
+  # two rebuilds (TZ=UTC in front of printf, IFS= read in front of read).
+  (($(bc <<<"$took < 8 * $unit"))) || fail "30 lines took $took s, over 8 x $unit s (one bash start here)"
 }
 
 @test "10,000 exported variables: the dry run costs a few process starts, not some per line; a secret among them is masked" {
   bulk_env
-  local unit start took
+  local unit took
   unit=$(median_seconds bash -c /bin/true)
-  start=$EPOCHREALTIME
-  run "$PRIMUS_CLI" direct --dry-run --single --script "$WORKLOADS/argv.py" -- tok-9f3c2e7a51 x
-  took=$(bc <<<"$EPOCHREALTIME - $start")
+  best_of_two took "$PRIMUS_CLI" direct --dry-run --single --script "$WORKLOADS/argv.py" -- tok-9f3c2e7a51 x
   assert_success
   assert_output --partial "dry run: nothing was started"
   assert_output --partial "argv.py **** x"
   refute_output --partial tok-9f3c2e7a51
   # Issue 27 measured 15 s (80 s under load) against 0.16 s; before the fix
-  # this took 19 units here. About 8 are left: the bash starts of primus-cli,
-  # the launcher, the hook runner and each hook, and a few processes started
-  # after an export (README "Large environments").
+  # this took 19-22 units here. About 8-12 are left: the bash starts of
+  # primus-cli, the launcher, the hook runner and each hook, and a few processes
+  # started after an export (README "Large environments").
   (($(bc <<<"$took < 16 * $unit"))) || fail "dry run took $took s, over 16 x $unit s (one bash start here)"
 }
 
