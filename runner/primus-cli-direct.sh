@@ -242,9 +242,11 @@ default_log_file() {
   primus_launch_log_default LOG_FILE "$WORKSPACE" "$NODE_RANK"
 }
 
-# claim_log_file: create LOG_FILE without overwriting anything (runner/lib/launch_log.sh).
+# claim_log_file: create LOG_FILE without overwriting anything, on a disk with
+# space left (runner/lib/launch_log.sh; issue 27 item 6).
 claim_log_file() {
-  local wanted=$LOG_FILE rc=0
+  local wanted=$LOG_FILE rc=0 full
+  primus_launch_log_space full "$LOG_FILE" "$WORKSPACE" || primus_die "$PRIMUS_EXIT_INVALID" "$full"
   primus_launch_log_claim LOG_FILE || rc=$?
   case $rc in
     0) ;;
@@ -283,16 +285,20 @@ on_launcher_exit() {
     LOG_ERROR "launch $why (exit code $rc); no log: '$LOG_FILE' cannot be created."
     return 0
   fi
-  primus_log_spool_into "$LOG_FILE"
+  if ! primus_log_spool_into "$LOG_FILE"; then
+    [[ -s $LOG_FILE ]] || rm -f -- "$LOG_FILE"  # claimed just now, empty: a full disk
+    LOG_ERROR "launch $why (exit code $rc); no log: '$LOG_FILE' cannot be written (no space left on device?)."
+    return 0
+  fi
   local line
   if ((rc == 0)); then
     line="launch ended before the workload (exit code 0); log: $LOG_FILE"
     LOG_INFO "$line"
-    LOG_INFO "$line" 2>>"$LOG_FILE"
+    LOG_INFO "$line" 2>>"$LOG_FILE" || true
   else
     line="launch $why (exit code $rc); log: $LOG_FILE"
     LOG_ERROR "$line"
-    LOG_ERROR "$line" 2>>"$LOG_FILE"
+    LOG_ERROR "$line" 2>>"$LOG_FILE" || true
   fi
 }
 
@@ -378,7 +384,8 @@ main() {
   claim_log_file
   primus_flight_recorder_env recorder "$LOG_FILE"
   [[ -z ${RANK_LOG_DIR:-} ]] || primus_launch_build_command
-  primus_log_spool_into "$LOG_FILE"
+  primus_log_spool_into "$LOG_FILE" ||
+    primus_die "$PRIMUS_EXIT_INVALID" "cannot write the log file '$LOG_FILE' (no space left on device, or not writable); nothing was started. Fix: free space there, or pass --log_file on another filesystem."
   primus_launch_log_tee "$LOG_FILE" "$OPT_SILENT"
   primus_launch_print_summary ${recorder:+"$recorder"}
   run_workload

@@ -336,7 +336,7 @@ requeue_if_asked() {
 # of the job unchanged; take this node's own name (UTS namespace aware, no fork).
 fix_hostname() {
   local name=""
-  { IFS= read -r name </proc/sys/kernel/hostname; } 2>/dev/null || name=$(hostname 2>/dev/null) || name=""
+  { read -r name </proc/sys/kernel/hostname; } 2>/dev/null || name=$(hostname 2>/dev/null) || name=""
   [[ -n $name ]] || return 0
   HOSTNAME=$name
 }

@@ -174,7 +174,7 @@ gate_value() {
 hook_gate_open() {
   local line n=0 var declared=0
   local -a vars
-  while ((n < 30)) && IFS= read -r line; do
+  while ((n < 30)) && primus_read line; do
     n=$((n + 1))
     case $line in
       "# primus-hook-gate:"*)
@@ -227,24 +227,23 @@ run_one() {
   primus_hook_exec "$HOOK_OUT" hook_child "${cmd[@]}" || rc=$?
   # As $(<file) reads it (trailing newlines dropped), without a subshell.
   __out=""
-  IFS= read -r -d '' __out <"$HOOK_OUT" || true
+  primus_read -d '' __out <"$HOOK_OUT" || true  # runner/lib/nofork.sh
   while [[ $__out == *$'\n' ]]; do __out=${__out%$'\n'}; done
   return "$rc"
 }
 
 # hook_child CMD...: the hook's process. In a subshell: the hooks' env. values
-# must never alter this script's own variables (a hook may legitimately set
-# PATH or IFS for the job).
+# must never alter this script's own variables (a hook may legitimately set PATH
+# or IFS for the job); env(1) sets them (an export rebuilds bash's environment).
 hook_child() {
   trap - TERM HUP INT
+  local python_path=${PYTHONPATH-} assign=()
   for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
-    printf -v "${ENV_NAMES[i]}" '%s' "${ENV_VALUES[i]}"
-    export "${ENV_NAMES[i]?}"
+    assign+=("${ENV_NAMES[i]}=${ENV_VALUES[i]}")
+    [[ ${ENV_NAMES[i]} != PYTHONPATH ]] || python_path=${ENV_VALUES[i]}
   done
-  if [[ $1 == "$PRIMUS_PYTHON" ]]; then
-    export PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
-  fi
-  exec "$@" "${WORKLOAD_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
+  [[ $1 != "$PRIMUS_PYTHON" ]] || assign+=("PYTHONPATH=$PRIMUS_ROOT/python${python_path:+:$python_path}")
+  exec env -- "${assign[@]}" "$@" "${WORKLOAD_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
 }
 
 # is_reserved_name NAME: bash variables a hook may not set (read-only or
@@ -275,7 +274,7 @@ parse_output() {
   local script=$1 out=$2
   local line key value lineno=0 shown="" name=${1##*/}
   [[ -n $out ]] || return 0
-  while IFS= read -r line || [[ -n $line ]]; do
+  while primus_read line || [[ -n $line ]]; do
     lineno=$((lineno + 1))
     case $line in
       env.*)
@@ -348,12 +347,13 @@ main() {
   fi
   primus_hook_limits
   primus_hook_traps
+  primus_env_settle  # one environment build for every hook started below (runner/lib/nofork.sh)
   primus_hook_mask_start
   # This runner's own variables hold no new secret from here on (a hook's
   # env.NAME=VALUE secrets join PRIMUS_MASK_VALUES): one variable scan serves
   # every log line (runner/lib/secrets.sh, primus_secret_scan_freeze).
   primus_secret_scan_freeze
-  HOOK_OUT=$(mktemp "${TMPDIR:-/tmp}/primus-hook.XXXXXX")
+  primus_temp_file HOOK_OUT primus-hook || primus_die "$PRIMUS_EXIT_MISSING" "cannot create a temporary file in ${TMPDIR:-/tmp} for the hooks' output. Fix: free space there or point TMPDIR at a writable directory."
   trap 'primus_hook_mask_stop; rm -f -- "$HOOK_OUT"' EXIT
   local script rc start out took suffix=""
   if [[ $DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi

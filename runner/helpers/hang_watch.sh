@@ -106,7 +106,9 @@ while :; do
     continue
   fi
   line=""
-  IFS= read -r -t "$((timeout - idle + 1))" line
+  # Plain read (the line is not kept): `IFS= read` would make every later
+  # fork rebuild the environment (runner/lib/common.sh, primus_read).
+  read -r -t "$((timeout - idle + 1))" line
   rc=$?
   ((rc > 128)) || exit 0  # a line ("done") or end of file: the launch ended
 done

@@ -30,7 +30,12 @@
 # With PRIMUS_RANK_LOG_DIR (the launcher's <log>.ranks, torchrun's --log-dir)
 # the worker's stderr joins its stdout (one file, lines in order) and
 # PRIMUS_RANK_LOG_DIR/rank-<RANK>.log links to that file of torchrun's
-# <run id>/attempt_<N>/<local rank>/ tree (a restart moves the link).
+# <run id>/attempt_<N>/<local rank>/ tree (a restart moves the link). The
+# worker writes to that file through python/primus_runner/launch/logwriter.py:
+# a full disk never fails the rank (issue 27 item 6); the one warning of the
+# launch (PRIMUS_LOG_ONCE) goes to torchrun's stderr, and a rank the console
+# shows (PRIMUS_CONSOLE_RANKS: local ranks, comma separated, or "all") sends
+# its lines on to torchrun's stdout, prefixed as torchrun does ([default<N>]:).
 # Deliberately no `set -e`: the program's status is the point.
 set -uo pipefail
 
@@ -73,6 +78,7 @@ fi
 # start (issue 10, launch overhead).
 link_rank_log() {
   local dir=${PRIMUS_RANK_LOG_DIR%/} file out=""
+  RANK_OUT=""
   shopt -s globstar nullglob
   for file in "$dir"/*/**/*.log; do
     [[ ! -L $file && /proc/$$/fd/1 -ef $file ]] || continue
@@ -81,10 +87,39 @@ link_rank_log() {
   done
   shopt -u globstar nullglob
   [[ -n $out ]] || return 0
+  RANK_OUT=$out
   exec 2>&1
   (trap "" USR1 USR2; exec ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null) &
 }
+RANK_OUT=""
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
+
+# rank_writer: the rank's output to RANK_OUT through logwriter.py (see the header).
+rank_writer() {
+  local writer=${BASH_SOURCE[0]%/*}/../../python/primus_runner/launch/logwriter.py fd pipe done_w shown=""
+  [[ -n $RANK_OUT && -n ${PRIMUS_PYTHON:-} && -f $writer ]] || return 0
+  local -a args=(--warn "/proc/$PPID/fd/2")
+  [[ -z ${PRIMUS_LOG_ONCE:-} ]] || args+=(--once "$PRIMUS_LOG_ONCE")
+  [[ ,${PRIMUS_CONSOLE_RANKS:-}, != *",$local_rank,"* && ${PRIMUS_CONSOLE_RANKS:-} != all ]] || shown=1
+  [[ -z $shown ]] || args+=(--fallback "/proc/$PPID/fd/1" --prefix "[default$local_rank]:")
+  # A pipe whose write end only the writer keeps: WRITER_DONE reads end of
+  # file once the writer has exited.
+  exec {pipe}<> <(:)
+  # shellcheck disable=SC2094  # one end each of the pipe, on purpose
+  exec {WRITER_DONE}<"/proc/self/fd/$pipe" {done_w}>"/proc/self/fd/$pipe" {pipe}>&-
+  exec {fd}>&1
+  # The writer is started in the background of a process substitution that
+  # ends at once: it is no child of this wrapper (the rank stays its only
+  # child: the launcher and `primus-cli stacks` find the ranks that way), and
+  # without PRIMUS_RUN_ID it is no process of the run; it ends when the
+  # rank's output closes. ( exec ): no environment rebuild (runner/lib/nofork.sh);
+  # 0<&0: a background command would read /dev/null otherwise.
+  exec > >(trap "" INT TERM HUP USR1 USR2
+    (exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}" {WRITER_DONE}<&-) 0<&0 &) 2>&1
+  exec {fd}>&- {done_w}>&-
+}
+WRITER_DONE=""
+rank_writer
 # The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
 [[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
   export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$local_rank}.heartbeat
@@ -115,10 +150,22 @@ fi
 exec {worker_err}>&2 2>/dev/null
 "${cmd[@]}" 2>&"$worker_err" {worker_err}>&-
 rc=$?
+ended=${EPOCHREALTIME//[.,]/}
+# Every line written before the rank is reported gone (torchrun stops echoing it
+# then): the writer ends at once unless a child the rank left behind still holds
+# its output; then it is not waited for beyond 2 s.
+if [[ -n $WRITER_DONE ]]; then
+  exec >/dev/null {worker_err}>&-
+  read -r -t 2 -u "$WRITER_DONE" _ || true
+  exec {WRITER_DONE}<&-
+fi
 if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
-  ended=${EPOCHREALTIME//[.,]/}
-  out=$(readlink "/proc/$$/fd/1") || out=""
-  err=$(readlink "/proc/$$/fd/$worker_err") || err=""
+  if [[ -n $RANK_OUT ]]; then
+    out=$RANK_OUT err=$RANK_OUT
+  else
+    out=$(readlink "/proc/$$/fd/1") || out=""
+    err=$(readlink "/proc/$$/fd/$worker_err") || err=""
+  fi
   printf '%s\0' "$rc" "$ended" "${RANK:-$local_rank}" "$local_rank" "$out" "$err" \
     "${TORCHELASTIC_ERROR_FILE:-}" >"$PRIMUS_RC_DIR/failed-${RANK:-$local_rank}"
   # The first rank to fail has the stacks of the others read before torchrun

@@ -57,6 +57,9 @@ __primus_lib_dir=""
 primus_dir_of __primus_lib_dir "${BASH_SOURCE[0]}"
 # shellcheck source=runner/lib/facts.sh
 source "$__primus_lib_dir/facts.sh"
+# Builtin-only stand-ins for date, mktemp and `IFS= read` (issue 27 item 7).
+# shellcheck source=runner/lib/nofork.sh
+source "$__primus_lib_dir/nofork.sh"
 # shellcheck source=runner/lib/usage.sh
 source "$__primus_lib_dir/usage.sh"
 # The secret-name rule, masking and argv hygiene (SPEC section 3).
@@ -113,8 +116,8 @@ __primus_log() {
   local fd=2
   local stamp="" tag="[$level]"
   if __primus_switch_on "${PRIMUS_LOG_TIMESTAMP:-1}"; then
-    # TZ applies to this builtin call only: UTC without forking date(1).
-    TZ=UTC printf -v stamp '[%(%Y-%m-%dT%H:%M:%SZ)T] ' -1
+    primus_utc_now stamp -
+    stamp="[$stamp] "
   fi
   if __primus_switch_on "${PRIMUS_LOG_COLOR:-1}" && [[ -t $fd ]]; then
     case $level in
@@ -128,7 +131,7 @@ __primus_log() {
   primus_mask_into message "$*"
   [[ -n ${__PRIMUS_HOST:-} ]] || __primus_short_host
   # A multi-line message is masked once and every line gets the prefix.
-  while IFS= read -r line || [[ -n $line ]]; do
+  while primus_read line || [[ -n $line ]]; do
     printf '%s[NODE-%s(%s)] %s %s\n' "$stamp" "${NODE_RANK:-0}" "$__PRIMUS_HOST" \
       "$tag" "$line" >&"$fd"
   done <<<"$message"
@@ -237,16 +240,18 @@ __PRIMUS_SPOOL="" __PRIMUS_SPOOL_PIDS=""
 # primus_log_spool_start: start copying stdout and stderr to the spool.
 primus_log_spool_start() {
   [[ -z $__PRIMUS_SPOOL ]] || return 0
-  __PRIMUS_SPOOL=$(mktemp "${TMPDIR:-/tmp}/primus-log.XXXXXX" 2>/dev/null) || {
+  primus_temp_file __PRIMUS_SPOOL primus-log || {
     __PRIMUS_SPOOL=""
     return 0
   }
   exec {__PRIMUS_SPOOL_OUT}>&1 {__PRIMUS_SPOOL_ERR}>&2
   # The copies ignore the stop signals a whole process group gets (Ctrl-C,
   # timeout, kill -- -PGID): the launcher's closing lines must still pass.
-  exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
+  # tee -p (GNU coreutils): a console that goes away (`| head`) never ends the
+  # copy to the spool, nor the launcher by SIGPIPE (issue 27 item 6).
+  exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
   __PRIMUS_SPOOL_PIDS=$!
-  exec 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
+  exec 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
   __PRIMUS_SPOOL_PIDS+=" $!"
 }
 
@@ -266,16 +271,19 @@ __primus_log_spool_stop() {
 # primus_log_spool_into FILE: stop copying and append the spool to FILE,
 # preceded by the prelude a parent launcher left (PRIMUS_LOG_PRELUDE, see
 # primus_log_spool_hand_over), which is then no longer offered to children.
+# Status 1 when FILE could not be written (a full disk: the caller says so).
 primus_log_spool_into() {
+  local rc=0
   if [[ -n ${PRIMUS_LOG_PRELUDE:-} ]]; then
-    [[ ! -f $PRIMUS_LOG_PRELUDE ]] || cat -- "$PRIMUS_LOG_PRELUDE" >>"$1" 2>/dev/null || true
+    [[ ! -f $PRIMUS_LOG_PRELUDE ]] || cat -- "$PRIMUS_LOG_PRELUDE" >>"$1" 2>/dev/null || rc=1
     unset PRIMUS_LOG_PRELUDE
   fi
-  [[ -n $__PRIMUS_SPOOL ]] || return 0
+  [[ -n $__PRIMUS_SPOOL ]] || return "$rc"
   __primus_log_spool_stop
-  cat -- "$__PRIMUS_SPOOL" >>"$1" || true
+  cat -- "$__PRIMUS_SPOOL" >>"$1" 2>/dev/null || rc=1
   rm -f -- "$__PRIMUS_SPOOL"
   __PRIMUS_SPOOL=""
+  return "$rc"
 }
 
 # primus_log_spool_hand_over: stop copying and offer the spool to the launcher
@@ -306,7 +314,7 @@ primus_log_spool_drop() {
 primus_read_nul_exports() {
   { local __xt=$-; set +x; } 2>/dev/null
   local name value
-  while IFS= read -r -d '' name && IFS= read -r -d '' value; do
+  while primus_read -d '' name && primus_read -d '' value; do
     if [[ ! $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
       LOG_ERROR "refusing to export invalid variable name '$name'"
       [[ $__xt != *x* ]] || set -x

@@ -49,11 +49,12 @@ primus_hook_exec() {
   shift
   PRIMUS_HOOK_ENDED="done"
   set -m
-  "$@" </dev/null >"$out" &
+  # In ( ): CMD's exec keeps the environment bash built (runner/lib/nofork.sh).
+  ("$@") </dev/null >"$out" &
   pid=$!
   set +m
   if ((PRIMUS_HOOK_LIMIT > 0)); then
-    sleep "$PRIMUS_HOOK_LIMIT" &
+    (exec sleep "$PRIMUS_HOOK_LIMIT") &
     timer=$!
   fi
   while [[ -z $PRIMUS_HOOK_STOP ]]; do
@@ -90,7 +91,7 @@ __primus_hook_end_timer() {
 __primus_hook_stop_group() {
   local pid=$1 grace who="" leader=1
   kill -s "$2" -- "-$pid" 2>/dev/null || true
-  sleep "$PRIMUS_HOOK_GRACE" &
+  (exec sleep "$PRIMUS_HOOK_GRACE") &
   grace=$!
   # Until the grace ends: the leader's end (a signal may interrupt the wait).
   while kill -0 "$grace" 2>/dev/null; do

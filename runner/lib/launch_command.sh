@@ -49,10 +49,13 @@ primus_launch_build_command() {
   # rank-<RANK>.log); torchrun's tee echoes it with a [default<N>]: prefix.
   RANK_LOG_DIR=${LOG_FILE%.log}.ranks
   LAUNCH_CMD+=(--log-dir "$RANK_LOG_DIR")
+  # PRIMUS_CONSOLE_RANKS: the local ranks the console shows, for run_worker.sh
+  # (a rank whose log file cannot be written sends its lines on itself).
+  local filter=""
   if [[ $ALL_RANKS == 1 || $OPT_SILENT == 1 ]]; then
     LAUNCH_CMD+=(--tee 3)  # --silent: the launcher's stdout is the log file
+    [[ $OPT_SILENT == 1 ]] || filter=all
   else
-    local filter
     primus_launch_console_filter filter
     if [[ -n $filter ]]; then
       LAUNCH_CMD+=(--tee 3 --local-ranks-filter "$filter")
@@ -60,6 +63,7 @@ primus_launch_build_command() {
       LAUNCH_CMD+=(--redirects 3)
     fi
   fi
+  export PRIMUS_CONSOLE_RANKS=$filter
   primus_torchrun_words script_cmd "${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}"
   LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}")
 }

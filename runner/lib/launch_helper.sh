@@ -199,7 +199,7 @@ primus_helper_env_check() {
   fi
   primus_helper_send check "${PRIMUS_ACCELERATOR:-}"
   local kind="" value="" rc=0
-  IFS= read -r -d '' kind <&"$PRIMUS_HELPER_OUT" && IFS= read -r -d '' value <&"$PRIMUS_HELPER_OUT" || true
+  primus_read -d '' kind <&"$PRIMUS_HELPER_OUT" && primus_read -d '' value <&"$PRIMUS_HELPER_OUT" || true
   primus_helper_finish || rc=$?
   if [[ $kind == rc && $value =~ ^[0-9]+$ ]]; then
     rc=$value

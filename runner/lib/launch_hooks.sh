@@ -26,6 +26,7 @@ primus_hooks_on_record() {
     env)
       printf -v "$2" '%s' "$3"
       export "${2?}"
+      primus_secret_note "$2"
       primus_env_note_origin "$2" hook
       ;;
     extra) PRIMUS_EXTRA_ARGS+=("--$2" "$3") ;;

@@ -8,11 +8,21 @@
 #       VAR = WORKSPACE/logs/primus-<UTC>-node<NODE_RANK>.log
 #   primus_launch_log_claim VAR
 #       create the file VAR names, or name-1.log, name-2.log, ... when taken
+#   primus_launch_log_full VAR PATH
+#       true when the filesystem holding PATH (or its first existing parent)
+#       has no space left; VAR = that directory
+#   primus_launch_log_space VAR LOG_FILE WORKSPACE
+#       status 1 when either is on a full filesystem; VAR = the error to show
 #   primus_launch_log_tee FILE SILENT
 #       from now on stdout and stderr also go to FILE (SILENT=1: stdout only
 #       to FILE); the console stays on descriptors 3 and 4
 #   primus_launch_log_flush
 #       close the copies so every line is written before the launcher exits
+#
+# The copies are python/primus_runner/launch/logwriter.py (issue 27 item 6): a
+# log file that cannot be written (a full disk) never fails the workload nor
+# the launcher (one warning per launch, PRIMUS_LOG_ONCE; the console keeps its
+# output), and a console that goes away (`| head`) never cuts the log file.
 
 if [[ -n ${__PRIMUS_LAUNCH_LOG_SH:-} ]]; then
   return 0
@@ -24,7 +34,7 @@ PRIMUS_LOG_TEE_PID=""
 # primus_launch_log_default VAR WORKSPACE NODE_RANK: the default log file.
 primus_launch_log_default() {
   local __primus_stamp
-  TZ=UTC printf -v __primus_stamp '%(%Y%m%dT%H%M%SZ)T' -1
+  primus_utc_now __primus_stamp ""
   printf -v "$1" '%s' "$2/logs/primus-$__primus_stamp-node$3.log"
 }
 
@@ -51,27 +61,62 @@ primus_launch_log_claim() {
   __primus_log=$candidate
 }
 
-# primus_launch_log_tee FILE SILENT: from now on, everything also goes to
-# FILE. The tees ignore the signals that stop a run: a SIGTERM to the
-# launcher's process group (timeout, kill -- -PGID) must not cut the stop's own
-# lines; they end when the last writer closes.
-primus_launch_log_tee() {
-  local file=$1
-  exec 3>&1 4>&2
-  if [[ $2 == 1 ]]; then
-    # shellcheck disable=SC2094  # both only append to the log
-    exec >>"$file" 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$file" >&4)
-  else
-    exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$file" >&3) \
-      2> >(trap '' INT TERM HUP USR1 USR2; exec tee -a "$file" >&4)
-  fi
-  PRIMUS_LOG_TEE_PID=$!
+# primus_launch_log_full VAR PATH: see the header (`stat -f`: blocks free to
+# an unprivileged writer; zero is a full disk, as df reports it).
+primus_launch_log_full() {
+  local -n __primus_full_dir=$1
+  local __primus_d=$2 __primus_free
+  while [[ -n $__primus_d && ! -d $__primus_d ]]; do
+    primus_dir_of __primus_d "$__primus_d"
+  done
+  __primus_full_dir=$__primus_d
+  __primus_free=$(stat -f -c %a -- "$__primus_d" 2>/dev/null) || return 1
+  [[ $__primus_free == 0 ]]
 }
 
-# primus_launch_log_flush: close the tees so every line is written before exit.
+# primus_launch_log_space VAR LOG_FILE WORKSPACE: see the header.
+primus_launch_log_space() {
+  local -n __primus_space_msg=$1
+  local what dir
+  __primus_space_msg=""
+  for what in "log file=$2" "workspace=$3"; do
+    primus_launch_log_full dir "${what#*=}" || continue
+    __primus_space_msg="the ${what%%=*} '${what#*=}' is on a full filesystem ($dir: no space left on device); nothing was started. Fix: free space there, or choose another place (--log_file; PRIMUS_WORKSPACE or config direct.workspace)."
+    return 1
+  done
+}
+
+# primus_launch_log_tee FILE SILENT: from now on, everything also goes to
+# FILE, through logwriter.py. The writers ignore the signals that stop a run:
+# a SIGTERM to the launcher's process group (timeout, kill -- -PGID) must not
+# cut the stop's own lines; they end when the last writer closes.
+primus_launch_log_tee() {
+  local file=$1 writer=$PRIMUS_ROOT/python/primus_runner/launch/logwriter.py
+  local -a once=() console=(--console-fd 3)
+  exec 3>&1 4>&2
+  # The file whose removal claims the one "cannot write the log" warning of
+  # this launch, shared with the ranks' writers (runner/helpers/run_worker.sh).
+  if primus_temp_file PRIMUS_LOG_ONCE primus-log-once; then
+    export PRIMUS_LOG_ONCE
+    once=(--once "$PRIMUS_LOG_ONCE")
+  fi
+  [[ $2 != 1 ]] || console=()  # --silent: stdout only to the file
+  exec > >(trap '' INT TERM HUP USR1 USR2
+    exec "$PRIMUS_PYTHON" -I -S "$writer" --log "$file" "${console[@]}" --warn-fd 4 "${once[@]}")
+  PRIMUS_LOG_TEE_PID=$!
+  exec 2> >(trap '' INT TERM HUP USR1 USR2
+    exec "$PRIMUS_PYTHON" -I -S "$writer" --log "$file" --console-fd 4 --warn-fd 4 "${once[@]}")
+  PRIMUS_LOG_TEE_PID+=" $!"
+}
+
+# primus_launch_log_flush: close the copies so every line is written before exit.
 primus_launch_log_flush() {
   [[ -n $PRIMUS_LOG_TEE_PID ]] || return 0
   exec 1>&3 2>&4
-  wait "$PRIMUS_LOG_TEE_PID" 2>/dev/null || true
+  local pid
+  for pid in $PRIMUS_LOG_TEE_PID; do
+    wait "$pid" 2>/dev/null || true
+  done
   PRIMUS_LOG_TEE_PID=""
+  [[ -z ${PRIMUS_LOG_ONCE:-} ]] || rm -f -- "$PRIMUS_LOG_ONCE"
 }

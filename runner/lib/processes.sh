@@ -58,7 +58,7 @@ primus_run_members() {
     [[ ! -e /proc/$root ]] || seen[$root]=1
     for pid in $(primus_descendants "$root"); do seen[$pid]=1; done
   fi
-  while IFS= read -r file; do
+  while read -r file; do  # no IFS= in front: runner/lib/nofork.sh
     pid=${file#/proc/}
     pid=${pid%/environ}
     seen[$pid]=1
@@ -98,7 +98,7 @@ primus_describe_pids() {
   for pid in "$@"; do
     # read, not $(<file): bash 5.2 under set -e exits on a failed $(<file)
     # even after || (a rank that just ended has no /proc entry any more).
-    { IFS= read -r comm <"/proc/$pid/comm"; } 2>/dev/null || comm="?"
+    { read -r comm <"/proc/$pid/comm"; } 2>/dev/null || comm="?"
     __primus_text+="${__primus_text:+ }$pid($comm)"
   done
 }

@@ -52,16 +52,18 @@ __primus_secret_user_glob() {
   __PRIMUS_USER_SECRET_RE=${__r:+|$__r}
 }
 
-# __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES. This
-# runs for every log line. `compgen -v` in a command substitution (one fork)
+# __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES. In a
+# shell of at most PRIMUS_SECRET_RESCAN_MAX variables this runs for every log
+# line (see __primus_secret_var_names). `compgen -v` in a command substitution (one fork)
 # lists them all at once; a `${!X@}` expansion collects and sorts every
 # variable to return the names starting with X, so the 52 of them the fallback
 # needs (53 with "_") cost 3-6 ms with the launcher's ~200 variables, against ~1 ms
 # (measured on the 2-core development machine). The fallback serves a bash
 # without programmable completion (no compgen) and a fork that fails: a
 # secret must be masked even when the machine is out of processes.
+# (The probe lists nothing: `compgen -v` here would cost a full listing.)
 __PRIMUS_COMPGEN=""
-if compgen -v >/dev/null 2>&1; then __PRIMUS_COMPGEN=1; fi
+if compgen -W x x >/dev/null 2>&1; then __PRIMUS_COMPGEN=1; fi
 __primus_all_var_names() {
   local __names
   if [[ -n ${__PRIMUS_COMPGEN:-} ]] && __names=$(compgen -v 2>/dev/null) && [[ -n $__names ]]; then
@@ -79,37 +81,53 @@ __primus_all_var_names() {
     "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}" "${!y@}" "${!z@}" "${!_@}")
 }
 
+# __primus_env_var_names: the names in this process's environment as the kernel
+# holds it (/proc/self/environ: what it inherited, read without a process), in
+# __PRIMUS_NAMES; status 1 when unreadable or at most PRIMUS_SECRET_RESCAN_MAX.
+__primus_env_var_names() {
+  local -a __env=()
+  { mapfile -d '' __env </proc/self/environ; } 2>/dev/null || return 1
+  ((${#__env[@]} > PRIMUS_SECRET_RESCAN_MAX)) || return 1
+  __PRIMUS_NAMES=("${__env[@]%%=*}")
+}
+
 # __primus_secret_var_names: the names of this shell's secret variables, in
 # __PRIMUS_SECRET_VARS, for the maskers. Listing every variable costs O(n^2) in
-# bash (its variable lists are de-duplicated pairwise: 10,000 exported variables
-# take seconds per listing, issue 27), so with more than
-# PRIMUS_SECRET_RESCAN_MAX variables the list is made once (again when
-# PRIMUS_SECRET_NAMES changes) and kept current by primus_secret_note, which
-# every place that assigns a variable from user input calls; a smaller shell is
-# listed afresh each time (a secret assigned anywhere is masked).
+# bash (its variable lists are de-duplicated pairwise: 0.5 s per listing with
+# 10,000 exported variables, issue 27), so a shell whose environment holds more
+# than PRIMUS_SECRET_RESCAN_MAX variables takes the names from its inherited
+# environment instead (24 ms for 10,000), once (again when PRIMUS_SECRET_NAMES
+# changes), and keeps the list current with primus_secret_note, which every
+# place that assigns a variable from user input calls (the names noted are
+# kept, for a later PRIMUS_SECRET_NAMES). A smaller shell is listed whole
+# (compgen) at every call, until the listing finds more than
+# PRIMUS_SECRET_RESCAN_MAX variables: then that listing is kept the same way.
 PRIMUS_SECRET_RESCAN_MAX=1000
 __PRIMUS_SECRET_SCANNED=0
 __PRIMUS_SECRET_SCAN_FOR=""
 __PRIMUS_SECRET_FROZEN=0  # 1: freeze at the next scan; 2: frozen (primus_secret_scan_freeze)
 declare -ga __PRIMUS_SECRET_VARS 2>/dev/null || true
+declare -gA __PRIMUS_NOTED_NAMES 2>/dev/null || true
 __primus_secret_var_names() {
-  local __name
+  local __name __u
   __primus_secret_user_glob
   if ((__PRIMUS_SECRET_SCANNED > PRIMUS_SECRET_RESCAN_MAX || __PRIMUS_SECRET_FROZEN == 2)) &&
     [[ $__PRIMUS_SECRET_SCAN_FOR == "$__PRIMUS_USER_SECRET_FOR" ]]; then
     return 0
   fi
   ((__PRIMUS_SECRET_FROZEN == 0)) || __PRIMUS_SECRET_FROZEN=2
-  __primus_all_var_names
+  __primus_env_var_names || __primus_all_var_names
   __PRIMUS_SECRET_SCANNED=${#__PRIMUS_NAMES[@]}
   __PRIMUS_SECRET_SCAN_FOR=$__PRIMUS_USER_SECRET_FOR
   __PRIMUS_SECRET_VARS=()
-  for __name in "${__PRIMUS_NAMES[@]}"; do
+  for __name in "${__PRIMUS_NAMES[@]}" "${!__PRIMUS_NOTED_NAMES[@]}"; do
     # The rule's globs inline (primus_is_secret_name): a function call per
     # variable would cost milliseconds.
+    __u=${__name^^}
     # shellcheck disable=SC2053
-    [[ ${__name^^} != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
-      [[ ${__name^^} == $PRIMUS_SECRET_GLOB || ${__name^^} == $__PRIMUS_USER_SECRET_GLOB ]] ||
+    [[ $__u != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
+      [[ $__u == $PRIMUS_SECRET_GLOB || $__u == $__PRIMUS_USER_SECRET_GLOB ]] &&
+      [[ $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && " ${__PRIMUS_SECRET_VARS[*]} " != *" $__name "* ]] ||
       continue
     __PRIMUS_SECRET_VARS+=("$__name")
   done
@@ -126,6 +144,7 @@ primus_secret_scan_freeze() {
 # primus_secret_note NAME: NAME was just assigned from user input; a secret
 # name joins the maskers' list (see __primus_secret_var_names).
 primus_secret_note() {
+  [[ -z $1 ]] || __PRIMUS_NOTED_NAMES[$1]=1
   primus_is_secret_name "$1" || return 0
   [[ " ${__PRIMUS_SECRET_VARS[*]} " == *" $1 "* ]] || __PRIMUS_SECRET_VARS+=("$1")
 }
@@ -210,7 +229,7 @@ primus_mask_stream() (
   # NAME=VALUE or `-v NAME %s VALUE` (printf -v in a trace) with a secret NAME.
   __re='(^|[^A-Za-z0-9_])(('"$PRIMUS_SECRET_NAME_RE$__PRIMUS_USER_SECRET_RE"')(=|[[:space:]]+%s[[:space:]]+))('"'[^']*'|[^*'\"[:space:]][^'\"[:space:]]*)"
   shopt -s nocasematch
-  while IFS= read -r __line || [[ -n $__line ]]; do
+  while primus_read __line || [[ -n $__line ]]; do
     for __value in "${__values[@]}"; do
       __line=${__line//"$__value"/****}
     done

@@ -42,10 +42,10 @@ primus_srun_steps() {
   local -n __primus_steps=$1
   local pid=$2 host="" line id
   __primus_steps=()
-  { IFS= read -r host </proc/sys/kernel/hostname; } 2>/dev/null || host=${HOSTNAME:-}
+  { primus_read host </proc/sys/kernel/hostname; } 2>/dev/null || host=${HOSTNAME:-}
   local -a cmd
   primus_slurm_client_cmd cmd scontrol show step -o || return 0
-  while IFS= read -r line; do
+  while primus_read line; do
     [[ $line =~ (^|[[:space:]])StepId=([^[:space:]]+) ]] || continue
     id=${BASH_REMATCH[2]}
     [[ $line =~ (^|[[:space:]])SrunHost:Pid=([^[:space:]]+):([0-9]+)([[:space:]]|$) ]] || continue

@@ -50,7 +50,7 @@ primus_step_tasks_on_node() {
   NODE_TASKS=""
   [[ -n $spec ]] || return 0
   local -a items
-  IFS=, read -r -a items <<<"$spec"
+  primus_split items , "$spec"
   for item in "${items[@]}"; do
     if [[ $item =~ ^([0-9]+)\(x([0-9]+)\)$ ]]; then
       count=${BASH_REMATCH[1]}

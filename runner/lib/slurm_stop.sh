@@ -49,7 +49,7 @@ primus_slurm_killwait() {
   local -a cmd
   primus_slurm_client_cmd cmd scontrol show config || return 1
   local line
-  while IFS= read -r line; do
+  while primus_read line; do
     if [[ $line =~ ^KillWait[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
       printf -v "$1" '%s' "$((10#${BASH_REMATCH[1]}))"
       return 0

@@ -260,7 +260,7 @@ primus_spawn_command() {
   local spawn=$PRIMUS_ROOT/python/primus_runner/launch/spawn.py first="" program
   program=$(command -v -- "$1" 2>/dev/null) || program=$1
   if [[ $PRIMUS_RUN_MODE == torchrun && -f $program ]]; then
-    { IFS= read -r first <"$program"; } 2>/dev/null || first=""
+    { primus_read first <"$program"; } 2>/dev/null || first=""
   fi
   if [[ $first =~ ^#![[:space:]]*(/[^[:space:]]*python[^[:space:]]*)[[:space:]]*$ && -x ${BASH_REMATCH[1]} ]]; then
     __primus_cmd=("${BASH_REMATCH[1]}" "$spawn" --parent "$$" --in-process -- "$program" "${@:2}")
@@ -360,7 +360,7 @@ primus_early_notice_traps() {
 # one read of /proc, and a Python start only in that case.
 primus_default_sigint() {
   local line mask=0
-  while IFS= read -r line; do
+  while primus_read line; do
     [[ $line == SigIgn:* ]] || continue
     mask=${line##*[[:space:]]}
     break

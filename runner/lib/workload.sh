@@ -136,8 +136,8 @@ primus_workload_probe_start() {
 primus_workload_probe_finish() {
   local need=$1 exe="" version="" path="" module="" found=""
   if [[ -n $PRIMUS_WL_PROBE_FD ]]; then
-    { IFS= read -r -d '' exe && IFS= read -r -d '' version && IFS= read -r -d '' path &&
-      IFS= read -r -d '' module && IFS= read -r -d '' found; } <&"$PRIMUS_WL_PROBE_FD" || true
+    { primus_read -d '' exe && primus_read -d '' version && primus_read -d '' path &&
+      primus_read -d '' module && primus_read -d '' found; } <&"$PRIMUS_WL_PROBE_FD" || true
     exec {PRIMUS_WL_PROBE_FD}<&-
     PRIMUS_WL_PROBE_FD=""
   fi

@@ -116,7 +116,7 @@ __primus_run_detection() {
   local -a names=() values=()
   local -A detected_origin=()
   primus_pick_python
-  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
+  while primus_read -d '' kind && primus_read -d '' name && primus_read -d '' value; do
     case $kind in
       env) names+=("$name") values+=("$value") ;;
       origin) detected_origin[$name]=$value ;;
@@ -232,7 +232,7 @@ __primus_base_rocm_libs() {
   if primus_env_user_owns LD_LIBRARY_PATH; then origin=user+default; fi
   list=$lib
   local -a old=()
-  IFS=: read -r -a old <<<"${LD_LIBRARY_PATH-}"
+  primus_split old : "${LD_LIBRARY_PATH-}"
   for entry in "${old[@]}"; do
     [[ -n $entry ]] || continue
     case ":$list:" in *":$entry:"*) ;; *) list+=:$entry ;; esac

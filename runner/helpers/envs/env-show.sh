@@ -42,7 +42,7 @@ usage() {
 origin_label() {
   local label part out=""
   local -a parts
-  IFS=+ read -r -a parts <<<"$1"
+  primus_split parts + "$1"  # runner/lib/common.sh
   for part in "${parts[@]}"; do
     if [[ " ${PRIMUS_GPU_MODELS[*]} " == *" $part "* ]]; then  # runner/lib/facts.sh
       out+="${out:+ + }gpu layer ($part.sh)"
@@ -106,7 +106,7 @@ collect_names() {
   local -A seen=()
   for name in "${!__PRIMUS_ORIGIN[@]}"; do seen[$name]=1; done
   if ((all)); then
-    while IFS= read -r name; do
+    while read -r name; do
       [[ $name =~ $FAMILY_RE && $name != PRIMUS_ENV_ORIGINS ]] && seen[$name]=1
     done < <(compgen -e)
   fi

@@ -74,13 +74,16 @@ __primus_neuron_ask() {
   if declare -F primus_helper_layer >/dev/null && primus_helper_layer "$1" __primus_neuron_apply; then
     return 0
   fi
-  local kind name value ended=0 reason
-  while IFS= read -r -d '' kind && IFS= read -r -d '' name && IFS= read -r -d '' value; do
-    if [[ $kind == end ]]; then
+  local ended=0 reason
+  local -a rec
+  # mapfile: no IFS= in front of read (runner/lib/nofork.sh) and no record shift
+  # after a value that is not UTF-8 (runner/lib/launch_helper.sh).
+  while mapfile -n 3 -d '' -t rec && ((${#rec[@]} == 3)); do
+    if [[ ${rec[0]} == end ]]; then
       ended=1
       break
     fi
-    __primus_neuron_apply "$kind" "$name" "$value"
+    __primus_neuron_apply "${rec[@]}"
   done < <(__primus_neuron_export_set
     primus_python layer "$1" 2>/dev/null)
   ((!ended)) || return 0
