@@ -23,17 +23,17 @@ teardown() {
   launcher_teardown
 }
 
-# wait_ranks RANK...: until every rank wrote its pid file (its handlers are
-# set by then). 120 s at most: a loaded 2-core host with a fresh clone (no
-# bytecode yet) can take long to start torchrun; a ready run costs no wait.
+# ranks_started RANK...: every RANK wrote its pid file (its handlers are set by then).
+ranks_started() {
+  local r
+  for r in "$@"; do [[ -f $OUT/pid.$r ]] || return 1; done
+}
+
+# wait_ranks RANK...: until every rank started. 120 s at most: a loaded 2-core
+# host with a fresh clone (no bytecode yet) can take long to start torchrun; a
+# ready run costs no wait.
 wait_ranks() {
-  local i r ok
-  for ((i = 0; i < 1200; i++)); do
-    ok=1
-    for r in "$@"; do [[ -f $OUT/pid.$r ]] || ok=0; done
-    ((ok)) && return 0
-    sleep 0.1
-  done
+  poll_until 120 ranks_started "$@" && return 0
   echo "ranks $* did not start; launcher output:" >&2
   cat "$TEST_DIR/launch.out" >&2
   return 1
@@ -45,30 +45,30 @@ count() {
   wc -l <"$OUT/$1.$2" | tr -d ' '
 }
 
-# wait_count SIGNAL N RANK...: until every RANK recorded SIGNAL N times (60 s
-# at most); a readiness poll instead of a fixed sleep.
-wait_count() {
-  local sig=$1 want=$2 i r ok
+# counted SIGNAL N RANK...: every RANK recorded SIGNAL N times.
+counted() {
+  local sig=$1 want=$2 r
   shift 2
-  for ((i = 0; i < 600; i++)); do
-    ok=1
-    for r in "$@"; do [[ $(count "$sig" "$r") == "$want" ]] || ok=0; done
-    ((ok)) && return 0
-    sleep 0.1
-  done
-  echo "ranks $* did not count $sig $want times; launcher output:" >&2
+  for r in "$@"; do [[ $(count "$sig" "$r") == "$want" ]] || return 1; done
+}
+
+# wait_count SIGNAL N RANK...: until every RANK recorded SIGNAL N times (60 s at most).
+wait_count() {
+  poll_until 60 counted "$@" && return 0
+  echo "ranks ${*:3} did not count $1 $2 times; launcher output:" >&2
   cat "$TEST_DIR/launch.out" >&2
   return 1
+}
+
+# said_forwarded SIGNAL: the launcher said it forwarded SIGNAL.
+said_forwarded() {
+  grep -q "SIG$1 (sender: .*forwarded once" "$TEST_DIR/launch.out"
 }
 
 # wait_forwarded SIGNAL: until the launcher said it forwarded SIGNAL (60 s at
 # most): the next notice then finds it back in its wait, not still logging.
 wait_forwarded() {
-  local i
-  for ((i = 0; i < 600; i++)); do
-    grep -q "SIG$1 (sender: .*forwarded once" "$TEST_DIR/launch.out" && return 0
-    sleep 0.1
-  done
+  poll_until 60 said_forwarded "$1" && return 0
   echo "the launcher never said it forwarded SIG$1:" >&2
   cat "$TEST_DIR/launch.out" >&2
   return 1
@@ -89,14 +89,14 @@ leftovers() {
   done
 }
 
+# no_leftovers: no process of the run is left.
+no_leftovers() {
+  [[ -z $(leftovers) ]]
+}
+
 # wait_gone SECONDS: until no process of the run is left.
 wait_gone() {
-  local i
-  for ((i = 0; i < $1 * 10; i++)); do
-    [[ -z $(leftovers) ]] && return 0
-    sleep 0.1
-  done
-  return 1
+  poll_until "$1" no_leftovers
 }
 
 @test "USR1 and USR2 to the torchrun launcher reach every rank once; it keeps running and exits 0" {
@@ -127,11 +127,18 @@ wait_gone() {
   wait_ranks 0 1
   torchrun=$(pgrep -f -- "torchrun_quiet.py.*$OUT")
   [[ $torchrun =~ ^[0-9]+$ ]]
+  # torchrun catches both (SigCgt bits 9 and 11: signal N is bit N-1), so
+  # neither can end it; then both are sent and the test waits until neither
+  # is pending any more (delivered), not for a guessed time.
+  (( ($(signal_mask "$torchrun" SigCgt) & 0xa00) == 0xa00 )) || fail "torchrun does not catch SIGUSR1/SIGUSR2"
   kill -USR1 "$torchrun"
   kill -USR2 "$torchrun"
-  # Nothing to wait for when the signals are caught; a torchrun they killed
-  # is gone by its next time slice, and then the launch could not exit 0.
-  sleep 1
+  delivered() {
+    local pnd shd
+    pnd=$(signal_mask "$torchrun" SigPnd) && shd=$(signal_mask "$torchrun" ShdPnd) || return 0
+    (( ((pnd | shd) & 0xa00) == 0 ))
+  }
+  poll_until 30 delivered || fail "SIGUSR1/SIGUSR2 still pending at torchrun after 30 s"
   process_running "$torchrun"
   finish
   status=0
@@ -254,11 +261,7 @@ wait_gone() {
   assert_output ""
   # Every rank got the SIGTERM (torchrun passes on its parent-death signal).
   [[ $(count SIGTERM 0) == 1 && $(count SIGTERM 1) == 1 ]]
-  local i
-  for ((i = 0; i < 300; i++)); do
-    grep -q "stop: launcher pid $launcher died" "$TEST_DIR"/workspace/logs/*.log && break
-    sleep 0.1
-  done
+  poll_until 30 grep -q "stop: launcher pid $launcher died" "$TEST_DIR"/workspace/logs/*.log || true
   grep -q "stop: launcher pid $launcher died; 5 process(es) of the run stopped" "$TEST_DIR"/workspace/logs/*.log
 }
 
@@ -305,8 +308,11 @@ script_job() {
   JOB_PID_FILE=$TEST_DIR/job.pid bash -c '"$@" & echo "$!" >"$JOB_PID_FILE"; wait "$!"' _ \
     "$PRIMUS_CLI" "$@" >"$TEST_DIR/launch.out" 2>&1 &
   JOB=$!
-  local i
-  for ((i = 0; i < 100; i++)); do [[ -s $TEST_DIR/job.pid ]] && break; sleep 0.1; done
+  poll_until 60 test -s "$TEST_DIR/job.pid" || {
+    echo "the script never started the launcher (no pid in $TEST_DIR/job.pid after 60 s):" >&2
+    cat "$TEST_DIR/launch.out" >&2
+    return 1
+  }
   LAUNCHER=$(<"$TEST_DIR/job.pid")
 }
 

@@ -52,3 +52,24 @@ process_running() {
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
   [[ ${stat##*) } != Z* ]]
 }
+
+# poll_until SECONDS CMD...: run CMD every 0.1 s until it succeeds; status 1
+# when it never did within SECONDS. Tests wait for a state this way, never for
+# a fixed sleep (a loaded host only makes the wait longer).
+poll_until() {
+  local tries=$(($1 * 10)) i
+  shift
+  for ((i = 0; i < tries; i++)); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# signal_mask PID FIELD: the /proc/PID/status mask FIELD (SigCgt, SigPnd,
+# ShdPnd, SigIgn) as a number; signal N is bit N-1 (proc(5)).
+signal_mask() {
+  local line
+  line=$(grep "^$2:" "/proc/$1/status" 2>/dev/null) || return 1
+  echo $((16#${line##*[[:space:]]}))
+}
