@@ -168,7 +168,6 @@ resolve_settings() {
   primus_numa_decide "$OPT_NUMA" "$numa"  # runner/lib/numa_decision.sh
   setting all "$OPT_ALL_RANKS" direct.log_all_ranks 0
   ALL_RANKS=$all
-  check_kill_grace
   setting LOG_FILE "$OPT_LOG_FILE" direct.log_file ""
   if [[ -n $LOG_FILE && (-d $LOG_FILE || $LOG_FILE == */) ]]; then
     bad_usage "log file '$LOG_FILE' (--log_file / config direct.log_file) is a directory; accepted: a file path. Fix: --log_file ${LOG_FILE%/}/train.log, or leave it out for <workspace>/logs/primus-<UTC>-node<R>.log."
@@ -182,21 +181,6 @@ resolve_settings() {
   CLI_PATCHES=("${cfg_patch[@]}" "${CLI_PATCHES[@]}")
   [[ -z $OPT_ACCELERATOR ]] || export PRIMUS_ACCELERATOR=$OPT_ACCELERATOR
   ((OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
-  resolve_neuron_cores
-}
-
-# check_kill_grace: PRIMUS_KILL_GRACE reaches shell arithmetic; only digits pass.
-check_kill_grace() {
-  [[ -z ${PRIMUS_KILL_GRACE:-} || $PRIMUS_KILL_GRACE =~ ^[0-9]{1,5}$ ]] ||
-    bad_usage "PRIMUS_KILL_GRACE='$PRIMUS_KILL_GRACE' is not a whole number of seconds; accepted: 0 to 99999 (default 10)."
-}
-
-resolve_neuron_cores() {
-  [[ -n $OPT_NEURON_CORES ]] || return 0
-  if [[ ! $OPT_NEURON_CORES =~ ^[0-9]+$ ]] || ((10#$OPT_NEURON_CORES < 1)); then
-    bad_usage "--neuron-cores-per-proc '$OPT_NEURON_CORES' is not a positive whole number; accepted: 1 or more logical NeuronCores per process."
-  fi
-  export PRIMUS_NEURON_CORES_PER_PROC=$((10#$OPT_NEURON_CORES))
 }
 
 # --------------------------------------------------------------------- layers
@@ -347,6 +331,9 @@ main() {
   # The helper's findings reach the console and the log: stderr, as every
   # launcher line; env check's report is the command's own output (stdout).
   if [[ -n $PRIMUS_VERDICT ]]; then exec {CONSOLE_FD}>&1; else exec {CONSOLE_FD}>&2; fi
+  # --neuron-cores-per-proc K is PRIMUS_NEURON_CORES_PER_PROC; the helper checks
+  # it (with PRIMUS_KILL_GRACE and PRIMUS_HOOK_TIMEOUT) at its first step.
+  [[ -z $OPT_NEURON_CORES ]] || export PRIMUS_NEURON_CORES_PER_PROC=$OPT_NEURON_CORES
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
   primus_venv_activate
   # env check (--verdict, runner/primus-cli-env-check.sh) needs no workload.

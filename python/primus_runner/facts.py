@@ -28,3 +28,10 @@ DISTRIBUTED_DEFAULTS = {
     'GPUS_PER_NODE': '8',
 }
 GPU_MODELS = ('MI300X', 'MI325X', 'MI355X')
+# Checked by the launch helper's first step (registry type, min, max):
+# name -> (default or None, min or None, max or None).
+CHECKED_BEFORE_VERDICT = {
+    'PRIMUS_KILL_GRACE': ('10', None, 99999),
+    'PRIMUS_HOOK_TIMEOUT': ('1800', None, 999999999),
+    'PRIMUS_NEURON_CORES_PER_PROC': (None, 1, None),
+}

@@ -42,6 +42,12 @@ _RANGE_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?\Z")
 _NEURON_FAMILY = re.compile(r"(trn|inf)([0-9]+)")
 
 
+# --------------------------------------------------------------------------- numbers
+def is_uint(value: str) -> bool:
+    """``value`` is a whole number written in ASCII digits (no sign, no space)."""
+    return bool(_DIGITS.match(value))
+
+
 # --------------------------------------------------------------------------- addresses
 def is_ipv4(value: str) -> bool:
     return bool(_IPV4.match(value))

@@ -25,3 +25,5 @@ PRIMUS_HOOK_EXIT_CONFIG=78
 declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=([MASTER_ADDR]=localhost [MASTER_PORT]=1234 [NNODES]=1 [NODE_RANK]=0 [GPUS_PER_NODE]=8)
 # GPU models with a layer file (behaviour sheet section 6).
 PRIMUS_GPU_MODELS=(MI300X MI325X MI355X)
+# Registry defaults the shell reads (shared_facts shell_defaults).
+declare -gA PRIMUS_REGISTRY_DEFAULTS=([PRIMUS_KILL_GRACE]=10 [PRIMUS_HOOK_TIMEOUT]=1800 [PRIMUS_HANG_TIMEOUT]=1800 [PRIMUS_HANG_ACTION]=report)

@@ -13,22 +13,19 @@
 #   primus_hook_mask_start/_stop/_refresh   the runner's stderr through the masking filter
 #   primus_hook_report_failure, primus_hook_stopped, primus_hook_elapsed   what the runner says
 
-PRIMUS_HOOK_TIMEOUT_DEFAULT=1800
-PRIMUS_HOOK_LIMIT=$PRIMUS_HOOK_TIMEOUT_DEFAULT
-PRIMUS_HOOK_GRACE=10
+PRIMUS_HOOK_LIMIT=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HOOK_TIMEOUT]}
+PRIMUS_HOOK_GRACE=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_KILL_GRACE]}
 PRIMUS_HOOK_STOP=""
 PRIMUS_HOOK_ENDED=""
 PRIMUS_HOOK_ORIG_ERR="" PRIMUS_HOOK_MASK_PID="" PRIMUS_HOOK_MASK_COUNT=0
 
-# primus_hook_limits: the time limit per hook in seconds (0: none) and the grace.
+# primus_hook_limits: the time limit per hook in seconds (0: none) and the
+# grace. The launch helper refused a bad value before any hook (rule `type`,
+# python/primus_runner/env/refusals.py); this only reads the value, and keeps the
+# default when it is no number (a hook runner started by hand).
 primus_hook_limits() {
-  local limit=${PRIMUS_HOOK_TIMEOUT:-$PRIMUS_HOOK_TIMEOUT_DEFAULT}
-  if [[ ! $limit =~ ^[0-9]{1,9}$ ]]; then
-    primus_die "$PRIMUS_EXIT_INVALID" "PRIMUS_HOOK_TIMEOUT='$limit' is not a whole number of seconds; accepted: 0 (no limit) or N > 0 (default $PRIMUS_HOOK_TIMEOUT_DEFAULT). Fix: export PRIMUS_HOOK_TIMEOUT=N."
-  fi
-  PRIMUS_HOOK_LIMIT=$((10#$limit))
-  # PRIMUS_KILL_GRACE is checked by the launcher; a value that is no number keeps 10 here.
-  [[ ! ${PRIMUS_KILL_GRACE:-} =~ ^[0-9]{1,6}$ ]] || PRIMUS_HOOK_GRACE=$((10#$PRIMUS_KILL_GRACE))
+  [[ ! ${PRIMUS_HOOK_TIMEOUT:-} =~ ^[0-9]{1,9}$ ]] || PRIMUS_HOOK_LIMIT=$((10#$PRIMUS_HOOK_TIMEOUT))
+  [[ ! ${PRIMUS_KILL_GRACE:-} =~ ^[0-9]{1,5}$ ]] || PRIMUS_HOOK_GRACE=$((10#$PRIMUS_KILL_GRACE))
 }
 
 # primus_hook_traps: a stop signal is recorded; the wait in primus_hook_exec

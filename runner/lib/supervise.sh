@@ -54,11 +54,12 @@ source "$PRIMUS_SUPERVISE_DIR/lib/watchdog.sh"
 # shellcheck source=runner/lib/torchrun_log.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/torchrun_log.sh"
 
-# primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, digits
-# only, checked by the launcher; default 10; slurm-entry sets it from KillWait).
+# primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, checked
+# by the launch helper; its default from the registry through facts.sh;
+# slurm-entry sets it from KillWait).
 primus_kill_grace() {
-  local __primus_grace=${PRIMUS_KILL_GRACE:-10}
-  [[ $__primus_grace =~ ^[0-9]{1,5}$ ]] || __primus_grace=10
+  local __primus_grace=${PRIMUS_KILL_GRACE:-}
+  [[ $__primus_grace =~ ^[0-9]{1,5}$ ]] || __primus_grace=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_KILL_GRACE]}
   printf -v "$1" '%s' "$((10#$__primus_grace))"
 }
 

@@ -30,17 +30,14 @@ primus_watchdog_env() {
   fi
 }
 
+# primus_watchdog_start: the verdict checked PRIMUS_HANG_TIMEOUT and
+# PRIMUS_HANG_ACTION (registry types: seconds up to 9999999, report|stop); the
+# defaults are the registry's (facts.sh). Anything else is read as the default.
 primus_watchdog_start() {
-  local timeout=${PRIMUS_HANG_TIMEOUT:-1800} action=${PRIMUS_HANG_ACTION:-report}
-  if [[ ! $timeout =~ ^[0-9]{1,7}$ ]]; then
-    LOG_WARN "PRIMUS_HANG_TIMEOUT='$timeout' is not a number of seconds; accepted: 0 (off) or 1-9999999; using 1800. Fix: export PRIMUS_HANG_TIMEOUT=1800."
-    timeout=1800
-  fi
+  local timeout=${PRIMUS_HANG_TIMEOUT:-} action=${PRIMUS_HANG_ACTION:-}
+  [[ $timeout =~ ^[0-9]{1,7}$ ]] || timeout=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_TIMEOUT]}
   ((10#$timeout > 0)) || return 0
-  if [[ $action != report && $action != stop ]]; then
-    LOG_WARN "PRIMUS_HANG_ACTION='$action' is not accepted; accepted: report or stop; using report. Fix: export PRIMUS_HANG_ACTION=report."
-    action=report
-  fi
+  [[ $action == report || $action == stop ]] || action=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_ACTION]}
   exec {PRIMUS_HANG_FD}> >(exec setsid "$PRIMUS_SUPERVISE_DIR/helpers/hang_watch.sh" "$1" "$2" \
     "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE")
 }

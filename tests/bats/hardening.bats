@@ -79,7 +79,23 @@ wait_file() {
   hang_hook 00_hang.sh
   PRIMUS_HOOK_TIMEOUT=soon run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- x
   assert_failure 2
-  assert_output --partial "PRIMUS_HOOK_TIMEOUT='soon' is not a whole number of seconds"
+  assert_output --partial "PRIMUS_HOOK_TIMEOUT='soon': is not a whole number from 0 to 999999999"
+  [[ ! -e out/00_hang.sh.pids ]]
+}
+
+@test "PRIMUS_KILL_GRACE or --neuron-cores-per-proc out of bounds: exit 2 from the launch and env check alike, before any hook" {
+  hang_hook 00_hang.sh
+  PRIMUS_KILL_GRACE=1.5 run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- x
+  assert_failure 2
+  assert_output --partial "ERROR PRIMUS_KILL_GRACE='1.5': is not a whole number from 0 to 99999"
+  [[ ! -e out/00_hang.sh.pids ]]
+  PRIMUS_KILL_GRACE=1.5 run "$PRIMUS_CLI" env check
+  assert_failure 2
+  assert_output --partial "ERROR PRIMUS_KILL_GRACE='1.5': is not a whole number from 0 to 99999"
+  run "$PRIMUS_CLI" direct --neuron-cores-per-proc 0 --single --script "$WORKLOADS/argv.py" -- x
+  assert_failure 2
+  assert_output --partial "PRIMUS_NEURON_CORES_PER_PROC='0': is not a whole number of at least 1"
+  assert_output --partial "Fix: pass --neuron-cores-per-proc K with K >= 1"
   [[ ! -e out/00_hang.sh.pids ]]
 }
 

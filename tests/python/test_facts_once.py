@@ -86,7 +86,13 @@ def shell_copies() -> list[str]:
     defaults = facts.DISTRIBUTED_DEFAULTS
     fallback = re.compile(r"\b(" + "|".join(CHOSEN) + r")(:-|\s+)(" +
                           "|".join(re.escape(defaults[n]) for n in CHOSEN) + r")\b")
+    data = yaml.safe_load((PACKAGE / "data" / "variables.yaml").read_text())
+    specs = {name: spec for section in data["sections"] for name, spec in section["variables"].items()}
+    registry_fallback = re.compile(r"\b(" + "|".join(
+        re.escape(n) + r":-" + re.escape(str(specs[n]["default"]))
+        for n in data["shared_facts"]["shell_defaults"]) + r")\b")
     patterns = {
+        "a literal registry default": registry_fallback,
         "exit code": re.compile(r"\b(HOOK_|PRIMUS_)?EXIT_[A-Z]+=[0-9]"),
         "the GPU-model list": re.compile(r"MI300X\s*\|?\s*MI325X"),
         "a Neuron family table": re.compile(r"\b(trn|inf)[0-9]\*\s*\|"),
@@ -113,7 +119,8 @@ def test_the_scan_finds_a_copy_when_there_is_one(tmp_path, monkeypatch):
     """The scanners are not vacuous: a planted copy of each kind is reported."""
     bad_sh = tmp_path / "bad.sh"
     bad_sh.write_text("PRIMUS_EXIT_MISSING=1\ncase $m in MI300X | MI325X) ;; esac\n"
-                      "case $i in trn1* | inf2*) ;; esac\nx=${MASTER_PORT:-1234}\n# MASTER_PORT 1234\n")
+                      "case $i in trn1* | inf2*) ;; esac\nx=${MASTER_PORT:-1234}\n# MASTER_PORT 1234\n"
+                      "g=${PRIMUS_KILL_GRACE:-10}\n")
     bad_py = tmp_path / "bad.py"
     bad_py.write_text('EXIT_MISSING = 66\nM = ("MI300X", "MI325X", "MI355X")\n'
                       'D = {"MASTER_ADDR": "localhost", "MASTER_PORT": "1234"}\nT = {"trn1": 1, "trn2": 2}\n'
@@ -121,7 +128,7 @@ def test_the_scan_finds_a_copy_when_there_is_one(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "shell_sources", lambda: [bad_sh])
     monkeypatch.setattr(__import__(__name__), "python_sources", lambda: [bad_py])
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
-    assert len(shell_copies()) == 4
+    assert len(shell_copies()) == 5
     assert len(python_copies()) == 5
 
 
@@ -169,3 +176,17 @@ def test_bash_sees_the_same_facts():
                            facts.DISTRIBUTED_DEFAULTS["MASTER_PORT"], *facts.GPU_MODELS]
     # The Neuron tables are Python's alone (the Neuron layer's decision asks them):
     # tests/python/test_bash_decides_nothing.py scans bash for a copy.
+
+
+def test_the_early_checked_bounds_and_shell_defaults_are_the_registrys():
+    """facts.py CHECKED_BEFORE_VERDICT and facts.sh PRIMUS_REGISTRY_DEFAULTS carry
+    the registry's own default, min and max (read here through the registry)."""
+    reg = registry.load()
+    for name, (default, low, high) in facts.CHECKED_BEFORE_VERDICT.items():
+        var = reg.get(name)
+        assert (default, low, high) == (var.default, var.min, var.max), name
+        assert var.type in ("uint", "seconds"), name
+    text = (ROOT / "runner" / "lib" / "facts.sh").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("declare -gA PRIMUS_REGISTRY_DEFAULTS="))
+    pairs = dict(re.findall(r"\[([A-Z_]+)\]=([^ )]+)", line))
+    assert pairs and all(pairs[n] == reg.get(n).default for n in pairs), pairs

@@ -16,8 +16,11 @@ import re
 from collections.abc import Mapping
 
 from primus_runner.errors import Problem, RuleRefusal
+from primus_runner.facts import CHECKED_BEFORE_VERDICT
+from primus_runner.grammar import is_uint
 
-__all__ = ["Problem", "RuleRefusal", "bare_rank_problem", "master_resolve_problem", "pet_rdzv_problem"]
+__all__ = ["Problem", "RuleRefusal", "bare_rank_problem", "early_value_problem", "master_resolve_problem",
+           "pet_rdzv_problem", "raise_early_value_problem"]
 
 _DECIMAL = re.compile(r"[0-9]+\Z")
 
@@ -78,3 +81,45 @@ def master_resolve_problem(addr: str, nnodes: int, node_rank: int, root: str) ->
             "until its timeout and fail",
             "use node 0's IP address or a name this node's /etc/hosts or DNS knows, the same on "
             "every node")
+
+
+# What each early-checked variable is for, in the refusal's words.
+_EARLY_USE = {
+    "PRIMUS_KILL_GRACE": ("the stop grace: seconds between the stop signal and SIGKILL",
+                          "export PRIMUS_KILL_GRACE=N with N whole seconds"),
+    "PRIMUS_HOOK_TIMEOUT": ("the time limit of each hook in seconds (0: no limit)",
+                            "export PRIMUS_HOOK_TIMEOUT=N (0: no limit)"),
+    "PRIMUS_NEURON_CORES_PER_PROC": ("logical NeuronCores per process (--neuron-cores-per-proc)",
+                                     "pass --neuron-cores-per-proc K with K >= 1, or unset "
+                                     "PRIMUS_NEURON_CORES_PER_PROC"),
+}
+
+
+def early_value_problem(env: Mapping[str, str]) -> Problem | None:
+    """The first variable of shared_facts ``checked_before_verdict`` whose value is
+    not a whole number within its registered min and max. The launcher uses these
+    before its verdict (the grace from the first signal, the hook limit from the
+    first hook, the cores per process in the Neuron layer), so the launch helper
+    asks this at its first step; it is the registry type check (rule ``type``)
+    done early, with the same bounds (generated facts.py)."""
+    for name, (default, low, high) in CHECKED_BEFORE_VERDICT.items():
+        value = _get(env, name)
+        if value is None:
+            continue
+        number = int(value) if is_uint(value) else None
+        if number is not None and (low is None or number >= low) and (high is None or number <= high):
+            continue
+        use, fix = _EARLY_USE.get(name, ("a whole number", f"export {name}=N"))
+        bounds = f"from {low or 0} to {high}" if high is not None else f"of at least {low or 0}"
+        default_text = f", default {default}" if default is not None else ""
+        return (name, value,
+                f"is not a whole number {bounds} ({use}{default_text}); it is used before the "
+                "verdict, so the launch stops here", fix)
+    return None
+
+
+def raise_early_value_problem(env: Mapping[str, str]) -> None:
+    """Raise early_value_problem as the registry's ``type`` rule (exit 2)."""
+    problem = early_value_problem(env)
+    if problem is not None:
+        raise RuleRefusal("type", problem)

@@ -29,7 +29,9 @@ import time
 from collections.abc import Mapping
 
 from primus_runner.config import files as cfgmod
+from primus_runner.env.refusals import raise_early_value_problem
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.facts import CHECKED_BEFORE_VERDICT
 from primus_runner.hardware.sysfs import which
 from primus_runner.launch import container_bytes
 from primus_runner.launch import container_opts as copts
@@ -207,10 +209,8 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     dev_root = env.get("PRIMUS_DEV_ROOT") or "/"
     sysfs_root = env.get("PRIMUS_SYSFS_ROOT") or "/"
 
-    grace = env.get("PRIMUS_KILL_GRACE") or "10"
-    if not re.fullmatch(r"[0-9]{1,5}", grace):
-        raise UsageError(f"PRIMUS_KILL_GRACE='{grace}' is not a whole number of seconds; "
-                         "accepted: 0 to 99999 (default 10).")
+    raise_early_value_problem(env)
+    grace = env.get("PRIMUS_KILL_GRACE") or CHECKED_BEFORE_VERDICT["PRIMUS_KILL_GRACE"][0] or ""
 
     def conf(key: str) -> str:
         return cfgmod.scalar_text(cfg.get(key))

@@ -68,6 +68,11 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     for name, value in items:
         yield "cli", name, value
     env = inputs.merged(env, items)
+    # The values the shell uses before the verdict (stop grace, hook limit,
+    # cores per process): checked now, by their registered bounds.
+    from primus_runner.env.refusals import raise_early_value_problem
+
+    raise_early_value_problem(env)
     # The direct launcher reads only these sections; container.* (a 47-name
     # allowlist) and slurm.* would only cost record parsing in bash.
     view = {k: v for k, v in cfg.values.items() if k in ("main", "direct")}

@@ -8,13 +8,12 @@ from collections.abc import Mapping
 
 from primus_runner.env.registry import Variable, record
 from primus_runner.facts import ACCELERATORS as ACCELERATORS  # re-exported: registry shared_facts
-from primus_runner.grammar import hostport_problem, index_list, is_valid_host
+from primus_runner.grammar import hostport_problem, index_list, is_uint, is_valid_host
 from primus_runner.grammar import neuron_family as neuron_family  # re-exported
 from primus_runner.grammar import parse_range_list as parse_range_list  # re-exported
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
-_UINT = re.compile(r"[0-9]+\Z")
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}(:[a-z]+[+-])*\Z")
@@ -80,7 +79,7 @@ class CheckContext(record("CheckContext", _CONTEXT_FIELDS, _CONTEXT_DEFAULTS)): 
         and GPUS_PER_NODE."""
         def number(name: str) -> int | None:
             value = env.get(name, "")
-            return int(value) if _UINT.match(value) else None
+            return int(value) if is_uint(value) else None
 
         instance = env.get("PRIMUS_NEURON_INSTANCE") or None
         default_lnc = number("PRIMUS_NEURON_DEFAULT_LNC")
@@ -102,7 +101,7 @@ def parse_bool(value: str) -> bool | None:
 
 
 def parse_uint(value: str) -> int | None:
-    return int(value) if _UINT.match(value) else None
+    return int(value) if is_uint(value) else None
 
 
 def type_problem(var: Variable, value: str) -> str | None:
@@ -115,7 +114,7 @@ def type_problem(var: Variable, value: str) -> str | None:
     elif kind == "switch":
         ok = value in ("0", "1")
     elif kind in ("uint", "bytes", "mib", "seconds", "port"):
-        ok = bool(_UINT.match(value))
+        ok = bool(is_uint(value))
         number = int(value) if ok else None
         if ok and kind == "port" and not 0 <= int(value) <= 65535:
             return "is not a TCP port (0-65535)"
@@ -139,17 +138,17 @@ def type_problem(var: Variable, value: str) -> str | None:
         if ok and index_list(value)[1] is not None:
             return f"{index_list(value)[1]}; accepted: {var.accepted()}"
     elif kind == "int_list":
-        ok = all(_UINT.match(item) for item in value.split(","))
+        ok = all(is_uint(item) for item in value.split(","))
     elif kind == "s3uri":
         ok = value.startswith("s3://") and len(value) > 5
     elif kind == "ratio":
         terms = value.split(":")
-        ok = len(terms) == 2 and all(_UINT.match(p) and int(p) > 0 for p in terms)
+        ok = len(terms) == 2 and all(is_uint(p) and int(p) > 0 for p in terms)
     elif kind == "gpu_archs":
         ok = all(_GFX.match(item) for item in value.split(";"))
     elif kind == "hbm_init":
         ok = value in ("off", "fp32_nan", "bf16_nan") or (
-            bool(_UINT.match(value)) and int(value) <= 0xFFFFFFFF)
+            bool(is_uint(value)) and int(value) <= 0xFFFFFFFF)
     if not ok:
         return f"is not {var.accepted()}"
     if number is not None:
