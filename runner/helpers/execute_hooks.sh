@@ -172,10 +172,13 @@ gate_value() {
 # Such a hook would only exit 0; not starting it saves a bash start and a tee
 # per hook on every launch.
 hook_gate_open() {
-  local line n=0 var declared=0
-  local -a vars
-  while ((n < 30)) && primus_read line; do
-    n=$((n + 1))
+  local line var declared=0
+  local -a vars head
+  # One read of the 30 lines (mapfile), not a read per line: this runs for
+  # every hook file of every launch.
+  mapfile -n 30 -t head <"$1" || return 0
+  for line in "${head[@]}"; do
+    [[ $line == "# primus-hook-"* ]] || continue
     case $line in
       "# primus-hook-gate:"*)
         declared=1
@@ -194,7 +197,7 @@ hook_gate_open() {
         done
         ;;
     esac
-  done <"$1"
+  done
   ((declared == 0))
 }
 
@@ -235,6 +238,7 @@ run_one() {
 # hook_child CMD...: the hook's process. In a subshell: the hooks' env. values
 # must never alter this script's own variables (a hook may legitimately set PATH
 # or IFS for the job); env(1) sets them (an export rebuilds bash's environment).
+# With none to set, CMD replaces the subshell at once (one exec less per hook).
 hook_child() {
   trap - TERM HUP INT
   local python_path=${PYTHONPATH-} assign=()
@@ -243,6 +247,9 @@ hook_child() {
     [[ ${ENV_NAMES[i]} != PYTHONPATH ]] || python_path=${ENV_VALUES[i]}
   done
   [[ $1 != "$PRIMUS_PYTHON" ]] || assign+=("PYTHONPATH=$PRIMUS_ROOT/python${python_path:+:$python_path}")
+  if ((${#assign[@]} == 0)); then
+    exec "$@" "${WORKLOAD_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
+  fi
   exec env -- "${assign[@]}" "$@" "${WORKLOAD_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
 }
 
