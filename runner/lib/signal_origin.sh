@@ -16,8 +16,8 @@ __PRIMUS_SIGNAL_ORIGIN_SH=1
 # PRIMUS_SIGNAL_WINDOW_MS: how close in time (ms) the entry's and the
 # launcher's receipt of one signal must be to count as one step-wide delivery.
 primus_signal_window_us() {
-  local ms=${PRIMUS_SIGNAL_WINDOW_MS:-1000}
-  [[ $ms =~ ^[0-9]{1,6}$ ]] || ms=1000
+  local ms=${PRIMUS_SIGNAL_WINDOW_MS:-}
+  [[ $ms =~ ^[0-9]{1,6}$ ]] || ms=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_SIGNAL_WINDOW_MS]}
   echo $((10#$ms * 1000))
 }
 

@@ -38,7 +38,7 @@ primus_slurm_client_cmd() {
   [[ -z ${SLURM_CONF:-} || -r ${SLURM_CONF:-} ]] || return 1
   __primus_cmd=("$@")
   if command -v timeout >/dev/null 2>&1; then
-    __primus_cmd=(timeout "${PRIMUS_SLURM_SCONTROL_TIMEOUT:-3}" "$@")
+    __primus_cmd=(timeout "${PRIMUS_SLURM_SCONTROL_TIMEOUT:-${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_SLURM_SCONTROL_TIMEOUT]}}" "$@")
   fi
   return 0
 }

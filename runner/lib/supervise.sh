@@ -221,11 +221,11 @@ primus_cleanup_run() {
   [[ -z $PRIMUS_SUPERVISE_CLEANUP ]] || "$PRIMUS_SUPERVISE_CLEANUP"
 }
 
-# primus_requeue_code: PRIMUS_REQUEUE_EXIT_CODE (default 85), the one reading
-# of it (supervise, the Slurm entry's requeue, the failure report).
+# primus_requeue_code: PRIMUS_REQUEUE_EXIT_CODE (registry default, facts.sh),
+# the one reading of it (supervise, the Slurm entry's requeue, the failure report).
 primus_requeue_code() {
-  local code=${PRIMUS_REQUEUE_EXIT_CODE:-85}
-  [[ $code =~ ^[0-9]{1,3}$ ]] && ((10#$code <= 255)) || code=85
+  local code=${PRIMUS_REQUEUE_EXIT_CODE:-}
+  [[ $code =~ ^[0-9]{1,3}$ ]] && ((10#$code <= 255)) || code=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_REQUEUE_EXIT_CODE]}
   echo "$((10#$code))"
 }
 
