@@ -68,10 +68,12 @@ ours() {
 }
 
 @test "the embedded workload trains in a container: 2 processes, loss falls, checkpoint written" {
+  # A name of this run only: a second copy of the suite may run at once (tests/stress.sh).
+  SIG_NAME=ptrain$$x$RANDOM
   GPUS_PER_NODE=2 MASTER_PORT=$(free_port) PRIMUS_TRAIN_STEPS=12 \
-    run "$PRIMUS_CLI" container --name ptrain -- --module primus_runner -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
+    run "$PRIMUS_CLI" container --name "$SIG_NAME" -- --module primus_runner -- train pretrain --config "$REPO_ROOT/examples/cpu_pretrain.yaml"
   assert_success
-  assert_output --partial "podman run --rm --name ptrain-"
+  assert_output --partial "podman run --rm --name $SIG_NAME-"
   assert_output --partial "--ulimit host"
   assert_output --partial "nproc_per_node 2"
   first=$(grep -m1 -o 'step 1/[0-9]* loss [0-9.]*' <<<"$output" | awk '{print $NF}')
@@ -79,7 +81,7 @@ ours() {
   [[ -n $first && -n $last ]]
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'
   assert_output --partial "checkpoint saved"
-  [[ -z $(ours ptrain-) ]]
+  [[ -z $(ours "$SIG_NAME-") ]]
 }
 
 @test "values and secrets reach the job byte for byte, every way; printed lines show ****" {
@@ -244,16 +246,18 @@ gone_within() {
 
 @test "--clean removes only the containers this launcher created, never a foreign one" {
   podman create --name "foreign-$BATS_TEST_NUMBER-$$" "$PODMAN_TEST_IMAGE" true >/dev/null
-  podman create --name "pclean-stale-$$" --label io.primus-runner.managed=1 \
-    --label io.primus-runner.name=pclean "$PODMAN_TEST_IMAGE" true >/dev/null
-  run "$PRIMUS_CLI" container --name pclean --clean
+  # A name of this run only: a second copy of the suite may run at once (tests/stress.sh).
+  local name=pclean$$x$RANDOM
+  podman create --name "$name-stale" --label io.primus-runner.managed=1 \
+    --label io.primus-runner.name="$name" "$PODMAN_TEST_IMAGE" true >/dev/null
+  run "$PRIMUS_CLI" container --name "$name" --clean
   status_clean=$status
   remaining=$(podman ps -a --format '{{.Names}}')
   podman rm -f "foreign-$BATS_TEST_NUMBER-$$" >/dev/null
   [[ $status_clean -eq 0 ]]
   assert_output --partial "removing 1 container(s) of ours"
   grep -qx "foreign-$BATS_TEST_NUMBER-$$" <<<"$remaining"
-  refute grep -q "pclean-stale-$$" <<<"$remaining"
+  refute grep -q "$name-stale" <<<"$remaining"
 }
 
 @test "an image that is not local and cannot be pulled is one clear error (exit 1)" {

@@ -33,15 +33,13 @@ leftovers() {
   return 0
 }
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds (0.2 s polls).
-wait_for() {
-  local i limit=$(($1 * 5))
-  shift
-  for ((i = 0; i < limit; i++)); do
-    "$@" && return 0
-    sleep 0.2
-  done
-  return 1
+# has_bundle: the report names its bundle; no_leftovers: no process of the run
+# is left (functions, so each poll of poll_until looks again).
+has_bundle() {
+  [[ -n $(report_bundle) ]]
+}
+no_leftovers() {
+  [[ -z $(leftovers) ]]
 }
 
 # report_bundle: the bundle line that ends the report naming rank 1 in stuck_here.
@@ -58,14 +56,14 @@ has_summary() {
 @test "hang: within 30 s the summary puts rank 1 in stuck_here and rank 0 in all_reduce; the stack files exist; report keeps waiting" {
   PRIMUS_HANG_TIMEOUT=8 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang >"$TEST_DIR/launch.out" 2>&1 &
   launcher=$!
-  wait_for 60 test -f "$OUT/ready.1"
+  poll_until 60 test -f "$OUT/ready.1"
   start=$SECONDS
-  wait_for 30 has_summary || { cat "$TEST_DIR/launch.out"; false; }
+  poll_until 30 has_summary || { cat "$TEST_DIR/launch.out"; false; }
   ((SECONDS - start <= 30))
   grep -q "no output and no heartbeat from any local rank for [0-9]* s (PRIMUS_HANG_TIMEOUT=8, PRIMUS_HANG_ACTION=report)" "$TEST_DIR/launch.out"
   # The bundle of the report that named rank 1 (its last line; report mode
   # repeats, and on a loaded host that may be the second report).
-  wait_for 10 test -n "$(report_bundle)"
+  poll_until 10 has_bundle
   bundle=$(report_bundle)
   [[ $bundle == "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-[0-9]* ]]
   grep -q "stuck_here" "$bundle/rank-1.txt" || { cat "$bundle/rank-1.txt" "$TEST_DIR/launch.out"; false; }
@@ -88,7 +86,7 @@ has_summary() {
   has_summary
   grep -q "PRIMUS_HANG_ACTION=stop: stopping the run" "$TEST_DIR/launch.out"
   grep -q "exit status 86" "$TEST_DIR/launch.out"
-  wait_for 10 test -z "$(leftovers)"
+  poll_until 10 no_leftovers
   [[ -z $(pgrep -f -- "hang_watch.sh.*$PRIMUS_WORKSPACE") ]]
 }
 
@@ -123,13 +121,13 @@ has_summary() {
   grep -q "stacks of this node's other ranks when rank 1 raised RuntimeError" "$TEST_DIR/launch.out"
   grep -q "rank 0: main (hang_rank.py:[0-9]*) <- all_reduce" "$TEST_DIR/launch.out"
   grep -q "all_reduce" "$PRIMUS_WORKSPACE"/logs/primus-*-node0.failure-1/rank-0.txt
-  wait_for 10 test -z "$(leftovers)"
+  poll_until 10 no_leftovers
 }
 
 @test "primus-cli stacks on a running 2-rank launch shows both stacks" {
   PRIMUS_HANG_TIMEOUT=0 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang >"$TEST_DIR/launch.out" 2>&1 &
   launcher=$!
-  wait_for 60 test -f "$OUT/ready.1"
+  poll_until 60 test -f "$OUT/ready.1"
   run "$PRIMUS_CLI" stacks
   kill -TERM "$launcher"
   wait "$launcher" || true
@@ -173,5 +171,5 @@ has_summary() {
   [[ $status -eq 86 ]]
   grep -q "SUSPECT rank 0: stuck_here (single_hang.py:5) <- time_sleep" "$TEST_DIR/launch.out"
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt
-  wait_for 10 test -z "$(leftovers)"
+  poll_until 10 no_leftovers
 }

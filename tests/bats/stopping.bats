@@ -29,14 +29,22 @@ ranks_started() {
   for r in "$@"; do [[ -f $OUT/pid.$r ]] || return 1; done
 }
 
+# wait_or_show SECONDS WHAT CMD...: poll_until SECONDS CMD; when it never
+# succeeded, say WHAT and show the launcher's output.
+wait_or_show() {
+  local seconds=$1 what=$2
+  shift 2
+  poll_until "$seconds" "$@" && return 0
+  echo "$what; launcher output:" >&2
+  cat "$TEST_DIR/launch.out" >&2
+  return 1
+}
+
 # wait_ranks RANK...: until every rank started. 120 s at most: a loaded 2-core
 # host with a fresh clone (no bytecode yet) can take long to start torchrun; a
 # ready run costs no wait.
 wait_ranks() {
-  poll_until 120 ranks_started "$@" && return 0
-  echo "ranks $* did not start; launcher output:" >&2
-  cat "$TEST_DIR/launch.out" >&2
-  return 1
+  wait_or_show 120 "ranks $* did not start" ranks_started "$@"
 }
 
 # count SIGNAL RANK: how many times RANK received SIGNAL.
@@ -54,10 +62,7 @@ counted() {
 
 # wait_count SIGNAL N RANK...: until every RANK recorded SIGNAL N times (60 s at most).
 wait_count() {
-  poll_until 60 counted "$@" && return 0
-  echo "ranks ${*:3} did not count $1 $2 times; launcher output:" >&2
-  cat "$TEST_DIR/launch.out" >&2
-  return 1
+  wait_or_show 60 "ranks ${*:3} did not count $1 $2 times" counted "$@"
 }
 
 # said_forwarded SIGNAL: the launcher said it forwarded SIGNAL.
@@ -68,10 +73,7 @@ said_forwarded() {
 # wait_forwarded SIGNAL: until the launcher said it forwarded SIGNAL (60 s at
 # most): the next notice then finds it back in its wait, not still logging.
 wait_forwarded() {
-  poll_until 60 said_forwarded "$1" && return 0
-  echo "the launcher never said it forwarded SIG$1:" >&2
-  cat "$TEST_DIR/launch.out" >&2
-  return 1
+  wait_or_show 60 "the launcher never said it forwarded SIG$1" said_forwarded "$1"
 }
 
 # finish: the workload (--stop-file $OUT/finish) ends with 0 now.

@@ -6,11 +6,8 @@
 # where one rank of the second node hangs. The nodes share this machine's
 # filesystem, so node 0's watchdog finds node 1's bundle beside its log.
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
-
-PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
+# REPO_ROOT, PRIMUS_CLI, bats-support/-assert and poll_until.
+load ../bats/helpers/launcher
 
 setup_file() {
   [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
@@ -51,17 +48,6 @@ teardown() {
   [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
 }
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds (0.2 s polls).
-wait_for() {
-  local i limit=$(($1 * 5))
-  shift
-  for ((i = 0; i < limit; i++)); do
-    "$@" && return 0
-    sleep 0.2
-  done
-  return 1
-}
-
 merged_summary() {
   grep -q "hang watchdog: stacks across 2 node(s), 2 bundle(s) found" "$TEST_DIR/job.out" &&
     grep -q "SUSPECT rank 3 (node 1 node2): stuck_here (hang_rank.py:[0-9]*)" "$TEST_DIR/job.out"
@@ -74,7 +60,7 @@ merged_summary() {
   assert_success
   job=$(sed -n 's/^Submitted batch job \([0-9][0-9]*\).*/\1/p' <<<"$output" | head -n 1)
   [[ -n $job ]]
-  wait_for 120 test -f "$TEST_DIR/out/ready.3" || { cat "$TEST_DIR/job.out"; false; }
+  poll_until 120 test -f "$TEST_DIR/out/ready.3" || { cat "$TEST_DIR/job.out"; false; }
   # On demand, while the job runs: every node, one summary.
   run timeout 120 "$PRIMUS_CLI" slurm stacks "$job"
   echo "$output"
@@ -83,7 +69,7 @@ merged_summary() {
   assert_output --regexp "SUSPECT rank 3 \(node 1 node2\): stuck_here \(hang_rank.py:[0-9]+\)"
   assert_output --regexp "ranks 0,1 \(node 0 node1\), 2 \(node 1 node2\): main \(hang_rank.py:[0-9]+\) <- all_reduce"
   # The watchdog: each node writes its bundle; node 0 prints one summary across nodes.
-  wait_for 90 merged_summary || { cat "$TEST_DIR/job.out"; false; }
+  poll_until 90 merged_summary || { cat "$TEST_DIR/job.out"; false; }
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt
   grep -q "stuck_here" "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt
 }
