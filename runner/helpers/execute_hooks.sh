@@ -65,6 +65,8 @@ HERE=${BASH_SOURCE[0]%/*}; [[ $HERE != "${BASH_SOURCE[0]}" ]] || HERE=.
 source "$HERE/../lib/common.sh"
 # shellcheck source=runner/lib/hook_exec.sh
 source "$HERE/../lib/hook_exec.sh"
+# shellcheck source=runner/lib/hook_gates.sh
+source "$HERE/../lib/hook_gates.sh"
 
 # The hook protocol's codes, from runner/lib/facts.sh (registry shared_facts).
 readonly HOOK_EXIT_MISSING=$PRIMUS_HOOK_EXIT_MISSING HOOK_EXIT_CONFIG=$PRIMUS_HOOK_EXIT_CONFIG
@@ -154,51 +156,6 @@ discover_hooks() {
       *.sh | *.py) [[ -f $f ]] && SCRIPTS+=("$f") ;;
     esac
   done
-}
-
-# gate_value NAME: NAME's value as the hook would see it (an earlier hook's
-# env. line wins over this process's environment); sets GATE_VALUE.
-gate_value() {
-  local i
-  GATE_VALUE=${!1-}
-  for ((i = 0; i < ${#ENV_NAMES[@]}; i++)); do
-    [[ ${ENV_NAMES[i]} != "$1" ]] || GATE_VALUE=${ENV_VALUES[i]}
-  done
-}
-
-# hook_gate_open SCRIPT: false when SCRIPT declares gates in its first 30
-# lines and none is open: `# primus-hook-gate: VAR...` opens when one VAR is set
-# and not 0, `# primus-hook-when-unset: VAR...` when one VAR is unset or empty.
-# Such a hook would only exit 0; not starting it saves a bash start and a tee
-# per hook on every launch.
-hook_gate_open() {
-  local line var declared=0
-  local -a vars head
-  # One read of the 30 lines (mapfile), not a read per line: this runs for
-  # every hook file of every launch.
-  mapfile -n 30 -t head <"$1" || return 0
-  for line in "${head[@]}"; do
-    [[ $line == "# primus-hook-"* ]] || continue
-    case $line in
-      "# primus-hook-gate:"*)
-        declared=1
-        read -r -a vars <<<"${line#*:}"
-        for var in "${vars[@]}"; do
-          gate_value "$var"
-          [[ -z $GATE_VALUE || $GATE_VALUE == 0 ]] || return 0
-        done
-        ;;
-      "# primus-hook-when-unset:"*)
-        declared=1
-        read -r -a vars <<<"${line#*:}"
-        for var in "${vars[@]}"; do
-          gate_value "$var"
-          [[ -n $GATE_VALUE ]] || return 0
-        done
-        ;;
-    esac
-  done
-  ((declared == 0))
 }
 
 # check_scripts: every --scripts file must exist.
@@ -365,7 +322,7 @@ main() {
   local script rc start out took suffix=""
   if [[ $DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi
   for script in "${SCRIPTS[@]}"; do
-    if ! hook_gate_open "$script"; then
+    if ! primus_hook_gate_open "$script" ENV_NAMES ENV_VALUES; then
       LOG_DEBUG "$LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate variables are off" >&2
       continue
     fi
