@@ -15,7 +15,7 @@ from primus_runner.errors import PrimusError
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("primus_runner.config.commands", "show the merged configuration, render ${VAR} templates"),
     "launch": ("primus_runner.launch.helper", "internal: resolve config, ranks and devices for a launch"),
-    "layer": ("primus_runner.launch.neuron_layer", "internal: the values of the Neuron layer (neuron.sh)"),
+    "layer": ("primus_runner.launch.layers", "internal: the values of the Neuron and JAX layers"),
     "container": ("primus_runner.launch.container", "internal: plan a container launch (runtime argv, env)"),
     "env": ("primus_runner.env.commands", "list, explain, check, show and document environment variables"),
     "hostlist": ("primus_runner.cluster.hostlist", "expand or compress Slurm hostlist expressions"),

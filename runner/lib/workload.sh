@@ -19,7 +19,8 @@
 #   primus_workload_entry CLI_SCRIPT CLI_MODULE   PRIMUS_WL_ENTRY (script path or -m NAME),
 #                                             PRIMUS_WL_ENTRY_ORIGIN (for the summary)
 #   primus_workload_run_mode CLI_SINGLE FIRST_WORD   PRIMUS_WL_RUN_MODE, _ORIGIN
-#   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* and JAX coordinator
+#   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* (run mode single)
+#   primus_workload_jax_coordinator           JAX_COORDINATOR_* as launch/jax_layer.py decides
 # Every failure exits (1 missing, 2 invalid) with the culprit, how it was
 # chosen and the fix (SPEC section 3).
 
@@ -272,34 +273,15 @@ primus_workload_run_mode() {
   export RUN_MODE=$PRIMUS_WL_RUN_MODE
 }
 
-# primus_workload_jax_coordinator: the JAX coordinator belongs to single mode
-# with NNODES > 1 (torchrun's store holds MASTER_PORT in torchrun mode). A value
-# only the JAX layer defaulted is dropped in torchrun mode; a user's is kept and
-# `env check` (rule jax_coordinator_port_clash) judges it.
+# primus_workload_jax_coordinator: the JAX coordinator for the run mode chosen
+# (RUN_MODE, exported by primus_workload_run_mode): python/primus_runner/launch/
+# jax_layer.py decides (request `jax-workload`: in torchrun mode the values only
+# the JAX layer defaulted are dropped; in single mode with NNODES > 1
+# JAX_COORDINATOR_IP/PORT/ADDRESS are filled in), the launch helper answers and
+# this applies the records (primus_env_ask, runner/lib/env_origin.sh).
 primus_workload_jax_coordinator() {
-  local name host
-  if [[ $PRIMUS_WL_RUN_MODE != single ]]; then
-    for name in JAX_COORDINATOR_IP JAX_COORDINATOR_PORT; do
-      if [[ ${__PRIMUS_ORIGIN[$name]-} == jax_xla ]]; then
-        unset "$name"
-        unset "__PRIMUS_ORIGIN[$name]"
-      fi
-    done
-    return 0
-  fi
-  ((10#${NNODES:-1} > 1)) || return 0
-  [[ -n ${JAX_COORDINATOR_IP:-} ]] || export JAX_COORDINATOR_IP=$MASTER_ADDR
-  [[ -n ${JAX_COORDINATOR_PORT:-} ]] || export JAX_COORDINATOR_PORT=$MASTER_PORT
-  # jax 0.10.2, jax/_src/distributed.py State.initialize(): with no arguments it
-  # reads JAX_COORDINATOR_ADDRESS (host:port) from the environment; the process
-  # count and id come only from a detected cluster (jax/_src/clusters: Slurm,
-  # Open MPI, Kubernetes, TPU), and JAX_COORDINATOR_PORT only overrides the port
-  # such a cluster would pick. So a launch outside those passes
-  # num_processes=int(os.environ["WORLD_SIZE"]), process_id=int(os.environ["RANK"]).
-  # host:port with an IPv6 host in brackets (python/primus_runner/grammar.py host_for_port).
-  host=$JAX_COORDINATOR_IP
-  [[ $host != *:* || $host == \[* ]] || host="[$host]"
-  [[ -n ${JAX_COORDINATOR_ADDRESS:-} ]] || export JAX_COORDINATOR_ADDRESS=$host:$JAX_COORDINATOR_PORT
+  primus_env_ask jax-workload launcher ||
+    primus_die "$PRIMUS_EXIT_RUNTIME" "the JAX coordinator's decision could not run ($PRIMUS_ENV_ASK_FAILED); nothing was started."
 }
 
 # primus_workload_single_env: one process per node: the torchrun variables a

@@ -263,3 +263,41 @@ teardown() {
   [[ $(<out/PRIMUS_NUMA_BIND.0) == 0 ]]
   refute_output --partial "numa_bind.sh"
 }
+
+@test "JAX coordinator (launch/jax_layer.py, asked through the launch helper): single mode, NNODES=2, IPv6 MASTER_ADDR" {
+  # The workload sees the coordinator the launcher decided after the hooks:
+  # [fd00::10]:PORT (an IPv6 host in brackets before :port). Node 1 of 2 runs
+  # alone here: the cross-node cluster check is switched off for this run.
+  mkdir out
+  NNODES=2 NODE_RANK=1 MASTER_ADDR=fd00::10 PRIMUS_CLUSTER_CHECK=0 PRIMUS_FRAMEWORK=jax \
+    run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" \
+    JAX_COORDINATOR_IP JAX_COORDINATOR_PORT JAX_COORDINATOR_ADDRESS PRIMUS_ENV_ORIGINS
+  assert_success
+  [[ $(<out/JAX_COORDINATOR_IP.1) == fd00::10 && $(<out/JAX_COORDINATOR_PORT.1) == "$MASTER_PORT" ]]
+  [[ $(<out/JAX_COORDINATOR_ADDRESS.1) == "[fd00::10]:$MASTER_PORT" ]]
+  # who set what: the JAX layer the IP and port, the launcher the address
+  [[ " $(<out/PRIMUS_ENV_ORIGINS.1) " == *" JAX_COORDINATOR_IP:jax_xla "* ]]
+  [[ " $(<out/PRIMUS_ENV_ORIGINS.1) " == *" JAX_COORDINATOR_ADDRESS:launcher "* ]]
+  # A user's address is kept as given.
+  rm out/*
+  NNODES=2 NODE_RANK=1 MASTER_ADDR=fd00::10 PRIMUS_CLUSTER_CHECK=0 PRIMUS_FRAMEWORK=jax \
+    JAX_COORDINATOR_ADDRESS=coord:7000 run "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- \
+    "$PWD/out" JAX_COORDINATOR_ADDRESS
+  assert_success
+  [[ $(<out/JAX_COORDINATOR_ADDRESS.1) == coord:7000 ]]
+}
+
+@test "JAX coordinator in torchrun mode with NNODES=2: the JAX layer's MASTER_PORT default is dropped after the hooks" {
+  # Left in place it would be JAX_COORDINATOR_PORT=MASTER_PORT, which env check
+  # refuses in torchrun mode (jax_coordinator_port_clash, exit 2).
+  mkdir -p "$PRIMUS_SYSFS_ROOT/etc" && echo "10.77.0.1 node0" >"$PRIMUS_SYSFS_ROOT/etc/hosts"
+  NNODES=2 NODE_RANK=1 MASTER_ADDR=node0 PRIMUS_FRAMEWORK=jax \
+    run "$PRIMUS_CLI" direct --dry-run --script "$WORKLOADS/argv.py"
+  assert_success
+  assert_output --partial "run_mode=torchrun"
+  # a user's value on that port stays and is refused
+  NNODES=2 NODE_RANK=1 MASTER_ADDR=node0 PRIMUS_FRAMEWORK=jax JAX_COORDINATOR_PORT=$MASTER_PORT \
+    run "$PRIMUS_CLI" direct --dry-run --script "$WORKLOADS/argv.py"
+  assert_failure 2
+  assert_output --partial "JAX_COORDINATOR_PORT='$MASTER_PORT': puts the JAX coordinator on port"
+}

@@ -82,6 +82,47 @@ with_jax() {
   refute_env JAX_COORDINATOR_IP
 }
 
+# counting_python: a PRIMUS_PYTHON that notes each start in python.starts.
+counting_python() {
+  local wrapper=$BATS_TEST_TMPDIR/counting-python
+  printf '#!/bin/bash\necho "$*" >>%q\nexec %q "$@"\n' "$BATS_TEST_TMPDIR/python.starts" "$VENV_PY" >"$wrapper"
+  chmod +x "$wrapper"
+  echo "$wrapper"
+}
+
+@test "by hand, NNODES=2 and an IPv6 MASTER_ADDR: jax_layer.py's coordinator, one python3 start; one node: none" {
+  local py
+  py=$(counting_python)
+  with_jax PRIMUS_PYTHON="$py" PRIMUS_FRAMEWORK=jax NNODES=2 MASTER_ADDR=fd00::10 MASTER_PORT=2345
+  assert_line rc=0
+  assert_env JAX_COORDINATOR_IP fd00::10
+  assert_env JAX_COORDINATOR_PORT 2345
+  # the address is the launcher's (run mode single), not the layer's
+  refute_env JAX_COORDINATOR_ADDRESS
+  [[ $(<"$BATS_TEST_TMPDIR/python.starts") == "-m primus_runner layer jax" ]]
+  # who set what: the layer; a user's value is kept and stays the user's
+  [[ " $(env_value PRIMUS_ENV_ORIGINS) " == *" JAX_COORDINATOR_IP:jax_xla "* ]]
+  with_jax PRIMUS_PYTHON="$py" PRIMUS_FRAMEWORK=jax NNODES=2 MASTER_ADDR=fd00::10 JAX_COORDINATOR_IP=mine
+  assert_env JAX_COORDINATOR_IP mine
+  assert_env JAX_COORDINATOR_PORT 1234
+  [[ " $(env_value PRIMUS_ENV_ORIGINS) " != *" JAX_COORDINATOR_IP:jax_xla "* ]]
+  # One node (NNODES=1 or unset): nothing to decide, and no Python start for it.
+  rm "$BATS_TEST_TMPDIR/python.starts"
+  with_jax PRIMUS_PYTHON="$py" PRIMUS_FRAMEWORK=jax NNODES=1 MASTER_ADDR=fd00::10
+  assert_line rc=0
+  refute_env JAX_COORDINATOR_IP
+  with_jax PRIMUS_PYTHON="$py" PRIMUS_FRAMEWORK=jax MASTER_ADDR=fd00::10
+  refute_env JAX_COORDINATOR_IP
+  [[ ! -e $BATS_TEST_TMPDIR/python.starts ]]
+}
+
+@test "by hand, the coordinator's decision cannot run: a warning that says why, no coordinator" {
+  with_jax PRIMUS_PYTHON=/bin/false PRIMUS_FRAMEWORK=jax NNODES=2 MASTER_ADDR=node-0
+  assert_line rc=0
+  refute_env JAX_COORDINATOR_IP
+  [[ $stderr == *"jax_xla: the JAX coordinator's decision could not run ("*"no coordinator was set"* ]]
+}
+
 @test "JAX workload recognised from the arguments after --; others get no JAX layer" {
   with_jax -- train pretrain --config examples/maxtext/llama3_8B.yaml
   assert_env PRIMUS_FRAMEWORK maxtext

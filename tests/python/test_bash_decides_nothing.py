@@ -2,8 +2,11 @@
 table and no NeuronCore arithmetic (launch/neuron_layer.py and
 hardware/neuron_cores.py decide, neuron.sh and run_worker.sh only apply), and no
 environment layer refuses anything (a refusal is a rule of the rules engine, named
-by ``env check`` and ``env explain``). The scans read the shell sources; a planted
-copy of the old bash code shows that each scan finds what it looks for.
+by ``env check`` and ``env explain``). The JAX coordinator is decided in
+launch/jax_layer.py only: no shell file names a JAX_COORDINATOR variable, copies
+grammar.host_for_port's brackets, or compares NNODES in a layer or in the
+workload step. The scans read the shell sources; a planted copy of the old bash
+code shows that each scan finds what it looks for.
 """
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ CHECKS = {
     "a core-range parser": lambda code: bool(re.search(r"=~.*\)-\(", code)),
 }
 TABLES = re.compile(r"FAMILY_LNC|\[(trn|inf)[0-9]+\]=|\b(trn|inf)[0-9]\*\s*\|")
+# The JAX coordinator's derivation (jax_xla.sh and workload.sh before issue 29).
+JAX_NAMES = re.compile(r"\bJAX_COORDINATOR_[A-Z]+")
+HOST_BRACKETS = re.compile(r"\*:\*.*\"\[\$|\"\[\$.*\*:\*")
+NNODES_COMPARED = re.compile(r"NNODES\b.*(>|<|-gt\b|-lt\b|-ge\b|-le\b)|(>|<|-gt|-lt|-ge|-le)\s*\$?\{?NNODES")
 REFUSAL = re.compile(r"\bLOG_ERROR\b|\breturn\s+\"?\$?\{?(2\b|PRIMUS_EXIT_)|\bprimus_die\b|\bprimus_bad_usage\b")
 
 
@@ -70,6 +77,21 @@ def layer_refusals(paths: list[Path]) -> list[str]:
             for path in paths for number, code in code_lines(path) if REFUSAL.search(code)]
 
 
+def jax_derivations(paths: list[Path], compared: list[Path]) -> list[str]:
+    """The JAX coordinator decided in bash: a JAX_COORDINATOR name in code, an
+    IPv6 host bracketed by hand, or NNODES compared in ``compared``."""
+    found = []
+    for path in paths:
+        for number, code in code_lines(path):
+            if JAX_NAMES.search(code):
+                found.append(f"{path.name}:{number}: a JAX coordinator value in bash: {code.strip()}")
+            if HOST_BRACKETS.search(code):
+                found.append(f"{path.name}:{number}: a copy of grammar.host_for_port: {code.strip()}")
+            if path in compared and NNODES_COMPARED.search(code):
+                found.append(f"{path.name}:{number}: NNODES compared in bash: {code.strip()}")
+    return found
+
+
 def test_no_neuron_core_arithmetic_in_bash():
     assert neuron_arithmetic(shell_sources()) == []
 
@@ -83,6 +105,12 @@ def test_no_layer_refuses_anything():
     layers = [ENVS / name for name in LAYERS]
     assert all(path.is_file() for path in layers)
     assert layer_refusals(layers) == []
+
+
+def test_the_jax_coordinator_is_not_decided_in_bash():
+    compared = [*(ENVS / name for name in LAYERS), RUNNER / "lib" / "workload.sh"]
+    assert all(path.is_file() for path in compared)
+    assert jax_derivations(shell_sources(), compared) == []
 
 
 # The bash this replaced (neuron.sh, run_worker.sh and jax_xla.sh before issue 29).
@@ -101,6 +129,33 @@ OLD_XLA = r'''
     LOG_ERROR "XLA_GPU_AUTOTUNE_LEVEL='$XLA_GPU_AUTOTUNE_LEVEL' is not allowed"
     return 2
 '''
+
+OLD_JAX_LAYER = r'''
+    if __primus_is_uint "${NNODES-}" && ((10#$NNODES > 1)); then
+      primus_env_default JAX_COORDINATOR_IP "${MASTER_ADDR:-${PRIMUS_DISTRIBUTED_DEFAULTS[MASTER_ADDR]}}" jax_xla
+'''
+OLD_WORKLOAD = r'''
+  ((10#${NNODES:-1} > 1)) || return 0
+  [[ -n ${JAX_COORDINATOR_IP:-} ]] || export JAX_COORDINATOR_IP=$MASTER_ADDR
+  host=$ip
+  [[ $host != *:* || $host == \[* ]] || host="[$host]"
+  export RANK=$((10#${NODE_RANK:-0})) WORLD_SIZE=$((10#${NNODES:-1})) LOCAL_RANK=0 LOCAL_WORLD_SIZE=1
+'''
+
+
+def test_the_jax_scan_finds_the_old_bash(tmp_path):
+    layer, workload = tmp_path / "jax_xla.sh", tmp_path / "workload.sh"
+    layer.write_text(OLD_JAX_LAYER)
+    workload.write_text(OLD_WORKLOAD)
+    assert [hit.split(": ")[1] for hit in jax_derivations([layer, workload], [layer, workload])] == [
+        "NNODES compared in bash", "a JAX coordinator value in bash",
+        "NNODES compared in bash", "a JAX coordinator value in bash", "a copy of grammar.host_for_port"]
+    # outside the layers and the workload step NNODES may be compared (launch_command.sh's rank list)
+    assert [hit.split(": ")[1] for hit in jax_derivations([layer], [])] == ["a JAX coordinator value in bash"]
+    # a log tag in brackets is no host:port: common.sh's tag="[$level]"
+    tag = tmp_path / "common.sh"
+    tag.write_text('  local stamp="" tag="[$level]"\n')
+    assert jax_derivations([tag], [tag]) == []
 
 
 def test_the_scans_find_the_old_bash(tmp_path):

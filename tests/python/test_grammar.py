@@ -144,6 +144,7 @@ def _derived_errors(env: dict[str, str], derived: set[str]) -> list[str]:
 @pytest.mark.parametrize("machine", MACHINES)
 def test_every_python_derivation_passes_the_rules_on_every_fixture(machine):
     from primus_runner.cluster.ranks import neuron_root_comm_id
+    from primus_runner.launch import jax_layer
 
     for addr in ADDRS:
         env, out = _detected(machine, addr)
@@ -152,8 +153,10 @@ def test_every_python_derivation_passes_the_rules_on_every_fixture(machine):
             derived.discard("GPUS_PER_NODE")  # refined by the Neuron layer: the test below
         full = {**env, **out}
         full["NEURON_RT_ROOT_COMM_ID"] = neuron_root_comm_id(addr, 1234)
-        full["JAX_COORDINATOR_IP"], full["JAX_COORDINATOR_PORT"] = addr, "1234"
-        full["JAX_COORDINATOR_ADDRESS"] = f"{grammar.host_for_port(addr)}:1234"
+        # the launcher's coordinator in run mode single across nodes (launch/jax_layer.py)
+        single = {"RUN_MODE": "single", "NNODES": "2", "MASTER_ADDR": addr, "MASTER_PORT": "1234"}
+        full.update({name: value for _, name, value in jax_layer.workload(single)})
+        assert full["JAX_COORDINATOR_ADDRESS"] == f"{grammar.host_for_port(addr)}:1234"
         derived |= {"NEURON_RT_ROOT_COMM_ID", "JAX_COORDINATOR_IP", "JAX_COORDINATOR_PORT",
                     "JAX_COORDINATOR_ADDRESS"}
         assert _derived_errors(full, derived) == [], (machine, addr)

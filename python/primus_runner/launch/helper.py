@@ -21,11 +21,11 @@ coprocess: it ends its records with ``end\\0\\0\\0``; then, while the shell
 sources the layers, it reads the experiment config (the records the hooks
 need, ended by ``hooks\\0\\0\\0``: PyYAML's import stays off the critical
 path), loads the variable registry while the shell runs the hooks, answers the
-shell layers' ``layer\\0WHICH\\0`` requests (the Neuron layer's values,
-launch/neuron_layer.py; ``env -0`` output, one empty entry; records ended by
-``layer-end``), and then reads the final launch environment from stdin
-(``check\\0`` or ``skip\\0``, then ``env -0`` output, then one empty entry)
-and runs ``env check`` on it,
+shell's ``layer\\0WHICH\\0`` requests (the Neuron layer's values,
+launch/neuron_layer.py; the JAX coordinator, launch/jax_layer.py, also after the
+hooks; ``env -0`` output, one empty entry; records ended by ``layer-end``),
+and then reads the final launch environment from stdin (``check\\0`` or
+``skip\\0``, then ``env -0`` output, then one empty entry) and runs ``env check`` on it,
 writing findings to ``--console-fd`` / stderr and ``rc\\0N\\0\\0`` on stdout.
 One Python start serves both steps, and the registry loads in parallel with
 the shell's work.
@@ -210,8 +210,11 @@ class Entries:
 
 def serve_layers(entries: Entries) -> str:
     """Answer ``layer\0WHICH\0`` + ``env -0`` + ``\0`` requests (the shell
-    layers ask for their values: launch/neuron_layer.py) with records ended
-    by ``layer-end``; returns the first other header ('skip' at EOF)."""
+    layers ask for their values: launch/layers.py sends WHICH to
+    launch/neuron_layer.py or launch/jax_layer.py) with records ended by
+    ``layer-end``, as many as come (the JAX layer's while the layers are
+    sourced, ``jax-workload`` after the hooks); returns the first other header
+    ('skip' at EOF)."""
     out = sys.stdout.buffer
     while True:
         header = entries.next() or "skip"
@@ -219,9 +222,9 @@ def serve_layers(entries: Entries) -> str:
             return header
         which = entries.next() or ""
         environ = entries.environ()
-        from primus_runner.launch import neuron_layer
+        from primus_runner.launch import layers  # jax_layer or neuron_layer by WHICH
 
-        out.write(nul_records([*neuron_layer.records(which, environ), ("layer-end", "", "")]))
+        out.write(nul_records([*layers.records(which, environ), ("layer-end", "", "")]))
         out.flush()
 
 

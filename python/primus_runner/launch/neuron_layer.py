@@ -24,16 +24,16 @@ Who owns a value is the layers' precedence rule (runner/lib/env_origin.sh), read
 from what the shell exports with the environment: PRIMUS_ENV_ORIGINS (origins it
 recorded) and PRIMUS_DETECTED_VARS (values the launcher detected). The launcher
 asks through its helper (launch/helper.py, ``layer`` requests); a hand-sourced
-layer runs ``python3 -m primus_runner layer neuron``.
+layer runs ``python3 -m primus_runner layer neuron`` (launch/layers.py); who
+owns a value: launch/origins.py.
 """
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 
 from primus_runner.hardware import neuron_cores as nc
+from primus_runner.launch.origins import Record, detected, origins, owns
 
-Record = tuple[str, str, str]
 MULTINODE_EXEC_TIMEOUT = "600"   # s; the runtime's 30 s is too short across a network
 MALLOC_ARENA_MAX = "64"
 EFA_DEFAULTS = (("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("FI_EFA_FORK_SAFE", "1"))
@@ -47,18 +47,12 @@ class _Layer:
     def __init__(self, env: Mapping[str, str]) -> None:
         self.env = dict(env)
         self.records: list[Record] = []
-        self.origins: dict[str, str] = {}
-        for entry in env.get("PRIMUS_ENV_ORIGINS", "").split():
-            name, _, origin = entry.partition(":")
-            self.origins[name] = origin
-        self.detected = set(env.get("PRIMUS_DETECTED_VARS", "").split())
+        self.origins = origins(env)
+        self.detected = detected(env)
 
     def owns(self, name: str) -> bool:
-        """The user's value: recorded as the user's, or set before any layer and
-        not detected by the launcher (primus_env_user_owns)."""
-        if name in self.origins:
-            return self.origins[name].startswith("user")
-        return name in self.env and name not in self.detected
+        """The user's value (launch/origins.py owns), as the layer changed things."""
+        return owns(name, self.env, self.origins, self.detected)
 
     def get(self, name: str) -> str:
         return self.env.get(name, "")
@@ -186,32 +180,3 @@ def slices(env: Mapping[str, str]) -> list[Record]:
 
 
 LAYERS = {"neuron": decide, "neuron-slices": slices}
-
-
-def records(which: str, env: Mapping[str, str]) -> list[Record]:
-    """The records of layer request ``which`` (a key of LAYERS)."""
-    if which not in LAYERS:
-        from primus_runner.errors import UsageError
-
-        raise UsageError(f"layer '{which}' is not known; accepted: {', '.join(LAYERS)}")
-    return LAYERS[which](env)
-
-
-def main(argv: list[str]) -> int:
-    """``python3 -m primus_runner layer neuron|neuron-slices``: the records for a
-    hand-sourced neuron.sh, NUL-separated (kind, name, value), then ``end``."""
-    import os
-
-    if len(argv) != 1 or argv[0] not in LAYERS:
-        from primus_runner.usertext import plain
-
-        wanted = bool(argv) and argv[0] in ("-h", "--help")
-        (sys.stdout if wanted else sys.stderr).write(
-            f"usage: python3 -m primus_runner layer {{{','.join(LAYERS)}}}\n\n{plain(__doc__ or '')}\n")
-        return 0 if wanted else 2
-    from primus_runner.shellfmt import nul_records
-
-    out = records(argv[0], os.environ)
-    sys.stdout.buffer.write(nul_records([*out, ("end", "", "")]))
-    sys.stdout.buffer.flush()
-    return 0

@@ -23,10 +23,14 @@
 #   XLA_GPU_AUTOTUNE_LEVEL must be a whole number >= 1 (0 gives NaN on fp8 MoE):
 #     the rules engine's rules type and xla_autotune_level_min say so (env check,
 #     and the launcher's verdict before anything starts); this layer checks nothing.
-#   set if unset: XLA_PYTHON_CLIENT_MEM_FRACTION=.97, TF_CPP_MIN_LOG_LEVEL=2;
-#     NNODES > 1 only: JAX_COORDINATOR_IP=MASTER_ADDR, JAX_COORDINATOR_PORT=MASTER_PORT.
+#   set if unset: XLA_PYTHON_CLIENT_MEM_FRACTION=.97, TF_CPP_MIN_LOG_LEVEL=2.
 # MaxDiffusion (PRIMUS_FRAMEWORK=maxdiffusion) declares no XLA defaults: only
 # XLA_FLAGS_APPEND is applied.
+#
+# The JAX coordinator (JAX_COORDINATOR_IP/PORT, NNODES > 1, not MaxDiffusion)
+# is decided by python/primus_runner/launch/jax_layer.py (request `jax`); this
+# file only applies its records (primus_env_ask, runner/lib/env_origin.sh: the
+# launch helper answers inside `primus-cli direct`, one python3 start by hand).
 
 PRIMUS_XLA_MANAGED_FLAGS_FIXED=(
   --xla_gpu_memory_limit_slop_factor=95
@@ -103,10 +107,13 @@ __primus_jax_layer() {
     __primus_xla_managed
     primus_env_default XLA_PYTHON_CLIENT_MEM_FRACTION .97 jax_xla
     primus_env_default TF_CPP_MIN_LOG_LEVEL 2 jax_xla
-    if __primus_is_uint "${NNODES-}" && ((10#$NNODES > 1)); then
-      primus_env_default JAX_COORDINATOR_IP "${MASTER_ADDR:-${PRIMUS_DISTRIBUTED_DEFAULTS[MASTER_ADDR]}}" jax_xla
-      primus_env_default JAX_COORDINATOR_PORT "${MASTER_PORT:-${PRIMUS_DISTRIBUTED_DEFAULTS[MASTER_PORT]}}" jax_xla
-    fi
+  fi
+  # Cost, not a rule: with NNODES unset, empty or 1 the decision has nothing to
+  # set (jax_layer.py decides NNODES > 1 itself), so a single node sourcing this
+  # file by hand starts no Python for it.
+  if [[ -n ${NNODES-} && $NNODES != 1 ]]; then
+    primus_env_ask jax jax_xla ||
+      LOG_WARN_RANK0 "jax_xla: the JAX coordinator's decision could not run ($PRIMUS_ENV_ASK_FAILED); no coordinator was set. Fix: run 'make setup' (or set PRIMUS_PYTHON to a python3 with the project's requirements), or export them yourself."
   fi
   primus_xla_apply_append
   LOG_INFO_RANK0 "jax_xla: framework=$framework XLA_FLAGS=${XLA_FLAGS-}"

@@ -11,10 +11,11 @@
 # (python/primus_runner/env/rules/neuron*.py), run by `env check` and by
 # `primus-cli direct` alike.
 #
-# How it asks: inside `primus-cli direct`, through the launch helper it already
-# runs (primus_helper_layer, runner/lib/launch_helper.sh: no Python start of
-# its own); sourced by hand, `python3 -m primus_runner layer neuron` (one start),
-# with the caller's unexported variables passed too (they are the user's).
+# How it asks (primus_env_ask, runner/lib/env_origin.sh): inside `primus-cli
+# direct`, through the launch helper it already runs (primus_helper_layer,
+# runner/lib/launch_helper.sh: no Python start of its own); sourced by hand,
+# `python3 -m primus_runner layer neuron` (one start), with the caller's
+# unexported variables passed too (they are the user's).
 #
 # Inputs: the instance facts from detection (PRIMUS_NEURON_INSTANCE,
 # PRIMUS_NEURON_DEVICES, PRIMUS_NEURON_CORES_PER_DEVICE, PRIMUS_NEURON_DEFAULT_LNC,
@@ -38,59 +39,12 @@
 #   primus_neuron_slices    PRIMUS_NEURON_CORE_SLICES again from the current
 #                           values; the launcher calls it after the last --env
 
-# __primus_neuron_apply KIND NAME VALUE: one record of the decision (default,
-# set, unset, warn); a name that is not a variable name is ignored.
-__primus_neuron_apply() {
-  [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ || $1 == warn ]] || return 0
-  case $1 in
-    default) primus_env_default "$2" "$3" neuron ;;
-    set)
-      printf -v "$2" '%s' "$3"
-      export "${2?}"
-      __PRIMUS_ORIGIN[$2]=neuron
-      ;;
-    unset)
-      unset "$2"
-      unset '__PRIMUS_ORIGIN[$2]'
-      ;;
-    warn) LOG_WARN_RANK0 "$3" ;;
-  esac
-}
-
-# __primus_neuron_export_set: export every upper-case shell variable (run in a
-# subshell only): a value the caller set without exporting is the user's too.
-__primus_neuron_export_set() {
-  local name
-  for name in $(compgen -v); do
-    [[ $name =~ ^[A-Z][A-Z0-9_]*$ ]] && export "${name?}" 2>/dev/null
-  done
-  return 0
-}
-
-# __primus_neuron_ask WHICH: the decision WHICH (neuron, neuron-slices) applied;
-# through the launch helper when one runs, else one python3 start.
+# __primus_neuron_ask WHICH: the decision WHICH (neuron, neuron-slices) applied
+# (primus_env_ask, runner/lib/env_origin.sh: the launch helper, else one
+# python3 start).
 __primus_neuron_ask() {
-  primus_env_export_origins  # the decision reads who owns what from it
-  if declare -F primus_helper_layer >/dev/null && primus_helper_layer "$1" __primus_neuron_apply; then
-    return 0
-  fi
-  local ended=0 reason
-  local -a rec
-  # mapfile: no IFS= in front of read (runner/lib/nofork.sh) and no record shift
-  # after a value that is not UTF-8 (runner/lib/launch_helper.sh).
-  while mapfile -n 3 -d '' -t rec && ((${#rec[@]} == 3)); do
-    if [[ ${rec[0]} == end ]]; then
-      ended=1
-      break
-    fi
-    __primus_neuron_apply "${rec[@]}"
-  done < <(__primus_neuron_export_set
-    primus_python layer "$1" 2>/dev/null)
-  ((!ended)) || return 0
-  # Failure path only: a second start to say why (last line of its stderr).
-  reason=$({ primus_python layer "$1" 2>&1 >/dev/null || true; } | tail -n 1)
-  [[ -n $reason ]] || reason="$PRIMUS_PYTHON -m primus_runner layer $1 failed"
-  LOG_WARN_RANK0 "neuron: the Neuron layer's decision could not run ($reason); no Neuron default was set and GPUS_PER_NODE stays ${GPUS_PER_NODE-unset}. Fix: run 'make setup' (or set PRIMUS_PYTHON to a python3 with the project's requirements), or export the values yourself."
+  primus_env_ask "$1" neuron && return 0
+  LOG_WARN_RANK0 "neuron: the Neuron layer's decision could not run ($PRIMUS_ENV_ASK_FAILED); no Neuron default was set and GPUS_PER_NODE stays ${GPUS_PER_NODE-unset}. Fix: run 'make setup' (or set PRIMUS_PYTHON to a python3 with the project's requirements), or export the values yourself."
 }
 
 # primus_neuron_slices: PRIMUS_NEURON_CORE_SLICES from the current values.
