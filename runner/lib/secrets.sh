@@ -68,11 +68,13 @@ __primus_all_var_names() {
   local __names
   if [[ -n ${__PRIMUS_COMPGEN:-} ]] && __names=$(compgen -v 2>/dev/null) && [[ -n $__names ]]; then
     # Names are identifiers: splitting on newlines alone, no glob can match.
+    __PRIMUS_NAMES_RAW=$__names
     local IFS=$'\n'
     # shellcheck disable=SC2206
     __PRIMUS_NAMES=($__names)
     return 0
   fi
+  __PRIMUS_NAMES_RAW=""
   __PRIMUS_NAMES=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}"
     "${!H@}" "${!I@}" "${!J@}" "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}"
     "${!Q@}" "${!R@}" "${!S@}" "${!T@}" "${!U@}" "${!V@}" "${!W@}" "${!X@}" "${!Y@}"
@@ -89,6 +91,7 @@ __primus_env_var_names() {
   { mapfile -d '' __env </proc/self/environ; } 2>/dev/null || return 1
   ((${#__env[@]} > PRIMUS_SECRET_RESCAN_MAX)) || return 1
   __PRIMUS_NAMES=("${__env[@]%%=*}")
+  __PRIMUS_NAMES_RAW=""
 }
 
 # __primus_secret_var_names: the names of this shell's secret variables, in
@@ -107,7 +110,10 @@ __PRIMUS_SECRET_SCANNED=0
 __PRIMUS_SECRET_SCAN_FOR=""
 __PRIMUS_SECRET_FROZEN=0  # 1: freeze at the next scan; 2: frozen (primus_secret_scan_freeze)
 declare -ga __PRIMUS_SECRET_VARS 2>/dev/null || true
-declare -gA __PRIMUS_NOTED_NAMES 2>/dev/null || true
+declare -gA __PRIMUS_NOTED_NAMES=() 2>/dev/null || true
+declare -gA __PRIMUS_NAME_CLASS=() 2>/dev/null || true
+__PRIMUS_NAME_CLASS_FOR=$'\x02'
+__PRIMUS_NAMES_RAW="" __PRIMUS_SCAN_KEY=""
 __primus_secret_var_names() {
   local __name __u
   __primus_secret_user_glob
@@ -119,18 +125,38 @@ __primus_secret_var_names() {
   __primus_env_var_names || __primus_all_var_names
   __PRIMUS_SECRET_SCANNED=${#__PRIMUS_NAMES[@]}
   __PRIMUS_SECRET_SCAN_FOR=$__PRIMUS_USER_SECRET_FOR
+  # The same names as at the last scan (compgen's listing, the noted names and
+  # PRIMUS_SECRET_NAMES unchanged): the same secret variables.
+  local __key=$__PRIMUS_USER_SECRET_FOR$'\x01'${#__PRIMUS_NOTED_NAMES[@]}$'\x01'$__PRIMUS_NAMES_RAW
+  if [[ -n $__PRIMUS_NAMES_RAW && $__key == "$__PRIMUS_SCAN_KEY" ]]; then
+    return 0
+  fi
+  __PRIMUS_SCAN_KEY=$__key
+  # A name's class (secret or not) depends only on the name and on
+  # PRIMUS_SECRET_NAMES: each name is matched once per value of that, and a
+  # rescan matches only the names it has not seen (the globs cost ~30 us a name).
+  if [[ $__PRIMUS_NAME_CLASS_FOR != "$__PRIMUS_USER_SECRET_FOR" ]]; then
+    __PRIMUS_NAME_CLASS=()
+    __PRIMUS_NAME_CLASS_FOR=$__PRIMUS_USER_SECRET_FOR
+  fi
   __PRIMUS_SECRET_VARS=()
+  local -A __seen=()
   for __name in "${__PRIMUS_NAMES[@]}" "${!__PRIMUS_NOTED_NAMES[@]}"; do
-    # The rule's globs inline (primus_is_secret_name): a function call per
-    # variable would cost milliseconds.
-    __u=${__name^^}
-    # shellcheck disable=SC2053
-    [[ $__u != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
-      [[ $__u == $PRIMUS_SECRET_GLOB || $__u == $__PRIMUS_USER_SECRET_GLOB ]] &&
-      [[ $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && " ${__PRIMUS_SECRET_VARS[*]} " != *" $__name "* ]] ||
-      continue
-    __PRIMUS_SECRET_VARS+=("$__name")
+    [[ -n $__name && -z ${__seen[$__name]-} ]] || continue
+    __seen[$__name]=1
+    if [[ -z ${__PRIMUS_NAME_CLASS[$__name]-} ]]; then
+      # The rule's globs inline (primus_is_secret_name): a function call per
+      # variable would cost milliseconds.
+      __u=${__name^^}
+      __PRIMUS_NAME_CLASS[$__name]=0
+      # shellcheck disable=SC2053
+      [[ $__u != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
+        [[ $__u == $PRIMUS_SECRET_GLOB || $__u == $__PRIMUS_USER_SECRET_GLOB ]] &&
+        [[ $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && __PRIMUS_NAME_CLASS[$__name]=1
+    fi
+    [[ ${__PRIMUS_NAME_CLASS[$__name]} == 1 ]] && __PRIMUS_SECRET_VARS+=("$__name")
   done
+  return 0
 }
 
 # primus_secret_scan_freeze: for a process whose variables can no longer take
