@@ -7,7 +7,7 @@
 # for the instant it starts a hook, and neither parses hook output nor chooses
 # the runner's exit code.
 #
-#   primus_hook_limits            PRIMUS_HOOK_TIMEOUT checked -> PRIMUS_HOOK_LIMIT (exit 2 if bad)
+#   primus_hook_limits            PRIMUS_HOOK_TIMEOUT, PRIMUS_KILL_GRACE (the launch helper checked them) -> PRIMUS_HOOK_LIMIT, PRIMUS_HOOK_GRACE
 #   primus_hook_traps             TERM/HUP/INT are recorded in PRIMUS_HOOK_STOP
 #   primus_hook_exec OUT CMD...   run CMD, stdout to file OUT; PRIMUS_HOOK_ENDED done|timeout|signal
 #   primus_hook_mask_start/_stop/_refresh   the runner's stderr through the masking filter
@@ -41,8 +41,12 @@ primus_hook_traps() {
 # PRIMUS_HOOK_LIMIT seconds. Over the limit, or on a recorded stop signal, the
 # group gets TERM (the signal received) and, after PRIMUS_HOOK_GRACE seconds,
 # KILL. Status: the hook's own; PRIMUS_HOOK_ENDED says how it ended.
+# The wait wakes at least once a second (a tick process): `wait -n` waits only
+# for a job bash has not reported yet, and a hook that ends before the wait
+# begins may already have been reported; a launch on a loaded machine once
+# waited out the whole limit that way. Each wake-up looks at /proc.
 primus_hook_exec() {
-  local out=$1 pid timer="" rc=0 who=""
+  local out=$1 pid tick="" rc=0 who="" now deadline=""
   shift
   PRIMUS_HOOK_ENDED="done"
   set -m
@@ -50,28 +54,63 @@ primus_hook_exec() {
   ("$@") </dev/null >"$out" &
   pid=$!
   set +m
-  if ((PRIMUS_HOOK_LIMIT > 0)); then
-    (exec sleep "$PRIMUS_HOOK_LIMIT") &
-    timer=$!
-  fi
+  __primus_hook_now now
+  ((PRIMUS_HOOK_LIMIT == 0)) || deadline=$((now + PRIMUS_HOOK_LIMIT * 1000000))
   while [[ -z $PRIMUS_HOOK_STOP ]]; do
-    rc=0 who=""
-    wait -n -p who "$pid" ${timer:+"$timer"} || rc=$?
-    who=${who-}
-    if [[ $who == "$pid" ]]; then
-      __primus_hook_end_timer "$timer"
+    if ! __primus_hook_is_child "$pid"; then
+      # Ended and reaped already: `wait PID` still knows its status.
+      __primus_hook_end_timer "$tick"
+      rc=0
+      wait "$pid" 2>/dev/null || rc=$?
       return "$rc"
     fi
-    if [[ -n $timer && $who == "$timer" ]]; then
+    __primus_hook_now now
+    if [[ -n $deadline ]] && ((now >= deadline)); then
+      __primus_hook_end_timer "$tick"
       PRIMUS_HOOK_ENDED=timeout
       __primus_hook_stop_group "$pid" TERM
       return 124
     fi
+    [[ -n $tick ]] || __primus_hook_tick tick "$now" "$deadline"
+    rc=0 who=""
+    wait -n -p who "$pid" "$tick" || rc=$?
+    who=${who-}
+    if [[ $who == "$pid" ]]; then
+      __primus_hook_end_timer "$tick"
+      return "$rc"
+    fi
+    [[ $who != "$tick" ]] || tick=""
   done
   PRIMUS_HOOK_ENDED=signal
-  __primus_hook_end_timer "$timer"
+  __primus_hook_end_timer "$tick"
   __primus_hook_stop_group "$pid" "$PRIMUS_HOOK_STOP"
   return 0
+}
+
+# __primus_hook_now VAR: the time in microseconds (EPOCHREALTIME, either decimal mark).
+__primus_hook_now() {
+  printf -v "$1" '%s' "${EPOCHREALTIME/[.,]/}"
+}
+
+# __primus_hook_is_child PID: PID is a process whose parent is this runner
+# (running, or ended and not yet reaped); not a later process with that pid.
+__primus_hook_is_child() {
+  local stat rest
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  rest=${stat##*) }
+  rest=${rest#* }
+  [[ ${rest%% *} == "$BASHPID" ]]
+}
+
+# __primus_hook_tick VAR NOW_US DEADLINE_US: VAR = the pid of a timer of 1 s,
+# or of what is left until DEADLINE_US when that is less.
+__primus_hook_tick() {
+  local left=1000000 frac
+  if [[ -n $3 ]] && (($3 - $2 < left)); then left=$(($3 - $2)); fi
+  ((left > 0)) || left=1
+  printf -v frac '%06d' $((left % 1000000))
+  (exec sleep "$((left / 1000000)).$frac") &
+  printf -v "$1" '%s' "$!"
 }
 
 # __primus_hook_end_timer PID: stop a timer this runner started. SIGKILL: a

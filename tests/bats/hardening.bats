@@ -111,6 +111,19 @@ wait_file() {
   assert_output ended
 }
 
+@test "a hook whose end \`wait -n\` never reports is still seen within a second, with its own status" {
+  # The failure seen once under load: the hook had ended and been reaped, and
+  # the runner sat in \`wait -n\` until the limit's timer. The stand-in: a
+  # \`wait -n\` that never reports the hook (only the other pids it is given).
+  run timeout -s KILL 20 bash -c "source '$REPO_ROOT/runner/lib/common.sh'; source '$REPO_ROOT/runner/lib/hook_exec.sh'
+    wait() { if [[ \$1 == -n ]]; then builtin wait -n -p \"\$3\" \"\${@:5}\"; else builtin wait \"\$@\"; fi; }
+    PRIMUS_HOOK_LIMIT=10; primus_hook_traps
+    start=\$SECONDS; rc=0; primus_hook_exec /dev/null bash -c 'exit 7' || rc=\$?
+    echo \"rc=\$rc ended=\$PRIMUS_HOOK_ENDED seconds=\$((SECONDS - start))\""
+  assert_success
+  assert_output --regexp '^rc=7 ended=done seconds=[0-2]$'
+}
+
 # signal_during_hook SIGNAL CODE: the launcher gets SIGNAL while a hook runs.
 signal_during_hook() {
   hang_hook 00_hang.sh
