@@ -115,6 +115,16 @@ def test_requests_go_to_their_module():
         layers.records("jx", {})
 
 
+def test_the_request_table_names_exactly_the_modules_decisions():
+    """layers.MODULES (kept for the lazy import) lists each module's LAYERS, no more, no fewer."""
+    from primus_runner.launch import neuron_layer
+
+    owners = {"jax_layer": jax_layer.LAYERS, "neuron_layer": neuron_layer.LAYERS}
+    assert set(layers.MODULES) == set(jax_layer.LAYERS) | set(neuron_layer.LAYERS)
+    for which, module in layers.MODULES.items():
+        assert which in owners[module], which
+
+
 class _Stdout:
     def __init__(self) -> None:
         self.buffer = io.BytesIO()

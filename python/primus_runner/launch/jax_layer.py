@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from primus_runner.facts import DISTRIBUTED_DEFAULTS
-from primus_runner.grammar import host_for_port
+from primus_runner.grammar import host_for_port, is_uint
 from primus_runner.launch.origins import Record, origins, user_owns
 
 IP, PORT, ADDRESS = "JAX_COORDINATOR_IP", "JAX_COORDINATOR_PORT", "JAX_COORDINATOR_ADDRESS"
@@ -50,7 +50,7 @@ LAYER_ORIGIN = "jax_xla"   # what jax_xla.sh records for the values it defaulted
 def _nodes(env: Mapping[str, str]) -> int | None:
     """NNODES as a whole number (at most 9 digits, as the shell reads it), else None."""
     value = env.get("NNODES", "")
-    return int(value, 10) if value.isascii() and value.isdigit() and len(value) <= 9 else None
+    return int(value, 10) if is_uint(value) and len(value) <= 9 else None
 
 
 def _master(env: Mapping[str, str], name: str) -> str:
