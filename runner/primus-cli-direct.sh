@@ -336,6 +336,11 @@ main() {
   [[ -z $OPT_NEURON_CORES ]] || export PRIMUS_NEURON_CORES_PER_PROC=$OPT_NEURON_CORES
   primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
   primus_venv_activate
+  # From here on, every value from user input reaches this shell as a record
+  # that notes its name for masking (primus_secret_note; the layers are ours,
+  # the hooks run in processes of their own): the next log line's variable
+  # scan is the last one (runner/lib/secrets.sh, primus_secret_scan_freeze).
+  primus_secret_scan_freeze
   # env check (--verdict, runner/primus-cli-env-check.sh) needs no workload.
   [[ -n $PRIMUS_VERDICT ]] || primus_workload_python_pick "$OPT_PYTHON"
   [[ -n $PRIMUS_VERDICT ]] || primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"

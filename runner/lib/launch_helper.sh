@@ -142,6 +142,7 @@ primus_helper_on_record() {
       PRIMUS_CLI_ENV+=("$2=$3")
       printf -v "$2" '%s' "$3"
       export "${2?}"
+      primus_secret_note "$2"
       ;;
     *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
   esac

@@ -52,29 +52,33 @@ __primus_secret_user_glob() {
   __PRIMUS_USER_SECRET_RE=${__r:+|$__r}
 }
 
-# __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES. In a
-# shell of at most PRIMUS_SECRET_RESCAN_MAX variables this runs for every log
-# line (see __primus_secret_var_names). `compgen -v` in a command substitution (one fork)
-# lists them all at once; a `${!X@}` expansion collects and sorts every
-# variable to return the names starting with X, so the 52 of them the fallback
-# needs (53 with "_") cost 3-6 ms with the launcher's ~200 variables, against ~1 ms
-# (measured on the 2-core development machine). The fallback serves a bash
-# without programmable completion (no compgen) and a fork that fails: a
-# secret must be masked even when the machine is out of processes.
-# (The probe lists nothing: `compgen -v` here would cost a full listing.)
+# __primus_secret_listing VAR: the names of this shell's variables that the
+# rule calls secret (PRIMUS_SECRET_NAMES included; the exempt names too: the
+# caller drops them), newline separated, in VAR. One fork: `compgen -v` lists
+# every variable and its -X filter keeps the rule's names, both in C (3-4 ms
+# with the launcher's ~400 variables, where listing the names and matching them
+# one by one in bash cost 8-14 ms; measured on the 2-core development machine).
+# Status 1 without programmable completion (no compgen) or when the fork
+# fails: the caller then lists the names without a process (a secret must be
+# masked even when the machine is out of processes).
 __PRIMUS_COMPGEN=""
 if compgen -W x x >/dev/null 2>&1; then __PRIMUS_COMPGEN=1; fi
+__primus_secret_listing() {
+  local -n __psl_out=$1
+  [[ -n ${__PRIMUS_COMPGEN:-} ]] || return 1
+  local __filter="!@($PRIMUS_SECRET_GLOB|$__PRIMUS_USER_SECRET_GLOB)"
+  # In the subshell only: -X takes extended globs with extglob on, and
+  # nocasematch compares the names as the rule does (upper-cased). The final
+  # '.' tells an empty listing from a fork that failed.
+  __psl_out=$(shopt -s extglob nocasematch; compgen -v -X "$__filter" 2>/dev/null; printf .) || return 1
+  [[ $__psl_out == *. ]] || return 1
+  __psl_out=${__psl_out%.}
+}
+
+# __primus_all_var_names: every shell variable name, in __PRIMUS_NAMES, without
+# a process: a `${!X@}` expansion per first character (3-6 ms with ~200
+# variables); the fallback of __primus_secret_listing.
 __primus_all_var_names() {
-  local __names
-  if [[ -n ${__PRIMUS_COMPGEN:-} ]] && __names=$(compgen -v 2>/dev/null) && [[ -n $__names ]]; then
-    # Names are identifiers: splitting on newlines alone, no glob can match.
-    __PRIMUS_NAMES_RAW=$__names
-    local IFS=$'\n'
-    # shellcheck disable=SC2206
-    __PRIMUS_NAMES=($__names)
-    return 0
-  fi
-  __PRIMUS_NAMES_RAW=""
   __PRIMUS_NAMES=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}"
     "${!H@}" "${!I@}" "${!J@}" "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}"
     "${!Q@}" "${!R@}" "${!S@}" "${!T@}" "${!U@}" "${!V@}" "${!W@}" "${!X@}" "${!Y@}"
@@ -91,71 +95,67 @@ __primus_env_var_names() {
   { mapfile -d '' __env </proc/self/environ; } 2>/dev/null || return 1
   ((${#__env[@]} > PRIMUS_SECRET_RESCAN_MAX)) || return 1
   __PRIMUS_NAMES=("${__env[@]%%=*}")
-  __PRIMUS_NAMES_RAW=""
+}
+
+# __primus_secret_keep NAME...: add to __PRIMUS_SECRET_VARS each NAME the rule
+# calls secret, once (the rule's globs inline: a function call per name would
+# cost milliseconds over thousands of names).
+__primus_secret_keep() {
+  local __name __u
+  local -A __seen=()
+  for __name in "${__PRIMUS_SECRET_VARS[@]}"; do __seen[$__name]=1; done
+  for __name in "$@"; do
+    [[ -n $__name && -z ${__seen[$__name]-} ]] || continue
+    __seen[$__name]=1
+    __u=${__name^^}
+    # shellcheck disable=SC2053
+    [[ $__u != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
+      [[ $__u == $PRIMUS_SECRET_GLOB || $__u == $__PRIMUS_USER_SECRET_GLOB ]] &&
+      [[ $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && __PRIMUS_SECRET_VARS+=("$__name")
+  done
+  return 0
 }
 
 # __primus_secret_var_names: the names of this shell's secret variables, in
-# __PRIMUS_SECRET_VARS, for the maskers. Listing every variable costs O(n^2) in
-# bash (its variable lists are de-duplicated pairwise: 0.5 s per listing with
-# 10,000 exported variables, issue 27), so a shell whose environment holds more
-# than PRIMUS_SECRET_RESCAN_MAX variables takes the names from its inherited
-# environment instead (24 ms for 10,000), once (again when PRIMUS_SECRET_NAMES
-# changes), and keeps the list current with primus_secret_note, which every
-# place that assigns a variable from user input calls (the names noted are
-# kept, for a later PRIMUS_SECRET_NAMES). A smaller shell is listed whole
-# (compgen) at every call, until the listing finds more than
-# PRIMUS_SECRET_RESCAN_MAX variables: then that listing is kept the same way.
+# __PRIMUS_SECRET_VARS, for the maskers. A shell of at most
+# PRIMUS_SECRET_RESCAN_MAX inherited variables is listed at every call
+# (__primus_secret_listing: one fork), unless frozen (primus_secret_scan_freeze:
+# listed once). Listing every variable costs O(n^2) in bash (its variable lists
+# are de-duplicated pairwise: 0.5 s per listing with 10,000 exported variables,
+# issue 27), so a shell whose environment holds more takes the names from its
+# inherited environment instead (24 ms for 10,000), once (again when
+# PRIMUS_SECRET_NAMES changes). Both keep the list current with
+# primus_secret_note, which every place that assigns a variable from user input
+# calls (the names noted are kept, for a later PRIMUS_SECRET_NAMES).
 PRIMUS_SECRET_RESCAN_MAX=1000
 __PRIMUS_SECRET_SCANNED=0
 __PRIMUS_SECRET_SCAN_FOR=""
 __PRIMUS_SECRET_FROZEN=0  # 1: freeze at the next scan; 2: frozen (primus_secret_scan_freeze)
 declare -ga __PRIMUS_SECRET_VARS 2>/dev/null || true
 declare -gA __PRIMUS_NOTED_NAMES=() 2>/dev/null || true
-declare -gA __PRIMUS_NAME_CLASS=() 2>/dev/null || true
-__PRIMUS_NAME_CLASS_FOR=$'\x02'
-__PRIMUS_NAMES_RAW="" __PRIMUS_SCAN_KEY=""
 __primus_secret_var_names() {
-  local __name __u
+  local __listing
   __primus_secret_user_glob
   if ((__PRIMUS_SECRET_SCANNED > PRIMUS_SECRET_RESCAN_MAX || __PRIMUS_SECRET_FROZEN == 2)) &&
     [[ $__PRIMUS_SECRET_SCAN_FOR == "$__PRIMUS_USER_SECRET_FOR" ]]; then
     return 0
   fi
   ((__PRIMUS_SECRET_FROZEN == 0)) || __PRIMUS_SECRET_FROZEN=2
-  __primus_env_var_names || __primus_all_var_names
-  __PRIMUS_SECRET_SCANNED=${#__PRIMUS_NAMES[@]}
   __PRIMUS_SECRET_SCAN_FOR=$__PRIMUS_USER_SECRET_FOR
-  # The same names as at the last scan (compgen's listing, the noted names and
-  # PRIMUS_SECRET_NAMES unchanged): the same secret variables.
-  local __key=$__PRIMUS_USER_SECRET_FOR$'\x01'${#__PRIMUS_NOTED_NAMES[@]}$'\x01'$__PRIMUS_NAMES_RAW
-  if [[ -n $__PRIMUS_NAMES_RAW && $__key == "$__PRIMUS_SCAN_KEY" ]]; then
-    return 0
-  fi
-  __PRIMUS_SCAN_KEY=$__key
-  # A name's class (secret or not) depends only on the name and on
-  # PRIMUS_SECRET_NAMES: each name is matched once per value of that, and a
-  # rescan matches only the names it has not seen (the globs cost ~30 us a name).
-  if [[ $__PRIMUS_NAME_CLASS_FOR != "$__PRIMUS_USER_SECRET_FOR" ]]; then
-    __PRIMUS_NAME_CLASS=()
-    __PRIMUS_NAME_CLASS_FOR=$__PRIMUS_USER_SECRET_FOR
-  fi
   __PRIMUS_SECRET_VARS=()
-  local -A __seen=()
-  for __name in "${__PRIMUS_NAMES[@]}" "${!__PRIMUS_NOTED_NAMES[@]}"; do
-    [[ -n $__name && -z ${__seen[$__name]-} ]] || continue
-    __seen[$__name]=1
-    if [[ -z ${__PRIMUS_NAME_CLASS[$__name]-} ]]; then
-      # The rule's globs inline (primus_is_secret_name): a function call per
-      # variable would cost milliseconds.
-      __u=${__name^^}
-      __PRIMUS_NAME_CLASS[$__name]=0
-      # shellcheck disable=SC2053
-      [[ $__u != $PRIMUS_SECRET_EXEMPT_GLOB ]] &&
-        [[ $__u == $PRIMUS_SECRET_GLOB || $__u == $__PRIMUS_USER_SECRET_GLOB ]] &&
-        [[ $__name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && __PRIMUS_NAME_CLASS[$__name]=1
-    fi
-    [[ ${__PRIMUS_NAME_CLASS[$__name]} == 1 ]] && __PRIMUS_SECRET_VARS+=("$__name")
-  done
+  if __primus_env_var_names; then
+    __PRIMUS_SECRET_SCANNED=${#__PRIMUS_NAMES[@]}
+    __primus_secret_keep "${__PRIMUS_NAMES[@]}" "${!__PRIMUS_NOTED_NAMES[@]}"
+  elif __primus_secret_listing __listing; then
+    __PRIMUS_SECRET_SCANNED=0
+    local IFS=$'\n'
+    # shellcheck disable=SC2086  # names are identifiers: split on newlines, no glob matches
+    __primus_secret_keep $__listing
+  else
+    __primus_all_var_names
+    __PRIMUS_SECRET_SCANNED=${#__PRIMUS_NAMES[@]}
+    __primus_secret_keep "${__PRIMUS_NAMES[@]}"
+  fi
   return 0
 }
 

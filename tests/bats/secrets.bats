@@ -175,3 +175,22 @@ $NEW_SEEN"
   files=$(grep_secrets "$TEST_DIR/console" "$PRIMUS_WORKSPACE" "$PROBE_DIR")
   [[ -z $files ]] || fail "secret value in: $files"
 }
+
+@test "dry run: values that arrive after the launcher's last variable scan are masked in every line it prints" {
+  # The launcher lists its variables once (after VENV_ACTIVATE); later values
+  # come as records that note their names: config direct.env, --env, a hook's
+  # env. line, and PRIMUS_SECRET_NAMES (which rescans). Each value is a workload
+  # word, so the printed command shows it unless it is masked.
+  printf 'export VENV_ACCESS_TOKEN=venv-tok-5521\n' >"$TEST_DIR/activate"
+  printf 'echo env.SITE_KEYRING=ring-8832\n' >hooks/01_custom.sh
+  VENV_ACTIVATE=$TEST_DIR/activate PRIMUS_SECRET_NAMES='*_KEYRING' run "$PRIMUS_CLI" direct \
+    --dry-run --single --config cfg.yaml --env "OTHER_PASSWORD=cli-pw-7713" \
+    --script "$WORKLOADS/argv.py" -- "$S_CONFIG" "$S_HOOK" "$S_EXPORT" venv-tok-5521 cli-pw-7713 ring-8832 plain-word
+  assert_success
+  assert_output --partial "plain-word"
+  local value
+  for value in "$S_CONFIG" "$S_HOOK" "$S_EXPORT" venv-tok-5521 cli-pw-7713 ring-8832; do
+    [[ $output != *"$value"* ]] || fail "'$value' printed in clear: $output"
+  done
+  assert_output --partial "argv.py **** **** **** **** **** **** plain-word"
+}
