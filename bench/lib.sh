@@ -22,14 +22,18 @@ bench_median() {
   local label=$1 runs=$2
   shift 2
   local -a times=()
-  local i start end
+  local i start end rc failed=0 last=0
   for ((i = 0; i < runs; i++)); do
     start=$EPOCHREALTIME
-    "$@" >/dev/null 2>&1 || true
+    rc=0
+    "$@" >/dev/null 2>&1 || rc=$?
     end=$EPOCHREALTIME
     times+=("$(bench_elapsed "$start" "$end")")
+    if ((rc != 0)); then failed=$((failed + 1)) last=$rc; fi
   done
   bench_report "$label" "${times[@]}"
+  # A figure for a command that failed measures the failure, not the path.
+  ((failed == 0)) || printf '%-58s %d of %d runs FAILED (last exit %d): the figure above is not the path\n' "" "$failed" "$runs" "$last"
 }
 
 # bench_elapsed START END: seconds between two EPOCHREALTIME stamps, 6 decimals.

@@ -44,9 +44,13 @@ primus_hook_traps() {
 # The wait wakes at least once a second (a tick process): `wait -n` waits only
 # for a job bash has not reported yet, and a hook that ends before the wait
 # begins may already have been reported; a launch on a loaded machine once
-# waited out the whole limit that way. Each wake-up looks at /proc.
+# waited out the whole limit that way. Each wake-up looks at /proc. The tick
+# outlives a hook that ends early and serves the next ones (one process per
+# second of hooks, not one per hook: ~2 ms a hook); primus_hook_tick_stop ends it.
+PRIMUS_HOOK_TICK=""
 primus_hook_exec() {
-  local out=$1 pid tick="" rc=0 who="" now deadline=""
+  local out=$1 pid rc=0 who="" now deadline=""
+  local -n tick=PRIMUS_HOOK_TICK
   shift
   PRIMUS_HOOK_ENDED="done"
   set -m
@@ -59,7 +63,6 @@ primus_hook_exec() {
   while [[ -z $PRIMUS_HOOK_STOP ]]; do
     if ! __primus_hook_is_child "$pid"; then
       # Ended and reaped already: `wait PID` still knows its status.
-      __primus_hook_end_timer "$tick"
       rc=0
       wait "$pid" 2>/dev/null || rc=$?
       return "$rc"
@@ -67,6 +70,7 @@ primus_hook_exec() {
     __primus_hook_now now
     if [[ -n $deadline ]] && ((now >= deadline)); then
       __primus_hook_end_timer "$tick"
+      tick=""
       PRIMUS_HOOK_ENDED=timeout
       __primus_hook_stop_group "$pid" TERM
       return 124
@@ -75,14 +79,12 @@ primus_hook_exec() {
     rc=0 who=""
     wait -n -p who "$pid" "$tick" || rc=$?
     who=${who-}
-    if [[ $who == "$pid" ]]; then
-      __primus_hook_end_timer "$tick"
-      return "$rc"
-    fi
+    [[ $who != "$pid" ]] || return "$rc"
     [[ $who != "$tick" ]] || tick=""
   done
   PRIMUS_HOOK_ENDED=signal
   __primus_hook_end_timer "$tick"
+  tick=""
   __primus_hook_stop_group "$pid" "$PRIMUS_HOOK_STOP"
   return 0
 }
@@ -109,8 +111,16 @@ __primus_hook_tick() {
   if [[ -n $3 ]] && (($3 - $2 < left)); then left=$(($3 - $2)); fi
   ((left > 0)) || left=1
   printf -v frac '%06d' $((left % 1000000))
-  (exec sleep "$((left / 1000000)).$frac") &
+  # No stream of this runner: a tick that outlives a hook must not hold the
+  # records pipe or the masking process's input open.
+  (exec sleep "$((left / 1000000)).$frac") </dev/null >/dev/null 2>&1 &
   printf -v "$1" '%s' "$!"
+}
+
+# primus_hook_tick_stop: end the tick (when the runner is done with its hooks).
+primus_hook_tick_stop() {
+  __primus_hook_end_timer "$PRIMUS_HOOK_TICK"
+  PRIMUS_HOOK_TICK=""
 }
 
 # __primus_hook_end_timer PID: stop a timer this runner started. SIGKILL: a

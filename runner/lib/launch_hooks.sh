@@ -11,12 +11,21 @@
 #       the patches (--patch, direct.patch), after the hooks
 # env records are exported (their origin noted for env show), extra records
 # are appended to PRIMUS_EXTRA_ARGS as --name value. A failing runner ends the
-# launch with its exit code.
+# launch with its exit code. The runner (runner/lib/hook_runner.sh, the code of
+# execute_hooks.sh and execute_patches.sh) runs in a subshell of the launcher:
+# a process of its own, without a bash start.
 
 if [[ -n ${__PRIMUS_LAUNCH_HOOKS_SH:-} ]]; then
   return 0
 fi
 __PRIMUS_LAUNCH_HOOKS_SH=1
+
+# shellcheck source=runner/lib/hook_exec.sh
+source "${BASH_SOURCE[0]%/*}/hook_exec.sh"
+# shellcheck source=runner/lib/hook_gates.sh
+source "${BASH_SOURCE[0]%/*}/hook_gates.sh"
+# shellcheck source=runner/lib/hook_runner.sh
+source "${BASH_SOURCE[0]%/*}/hook_runner.sh"
 
 PRIMUS_EXTRA_ARGS=()
 
@@ -44,14 +53,14 @@ primus_hooks_read_records() {
   done
 }
 
-# primus_hooks_apply DRY_RUN RUNNER ARGS...: run a hook/patch runner (with
-# --dry-run when DRY_RUN is 1) and apply its records.
+# primus_hooks_apply DRY_RUN ARGS...: run the hook runner with ARGS (and
+# --dry-run when DRY_RUN is 1) in a subshell and apply its records.
 # A TERM/HUP/INT to the launcher meanwhile goes to the runner, which stops the
 # running hook's process group (TERM, grace, KILL: runner/lib/hook_exec.sh);
 # the launcher waits for it and exits 128+N (issue 27), as its own traps do.
 primus_hooks_apply() {
   local -a cmd=("${@:2}")
-  [[ $1 != 1 ]] || cmd=("$2" --dry-run "${@:3}")
+  [[ $1 != 1 ]] || cmd=(--dry-run "${@:2}")
   local fd rc=0
   # The traps come first: a signal after the fork (a loaded host can run the
   # runner and its hook before the launcher's next command) is kept until the
@@ -60,7 +69,7 @@ primus_hooks_apply() {
   trap 'primus_hooks_stop 15' TERM
   trap 'primus_hooks_stop 1' HUP
   trap 'primus_hooks_stop 2' INT
-  exec {fd}< <(exec "${cmd[@]}")
+  exec {fd}< <(set -euo pipefail; primus_hook_runner_main "${cmd[@]}")
   __PRIMUS_HOOKS_PID=$!
   [[ -z $__PRIMUS_HOOKS_PENDING ]] || primus_hooks_stop "$__PRIMUS_HOOKS_PENDING"
   primus_hooks_read_records <&"$fd"
@@ -90,20 +99,19 @@ primus_hooks_stop() {
 # run), handed over as option values; the workload words follow `--` as data,
 # whatever they start with.
 primus_hooks_run() {
-  local dry=$1 runner=$2/helpers/execute_hooks.sh
+  local dry=$1
   shift 2
-  primus_require_file "$runner" "hook runner"
-  primus_hooks_apply "$dry" "$runner" --group "${1-}" --name "${2-}" -- "${@:3}"
+  primus_hooks_apply "$dry" --group "${1-}" --name "${2-}" -- "${@:3}"
 }
 
 # primus_hooks_run_patches DRY_RUN RUNNER_DIR PATCH...: every patch must exist.
 primus_hooks_run_patches() {
-  local dry=$1 runner=$2/helpers/execute_patches.sh patch
+  local dry=$1 patch
   shift 2
   (($# > 0)) || return 0
-  primus_require_file "$runner" "patch runner"
   for patch in "$@"; do
     primus_require_file "$patch" "patch (--patch / direct.patch)"
   done
-  primus_hooks_apply "$dry" "$runner" "$@"
+  # execute_patches.sh's call of the runner (exit 2: skipped, as upstream).
+  primus_hooks_apply "$dry" --label patch --skip-exit 2 --scripts "$@" --
 }

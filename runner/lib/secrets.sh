@@ -164,7 +164,8 @@ __primus_secret_var_names() {
 # through PRIMUS_MASK_VALUES): the next scan is the last one, as for a large
 # shell; PRIMUS_SECRET_NAMES changing still rescans. Saves a fork per log line.
 primus_secret_scan_freeze() {
-  __PRIMUS_SECRET_FROZEN=1
+  # Already frozen (a subshell of a frozen shell): that list is current.
+  ((__PRIMUS_SECRET_FROZEN == 2)) || __PRIMUS_SECRET_FROZEN=1
 }
 
 # primus_secret_note NAME: NAME was just assigned from user input; a secret

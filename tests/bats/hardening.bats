@@ -127,14 +127,17 @@ wait_file() {
 # signal_during_hook SIGNAL CODE: the launcher gets SIGNAL while a hook runs.
 signal_during_hook() {
   hang_hook 00_hang.sh
-  PRIMUS_KILL_GRACE=2 "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- x >console 2>&1 &
+  # A word of this run only: the hook runner is a subshell of the launcher
+  # (its argv), and nothing with it may be left.
+  local word=run-$$-$RANDOM
+  PRIMUS_KILL_GRACE=2 "$PRIMUS_CLI" direct --single --script "$WORKLOADS/argv.py" -- "$word" >console 2>&1 &
   local pid=$! rc=0
   wait_file out/00_hang.sh.pids
   kill "-$1" "$pid"
   wait "$pid" || rc=$?
   ((rc == $2)) || { cat console; fail "exit $rc, expected $2"; }
   assert_gone out/00_hang.sh.pids
-  run pgrep -f "execute_hooks.sh.*$PWD"
+  run pgrep -f -- "$word"
   assert_failure
   grep -q "stopped: the hook runner received SIG$1" console || { cat console; fail "no stop line"; }
 }
