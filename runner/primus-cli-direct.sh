@@ -69,26 +69,14 @@ primus_abs_path RUNNER_DIR "$RUNNER_DIR"
 source "$RUNNER_DIR/lib/config.sh"
 # shellcheck source=runner/lib/supervise.sh
 source "$RUNNER_DIR/lib/supervise.sh"
-# shellcheck source=runner/lib/workload.sh
-source "$RUNNER_DIR/lib/workload.sh"
 # shellcheck source=runner/lib/launch_helper.sh
 source "$RUNNER_DIR/lib/launch_helper.sh"
 # shellcheck source=runner/lib/launch_log.sh
 source "$RUNNER_DIR/lib/launch_log.sh"
-# shellcheck source=runner/lib/launch_hooks.sh
-source "$RUNNER_DIR/lib/launch_hooks.sh"
 # shellcheck source=runner/lib/launch_env.sh
 source "$RUNNER_DIR/lib/launch_env.sh"
-# shellcheck source=runner/lib/launch_command.sh
-source "$RUNNER_DIR/lib/launch_command.sh"
-# shellcheck source=runner/lib/launch_summary.sh
-source "$RUNNER_DIR/lib/launch_summary.sh"
-# shellcheck source=runner/lib/venv_activate.sh
-source "$RUNNER_DIR/lib/venv_activate.sh"
-# shellcheck source=runner/lib/numa_decision.sh
-source "$RUNNER_DIR/lib/numa_decision.sh"
-# shellcheck source=runner/lib/mode_config.sh
-source "$RUNNER_DIR/lib/mode_config.sh"
+# The libraries needed once the helper has answered are read while it starts
+# (at the end of this file).
 # Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
 primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
@@ -302,6 +290,7 @@ run_workload() {
 
 # ---------------------------------------------------------------------- main
 
+# main ARGS...: the options, the log spool and the traps; starts the helper.
 main() {
   primus_early_notice_traps
   if [[ -n ${PRIMUS_CONTAINER_BYTES:-} ]]; then
@@ -334,7 +323,12 @@ main() {
   # --neuron-cores-per-proc K is PRIMUS_NEURON_CORES_PER_PROC; the helper checks
   # it (with PRIMUS_KILL_GRACE and PRIMUS_HOOK_TIMEOUT) at its first step.
   [[ -z $OPT_NEURON_CORES ]] || export PRIMUS_NEURON_CORES_PER_PROC=$OPT_NEURON_CORES
-  primus_helper_prepare "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
+  primus_helper_start "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
+}
+
+# launch: everything after the helper's start (main, then the later libraries).
+launch() {
+  primus_helper_prepared
   primus_venv_activate
   # From here on, every value from user input reaches this shell as a record
   # that notes its name for masking (primus_secret_note; the layers are ours,
@@ -384,3 +378,21 @@ main() {
 }
 
 main "$@"
+# The later libraries: read while Python starts (the helper's first records
+# are the longest wait of a launch), at the top level (a `declare` in a
+# library sourced by a function would be local to it).
+# shellcheck source=runner/lib/workload.sh
+source "$RUNNER_DIR/lib/workload.sh"
+# shellcheck source=runner/lib/launch_hooks.sh
+source "$RUNNER_DIR/lib/launch_hooks.sh"
+# shellcheck source=runner/lib/launch_command.sh
+source "$RUNNER_DIR/lib/launch_command.sh"
+# shellcheck source=runner/lib/launch_summary.sh
+source "$RUNNER_DIR/lib/launch_summary.sh"
+# shellcheck source=runner/lib/venv_activate.sh
+source "$RUNNER_DIR/lib/venv_activate.sh"
+# shellcheck source=runner/lib/numa_decision.sh
+source "$RUNNER_DIR/lib/numa_decision.sh"
+# shellcheck source=runner/lib/mode_config.sh
+source "$RUNNER_DIR/lib/mode_config.sh"
+launch

@@ -11,8 +11,9 @@
 # One interpreter start instead of two, and the registry loads on the other
 # core (SPEC section 10). Its stdout carries NUL records kind\0key\0value\0.
 #
-#   primus_helper_prepare CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]
-#       start it and take its records up to `end`: config values (config.sh),
+#   primus_helper_start CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]   start it
+#   primus_helper_prepared
+#       take its records up to `end`: config values (config.sh),
 #       env records (exported), note records (PRIMUS_PREPARE_NOTE), cli records
 #       (config direct.env and PRIMUS_CLI_ENV_ARGS, the raw --env arguments,
 #       resolved by the helper: exported and added to PRIMUS_CLI_ENV)
@@ -153,10 +154,10 @@ primus_helper_store_record() {
   primus_config_store "$1" "$2" "$3" || primus_helper_on_record "$1" "$2" "$3"
 }
 
-# primus_helper_prepare CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]: start the
-# helper and read its records up to its `end` record.
-primus_helper_prepare() {
-  primus_helper_start "$@"
+# primus_helper_prepared: read the started helper's records up to its `end`
+# record (the launcher reads its later libraries between the two steps, while
+# Python starts).
+primus_helper_prepared() {
   declare -gA __PRIMUS_CONFIG_FILL=()
   primus_helper_read_records end primus_helper_store_record
 }
