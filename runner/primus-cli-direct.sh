@@ -330,11 +330,10 @@ main() {
 launch() {
   primus_helper_prepared
   primus_venv_activate
-  # From here on, every value from user input reaches this shell as a record
-  # that notes its name for masking (primus_secret_note; the layers are ours,
-  # the hooks run in processes of their own): the next log line's variable
-  # scan is the last one (runner/lib/secrets.sh, primus_secret_scan_freeze).
-  primus_secret_scan_freeze
+  # Later values from user input come as records that note their names: the
+  # secret names are the helper's list of the inherited ones and the noted
+  # ones, or one listing after a VENV_ACTIVATE script ran (runner/lib/secrets.sh).
+  if [[ -n ${VENV_ACTIVATE:-} ]]; then primus_secret_scan_freeze; else primus_secret_scan_freeze_known; fi
   # env check (--verdict, runner/primus-cli-env-check.sh) needs no workload.
   [[ -n $PRIMUS_VERDICT ]] || primus_workload_python_pick "$OPT_PYTHON"
   [[ -n $PRIMUS_VERDICT ]] || primus_workload_entry "$OPT_SCRIPT" "$OPT_MODULE"
@@ -343,8 +342,8 @@ launch() {
   primus_cli_env_apply
   load_layers
   primus_cli_env_apply
-  primus_helper_hook_inputs
   primus_hooks_run "$OPT_DRY_RUN" "$RUNNER_DIR" "${WORKLOAD[@]}"
+  primus_helper_hook_inputs  # unless the hook runner read them (launch_hooks.sh)
   primus_hooks_run_patches "$OPT_DRY_RUN" "$RUNNER_DIR" "${CLI_PATCHES[@]}"
   primus_cli_env_apply
   finish_layers

@@ -6,6 +6,8 @@
 # hook_exec.sh and hook_gates.sh.
 #
 #   primus_hook_runner_main ARGS...   execute_hooks.sh's command line; exits
+#   PRIMUS_HR_BEFORE_GROUP=FUNCTION   called once before the first hook of
+#                                     DIR/<group>/<name>/ (the launcher's)
 #
 # It runs in a process of its own: execute_hooks.sh, or a subshell of the
 # launcher (runner/lib/launch_hooks.sh), which saves the launcher a bash start,
@@ -267,7 +269,13 @@ primus_hook_runner_main() {
   trap 'primus_hook_tick_stop; primus_hook_mask_stop; rm -f -- "$PRIMUS_HR_OUT"' EXIT
   local script rc start out took suffix=""
   if [[ $PRIMUS_HR_DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi
+  local group_dir=$PRIMUS_HR_HOOKS_DIR/$PRIMUS_HR_GROUP/$PRIMUS_HR_NAME/ before=${PRIMUS_HR_BEFORE_GROUP:-}
+  ((PRIMUS_HR_USE_SCRIPTS == 0)) || before=""
   for script in "${PRIMUS_HR_SCRIPTS[@]}"; do
+    if [[ -n $before && $script == "$group_dir"* ]]; then
+      "$before"
+      before=""
+    fi
     if ! primus_hook_gate_open "$script" PRIMUS_HR_ENV_NAMES PRIMUS_HR_ENV_VALUES; then
       LOG_DEBUG "$PRIMUS_HR_LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate variables are off" >&2
       continue

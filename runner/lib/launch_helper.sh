@@ -17,7 +17,8 @@
 #       env records (exported), note records (PRIMUS_PREPARE_NOTE), cli records
 #       (config direct.env and PRIMUS_CLI_ENV_ARGS, the raw --env arguments,
 #       resolved by the helper: exported and added to PRIMUS_CLI_ENV)
-#   primus_helper_hook_inputs   its records up to `hooks` (what the hooks need)
+#   primus_helper_hook_inputs   its records up to `hooks` (what the hooks need);
+#   primus_helper_hook_inputs_here    the same, read by the hook runner
 #   primus_helper_layer WHICH HANDLER
 #                               a shell layer's values (neuron.sh: WHICH neuron,
 #                               neuron-slices; python/primus_runner/launch/
@@ -145,6 +146,7 @@ primus_helper_on_record() {
       export "${2?}"
       primus_secret_note "$2"
       ;;
+    secret-names) primus_secret_known "$2" "$3" ;;
     *) LOG_WARN "ignoring unknown record kind '$1' from launch prepare" ;;
   esac
 }
@@ -169,6 +171,26 @@ primus_helper_hook_inputs() {
   ((__PRIMUS_HELPER_HOOKS_READ == 0)) || return 0
   primus_helper_read_records hooks primus_helper_on_record
   __PRIMUS_HELPER_HOOKS_READ=1
+}
+
+# primus_helper_hook_inputs_here: the same, in the hook runner's subshell just
+# before the first hook of the workload's group (the helper parses the
+# experiment config, PyYAML's import included, while the global hooks run):
+# exported there for the hooks, and passed on to the launcher as `helper-env`
+# records, then `helper hooks-read`. A helper that ended first stops the run.
+primus_helper_hook_inputs_here() {
+  ((__PRIMUS_HELPER_HOOKS_READ == 0)) || return 0
+  local -a rec
+  while { mapfile -n 3 -d '' -t rec <&"$PRIMUS_HELPER_OUT"; } 2>/dev/null && ((${#rec[@]} == 3)); do
+    if [[ ${rec[0]} == hooks ]]; then
+      __PRIMUS_HELPER_HOOKS_READ=1
+      printf 'helper\0hooks-read\0\0'
+      return 0
+    fi
+    primus_helper_on_record "${rec[@]}"
+    [[ ${rec[0]} != env ]] || printf 'helper-env\0%s\0%s\0' "${rec[1]}" "${rec[2]}"
+  done
+  primus_die "$PRIMUS_EXIT_RUNTIME" "the launch helper ended before it sent what the hooks need (its message, if any, is above); nothing was started."
 }
 
 # primus_helper_send ENTRY...: write NUL-ended entries, then `env -0` and an

@@ -39,6 +39,10 @@ primus_hooks_on_record() {
       primus_env_note_origin "$2" hook
       ;;
     extra) PRIMUS_EXTRA_ARGS+=("--$2" "$3") ;;
+    # The helper's records the runner read for the workload's hooks
+    # (primus_helper_hook_inputs_here, runner/lib/launch_helper.sh).
+    helper-env) primus_helper_on_record env "$2" "$3" ;;
+    helper) [[ $2 != hooks-read ]] || __PRIMUS_HELPER_HOOKS_READ=1 ;;
     *) LOG_WARN "ignoring unknown hook record kind '$1'" ;;
   esac
 }
@@ -69,7 +73,7 @@ primus_hooks_apply() {
   trap 'primus_hooks_stop 15' TERM
   trap 'primus_hooks_stop 1' HUP
   trap 'primus_hooks_stop 2' INT
-  exec {fd}< <(set -euo pipefail; primus_hook_runner_main "${cmd[@]}")
+  exec {fd}< <(set -euo pipefail; PRIMUS_HR_BEFORE_GROUP=primus_helper_hook_inputs_here primus_hook_runner_main "${cmd[@]}")
   __PRIMUS_HOOKS_PID=$!
   [[ -z $__PRIMUS_HOOKS_PENDING ]] || primus_hooks_stop "$__PRIMUS_HOOKS_PENDING"
   primus_hooks_read_records <&"$fd"

@@ -168,6 +168,36 @@ primus_secret_scan_freeze() {
   ((__PRIMUS_SECRET_FROZEN == 2)) || __PRIMUS_SECRET_FROZEN=1
 }
 
+# primus_secret_known NAMES USER: the launch helper's list of the secret names
+# in this process's inherited environment (NAMES, space separated), decided by
+# the same rule with PRIMUS_SECRET_NAMES=USER (python/primus_runner/launch/
+# helper.py, secret_names_record).
+__PRIMUS_SECRET_KNOWN_FOR=$'\x01'
+primus_secret_known() {
+  local __name
+  local -a __names=()
+  primus_split __names ' ' "$1"
+  for __name in "${__names[@]}"; do
+    [[ -z $__name || " ${__PRIMUS_SECRET_VARS[*]} " == *" $__name "* ]] || __PRIMUS_SECRET_VARS+=("$__name")
+  done
+  __PRIMUS_SECRET_KNOWN_FOR=$2
+}
+
+# primus_secret_scan_freeze_known: for a shell whose variables are its
+# inherited environment, the helper's records (noted) and its own (nothing
+# sourced from elsewhere: the caller knows): freeze on the helper's list, with
+# no listing at all, when PRIMUS_SECRET_NAMES is still the value the helper
+# decided with; else as primus_secret_scan_freeze.
+primus_secret_scan_freeze_known() {
+  if [[ $__PRIMUS_SECRET_KNOWN_FOR != $'\x01' && ${PRIMUS_SECRET_NAMES-} == "$__PRIMUS_SECRET_KNOWN_FOR" ]]; then
+    __primus_secret_user_glob
+    __PRIMUS_SECRET_SCAN_FOR=$__PRIMUS_USER_SECRET_FOR
+    __PRIMUS_SECRET_FROZEN=2
+    return 0
+  fi
+  primus_secret_scan_freeze
+}
+
 # primus_secret_note NAME: NAME was just assigned from user input; a secret
 # name joins the maskers' list (see __primus_secret_var_names).
 primus_secret_note() {

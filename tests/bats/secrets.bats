@@ -176,21 +176,38 @@ $NEW_SEEN"
   [[ -z $files ]] || fail "secret value in: $files"
 }
 
-@test "dry run: values that arrive after the launcher's last variable scan are masked in every line it prints" {
-  # The launcher lists its variables once (after VENV_ACTIVATE); later values
-  # come as records that note their names: config direct.env, --env, a hook's
-  # env. line, and PRIMUS_SECRET_NAMES (which rescans). Each value is a workload
-  # word, so the printed command shows it unless it is masked.
-  printf 'export VENV_ACCESS_TOKEN=venv-tok-5521\n' >"$TEST_DIR/activate"
+# masked_dry_run [OPTION...]: a dry run whose workload words are the secret
+# values of every channel (and $EXTRA_VALUE when set); the printed command
+# must show each one masked.
+masked_dry_run() {
   printf 'echo env.SITE_KEYRING=ring-8832\n' >hooks/01_custom.sh
-  VENV_ACTIVATE=$TEST_DIR/activate PRIMUS_SECRET_NAMES='*_KEYRING' run "$PRIMUS_CLI" direct \
-    --dry-run --single --config cfg.yaml --env "OTHER_PASSWORD=cli-pw-7713" \
-    --script "$WORKLOADS/argv.py" -- "$S_CONFIG" "$S_HOOK" "$S_EXPORT" venv-tok-5521 cli-pw-7713 ring-8832 plain-word
+  export INHERITED_PASSWORD=inh-pw-4410
+  local -a values=("$S_CONFIG" "$S_HOOK" "$S_EXPORT" inh-pw-4410 cli-pw-7713 ring-8832 ${EXTRA_VALUE:+"$EXTRA_VALUE"})
+  run "$PRIMUS_CLI" direct --dry-run --single --config cfg.yaml --env "OTHER_PASSWORD=cli-pw-7713" "$@" \
+    --script "$WORKLOADS/argv.py" -- "${values[@]}" plain-word
   assert_success
-  assert_output --partial "plain-word"
-  local value
-  for value in "$S_CONFIG" "$S_HOOK" "$S_EXPORT" venv-tok-5521 cli-pw-7713 ring-8832; do
+  local value masked
+  for value in "${values[@]}"; do
     [[ $output != *"$value"* ]] || fail "'$value' printed in clear: $output"
+    masked+="**** "
   done
-  assert_output --partial "argv.py **** **** **** **** **** **** plain-word"
+  assert_output --partial "argv.py ${masked}plain-word"
+}
+
+@test "dry run: the launcher's secret names are the helper's list of the inherited ones plus the noted ones: every channel masked" {
+  # No VENV_ACTIVATE: no listing of the launcher's variables at all. Inherited
+  # (HF_TOKEN, INHERITED_PASSWORD), --env (moved to the environment), config
+  # direct.env and a hook's env. line (noted), PRIMUS_SECRET_NAMES (inherited).
+  PRIMUS_SECRET_NAMES='*_KEYRING' masked_dry_run
+}
+
+@test "dry run: PRIMUS_SECRET_NAMES given by --env (not the helper's value): the launcher lists its variables again" {
+  # LOCAL_KEYRING is inherited and secret only by the --env value.
+  export LOCAL_KEYRING=loc-ring-3301
+  EXTRA_VALUE=loc-ring-3301 masked_dry_run --env 'PRIMUS_SECRET_NAMES=*_KEYRING'
+}
+
+@test "dry run: after VENV_ACTIVATE, the launcher lists its variables once: the script's secrets and every later value masked" {
+  printf 'export VENV_ACCESS_TOKEN=venv-tok-5521\n' >"$TEST_DIR/activate"
+  EXTRA_VALUE=venv-tok-5521 VENV_ACTIVATE=$TEST_DIR/activate PRIMUS_SECRET_NAMES='*_KEYRING' masked_dry_run
 }

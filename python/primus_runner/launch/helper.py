@@ -18,9 +18,10 @@ for variables to export. The shell stores them; nothing is evaluated.
 
 ``launch serve`` does the same and then stays alive as the launcher's
 coprocess: it ends its records with ``end\\0\\0\\0``; then, while the shell
-sources the layers, it reads the experiment config (the records the hooks
-need, ended by ``hooks\\0\\0\\0``: PyYAML's import stays off the critical
-path), loads the variable registry while the shell runs the hooks, answers the
+sources the layers and runs the global hooks, it reads the experiment config
+(the records the workload's hooks need, ended by ``hooks\\0\\0\\0``, read by the
+hook runner just before them: PyYAML's import stays off the critical path),
+loads the variable registry while the shell runs the hooks, answers the
 shell's ``layer\\0WHICH\\0`` requests (the Neuron layer's values,
 launch/neuron_layer.py; the JAX coordinator, launch/jax_layer.py, also after the
 hooks; ``env -0`` output, one empty entry; records ended by ``layer-end``),
@@ -103,21 +104,43 @@ def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
     launcher for this process only): when FILE names no framework whatever the
     environment (experiment_config.static_framework), the framework hook ends
     without a Python start if the variables FILE requires are set by then.
-    A FILE that does not exist ends the launch here (exit 1), before any hook."""
+    A FILE that does not exist ended the launch with the first records."""
     if not config:
         return
-    from primus_runner.config.experiment_config import missing_config, static_framework
+    from primus_runner.config.experiment_config import static_framework
+
+    check_experiment_exists(config)
+    path = os.path.abspath(config)
+    found = static_framework(path)
+    if found is not None and found[0] == "":
+        yield "env", "PRIMUS_EXPERIMENT_NO_FRAMEWORK", path
+        yield "env", "PRIMUS_EXPERIMENT_REQUIRED", " ".join(found[1])
+
+
+def check_experiment_exists(config: str) -> None:
+    """A `train pretrain --config FILE` that does not exist is exit 1 with the
+    first records, before the layers and any hook."""
+    if not config:
+        return
+    from primus_runner.config.experiment_config import missing_config
 
     missing = missing_config(config)
     if missing:
         from primus_runner.errors import MissingError
 
         raise MissingError(missing)
-    path = os.path.abspath(config)
-    found = static_framework(path)
-    if found is not None and found[0] == "":
-        yield "env", "PRIMUS_EXPERIMENT_NO_FRAMEWORK", path
-        yield "env", "PRIMUS_EXPERIMENT_REQUIRED", " ".join(found[1])
+
+
+def secret_names_record(env: Mapping[str, str]) -> tuple[str, str, str]:
+    """``secret-names``: the names in ENV the rule calls secret (masking.is_secret,
+    with ENV's PRIMUS_SECRET_NAMES, which the record's value repeats), for the
+    launcher's masking: it then needs no listing of its variables in bash."""
+    from primus_runner import masking
+    from primus_runner.shellfmt import is_valid_name
+
+    user = env.get(masking.USER_VARIABLE, "")
+    names = sorted(n for n in env if is_valid_name(n) and masking.is_secret(n, user))
+    return ("secret-names", " ".join(names), user)
 
 
 def _parser() -> Any:
@@ -293,10 +316,12 @@ def main(argv: list[str]) -> int:
         got = list(entries.until_empty())
         cli_env = tuple(got + [""] * (count - len(got)))
     console_fd = int(opts["console_fd"]) if opts["console_fd"] else None
+    experiment = os.environ.get("PRIMUS_EXPERIMENT_CONFIG", "")
     try:
         records = list(prepare_records(os.environ, opts["config"] or None, accelerator,
                                        opts["sysfs_root"], opts["dev_root"], cli_env,
                                        verdict.host_probes))
+        check_experiment_exists(experiment)
     except PrimusError as exc:
         # A refusal of the precedence step that is a registered rule is
         # reported as a finding, the way env check reports every rule.
@@ -304,10 +329,10 @@ def main(argv: list[str]) -> int:
             raise
         return exc.exit_code
     out = sys.stdout.buffer
-    experiment = os.environ.get("PRIMUS_EXPERIMENT_CONFIG", "")
     if opts["action"] == "prepare":
         out.write(nul_records(records + list(experiment_records(experiment))))
         return 0
+    records.append(secret_names_record(os.environ))
     records.append(("end", "", ""))
     out.write(nul_records(records))
     out.flush()
