@@ -19,5 +19,5 @@ def test_the_rule_decides_with_the_environment_s_own_secret_names() -> None:
 
 
 def test_without_user_names_only_the_built_in_rule() -> None:
-    kind, names, user = secret_names_record({"CORP_KEYRING": "x", "GITHUB_PAT": "x"})
+    _kind, names, user = secret_names_record({"CORP_KEYRING": "x", "GITHUB_PAT": "x"})
     assert (names, user) == ("GITHUB_PAT", "")
