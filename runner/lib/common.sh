@@ -103,12 +103,16 @@ __primus_switch_on() {
   return 1
 }
 
+__PRIMUS_STAMP_AT="" __PRIMUS_STAMP=""
 __primus_log() {
   local level=$1
   shift
-  local want have
-  __primus_level_number want "${PRIMUS_LOG_LEVEL:-INFO}"
-  __primus_level_number have "$level"
+  # The ranks (PRIMUS_LOG_LEVELS from runner/lib/facts.sh, the registry's
+  # shared_facts; an unknown level is the default's), inline: this runs for
+  # every line, filtered or not.
+  local want=${PRIMUS_LOG_LEVELS[${PRIMUS_LOG_LEVEL:-INFO}]-} have=${PRIMUS_LOG_LEVELS[$level]-}
+  [[ -n $want ]] || __primus_level_number want "${PRIMUS_LOG_LEVEL:-INFO}"
+  [[ -n $have ]] || __primus_level_number have "$level"
   ((have >= want)) || return 0
   # Every level on stderr: one stream keeps the launcher's lines in order
   # through pipes (README "Output streams"); stdout is the workload's and the
@@ -116,8 +120,12 @@ __primus_log() {
   local fd=2
   local stamp="" tag="[$level]"
   if __primus_switch_on "${PRIMUS_LOG_TIMESTAMP:-1}"; then
-    primus_utc_now stamp -
-    stamp="[$stamp] "
+    # The date of this second, made once per second.
+    if [[ $__PRIMUS_STAMP_AT != "$EPOCHSECONDS" ]]; then
+      __PRIMUS_STAMP_AT=$EPOCHSECONDS
+      primus_utc_now __PRIMUS_STAMP - "$__PRIMUS_STAMP_AT"
+    fi
+    stamp="[$__PRIMUS_STAMP] "
   fi
   if __primus_switch_on "${PRIMUS_LOG_COLOR:-1}" && [[ -t $fd ]]; then
     case $level in
@@ -130,6 +138,11 @@ __primus_log() {
   local message line
   primus_mask_into message "$*"
   [[ -n ${__PRIMUS_HOST:-} ]] || __primus_short_host
+  if [[ $message != *$'\n'* ]]; then
+    printf '%s[NODE-%s(%s)] %s %s\n' "$stamp" "${NODE_RANK:-0}" "$__PRIMUS_HOST" \
+      "$tag" "$message" >&"$fd"
+    return 0
+  fi
   # A multi-line message is masked once and every line gets the prefix.
   while primus_read line || [[ -n $line ]]; do
     printf '%s[NODE-%s(%s)] %s %s\n' "$stamp" "${NODE_RANK:-0}" "$__PRIMUS_HOST" \

@@ -30,31 +30,27 @@ __primus_gate_value() {
 }
 
 primus_hook_gate_open() {
-  local line var value declared=0
+  local text kind var value declared=0
   local -a vars head
-  # One read of the 30 lines (mapfile), not a read per line: this runs for
-  # every hook file of every launch.
+  # One read of the 30 lines (mapfile), and the declarations found by a regular
+  # expression over them rather than a test per line: this runs for every hook
+  # file of every launch.
   mapfile -n 30 -t head <"$1" || return 0
-  for line in "${head[@]}"; do
-    [[ $line == "# primus-hook-"* ]] || continue
-    case $line in
-      "# primus-hook-gate:"*)
-        declared=1
-        read -r -a vars <<<"${line#*:}"
-        for var in "${vars[@]}"; do
-          __primus_gate_value value "$var" "$2" "$3"
-          [[ -z $value || $value == 0 ]] || return 0
-        done
-        ;;
-      "# primus-hook-when-unset:"*)
-        declared=1
-        read -r -a vars <<<"${line#*:}"
-        for var in "${vars[@]}"; do
-          __primus_gate_value value "$var" "$2" "$3"
-          [[ -n $value ]] || return 0
-        done
-        ;;
-    esac
+  printf -v text '%s\n' "${head[@]}"
+  local re=$'(^|\n)# primus-hook-(gate|when-unset):([^\n]*)'
+  while [[ $text =~ $re ]]; do
+    declared=1
+    kind=${BASH_REMATCH[2]}
+    read -r -a vars <<<"${BASH_REMATCH[3]}"
+    text=${text#*"${BASH_REMATCH[0]}"}
+    for var in "${vars[@]}"; do
+      __primus_gate_value value "$var" "$2" "$3"
+      if [[ $kind == gate ]]; then
+        [[ -z $value || $value == 0 ]] || return 0
+      else
+        [[ -n $value ]] || return 0
+      fi
+    done
   done
   ((declared == 0))
 }
