@@ -261,6 +261,11 @@ def serve_check(console_fd: int | None, verdict: Verdict, entries: Entries) -> i
     from primus_runner.env import registry
 
     registry.load()
+    # The rule modules register on first use (env/rules/__init__.py): here, while
+    # the shell runs the hooks, not while it waits for the verdict (~8 ms).
+    from primus_runner.env import rules
+
+    rules.check  # noqa: B018 - the attribute access imports them
     if serve_layers(entries) != "check":
         return 0
     accelerator = entries.next() or ""
