@@ -342,9 +342,9 @@ launch() {
   primus_cli_env_apply
   load_layers
   primus_cli_env_apply
-  primus_hooks_run "$OPT_DRY_RUN" "$RUNNER_DIR" "${WORKLOAD[@]}"
+  primus_hooks_run "$OPT_DRY_RUN" "${WORKLOAD[@]}"
   primus_helper_hook_inputs  # unless the hook runner read them (launch_hooks.sh)
-  primus_hooks_run_patches "$OPT_DRY_RUN" "$RUNNER_DIR" "${CLI_PATCHES[@]}"
+  primus_hooks_run_patches "$OPT_DRY_RUN" "${CLI_PATCHES[@]}"
   primus_cli_env_apply
   finish_layers
   resolve_workload

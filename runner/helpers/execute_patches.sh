@@ -24,6 +24,12 @@ HERE=${BASH_SOURCE[0]%/*}; [[ $HERE != "${BASH_SOURCE[0]}" ]] || HERE=.
 
 # shellcheck source=runner/lib/common.sh
 source "$HERE/../lib/common.sh"
+# shellcheck source=runner/lib/hook_exec.sh
+source "$HERE/../lib/hook_exec.sh"
+# shellcheck source=runner/lib/hook_gates.sh
+source "$HERE/../lib/hook_gates.sh"
+# shellcheck source=runner/lib/hook_runner.sh
+source "$HERE/../lib/hook_runner.sh"
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -34,14 +40,14 @@ main() {
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;
-      --dry-run) pass+=(--dry-run); shift ;;
+      --dry-run) pass=(--dry-run); shift ;;
       --) shift; break ;;
       -*) primus_die "$PRIMUS_EXIT_INVALID" "unknown option '$1'; usage: execute_patches.sh [--dry-run] PATCH..." ;;
       *) break ;;
     esac
   done
   (($#)) || return 0
-  exec "$PRIMUS_RUNNER_DIR/helpers/execute_hooks.sh" "${pass[@]}" --label patch --skip-exit 2 --scripts "$@" --
+  primus_patch_runner_main "${pass[@]}" "$@"
 }
 
 main "$@"

@@ -6,6 +6,8 @@
 # hook_exec.sh and hook_gates.sh.
 #
 #   primus_hook_runner_main ARGS...   execute_hooks.sh's command line; exits
+#   primus_patch_runner_main [--dry-run] PATCH...
+#                                     the patches (execute_patches.sh, the launcher)
 #   PRIMUS_HR_BEFORE_GROUP=FUNCTION   called once before the first hook of
 #                                     DIR/<group>/<name>/ (the launcher's)
 #
@@ -312,4 +314,13 @@ __primus_hr_flush_durations() {
     LOG_INFO "${PRIMUS_HR_DURATIONS%$'\n'}" >&2
     PRIMUS_HR_DURATIONS=""
   fi
+}
+
+# primus_patch_runner_main [--dry-run] PATCH...: run the patch scripts in the
+# order given, exit 2 of a patch meaning "skipped" (as the upstream Primus
+# runner's execute_patches.sh): the one call for execute_patches.sh and the launcher.
+primus_patch_runner_main() {
+  local -a pass=()
+  if [[ ${1-} == --dry-run ]]; then pass=(--dry-run); shift; fi
+  primus_hook_runner_main "${pass[@]}" --label patch --skip-exit 2 --scripts "$@" --
 }

@@ -5,9 +5,9 @@
 # Sourced by runner/primus-cli-direct.sh; defines only primus_* / PRIMUS_*
 # names and never changes shell options.
 #
-#   primus_hooks_run DRY_RUN RUNNER_DIR [WORKLOAD...]
+#   primus_hooks_run DRY_RUN [WORKLOAD...]
 #       global hooks, then hooks/<group>/<name>/ for the first two workload words
-#   primus_hooks_run_patches DRY_RUN RUNNER_DIR PATCH...
+#   primus_hooks_run_patches DRY_RUN PATCH...
 #       the patches (--patch, direct.patch), after the hooks
 # env records are exported (their origin noted for env show), extra records
 # are appended to PRIMUS_EXTRA_ARGS as --name value. A failing runner ends the
@@ -57,14 +57,15 @@ primus_hooks_read_records() {
   done
 }
 
-# primus_hooks_apply DRY_RUN ARGS...: run the hook runner with ARGS (and
+# primus_hooks_apply DRY_RUN RUNNER ARGS...: run RUNNER (primus_hook_runner_main
+# or primus_patch_runner_main, runner/lib/hook_runner.sh) with ARGS (and
 # --dry-run when DRY_RUN is 1) in a subshell and apply its records.
 # A TERM/HUP/INT to the launcher meanwhile goes to the runner, which stops the
 # running hook's process group (TERM, grace, KILL: runner/lib/hook_exec.sh);
 # the launcher waits for it and exits 128+N (issue 27), as its own traps do.
 primus_hooks_apply() {
   local -a cmd=("${@:2}")
-  [[ $1 != 1 ]] || cmd=(--dry-run "${@:2}")
+  [[ $1 != 1 ]] || cmd=("$2" --dry-run "${@:3}")
   local fd rc=0
   # The traps come first: a signal after the fork (a loaded host can run the
   # runner and its hook before the launcher's next command) is kept until the
@@ -73,7 +74,9 @@ primus_hooks_apply() {
   trap 'primus_hooks_stop 15' TERM
   trap 'primus_hooks_stop 1' HUP
   trap 'primus_hooks_stop 2' INT
-  exec {fd}< <(set -euo pipefail; PRIMUS_HR_BEFORE_GROUP=primus_helper_hook_inputs_here primus_hook_runner_main "${cmd[@]}")
+  # PRIMUS_HR_BEFORE_GROUP a plain assignment: in front of the call it would be
+  # exported to every hook.
+  exec {fd}< <(set -euo pipefail; PRIMUS_HR_BEFORE_GROUP=primus_helper_hook_inputs_here; "${cmd[@]}")
   __PRIMUS_HOOKS_PID=$!
   [[ -z $__PRIMUS_HOOKS_PENDING ]] || primus_hooks_stop "$__PRIMUS_HOOKS_PENDING"
   primus_hooks_read_records <&"$fd"
@@ -98,24 +101,23 @@ primus_hooks_stop() {
   exit $((128 + $1))
 }
 
-# primus_hooks_run DRY_RUN RUNNER_DIR [WORKLOAD...]: group and name are the
+# primus_hooks_run DRY_RUN [WORKLOAD...]: group and name are the
 # first two workload words (with fewer, empty ones: only the global hooks
 # run), handed over as option values; the workload words follow `--` as data,
 # whatever they start with.
 primus_hooks_run() {
   local dry=$1
-  shift 2
-  primus_hooks_apply "$dry" --group "${1-}" --name "${2-}" -- "${@:3}"
+  shift
+  primus_hooks_apply "$dry" primus_hook_runner_main --group "${1-}" --name "${2-}" -- "${@:3}"
 }
 
-# primus_hooks_run_patches DRY_RUN RUNNER_DIR PATCH...: every patch must exist.
+# primus_hooks_run_patches DRY_RUN PATCH...: every patch must exist.
 primus_hooks_run_patches() {
   local dry=$1 patch
-  shift 2
+  shift
   (($# > 0)) || return 0
   for patch in "$@"; do
     primus_require_file "$patch" "patch (--patch / direct.patch)"
   done
-  # execute_patches.sh's call of the runner (exit 2: skipped, as upstream).
-  primus_hooks_apply "$dry" --label patch --skip-exit 2 --scripts "$@" --
+  primus_hooks_apply "$dry" primus_patch_runner_main "$@"
 }

@@ -115,3 +115,15 @@ teardown() {
     assert_failure
   fi
 }
+
+@test "direct: hooks and patches started by the hook runner (a subshell of the launcher) see none of its own variables" {
+  # The runner is a subshell of the launcher: its state (PRIMUS_HR_*) and its
+  # hand-over to the helper must not reach a hook's or a patch's environment.
+  mkdir -p "$TEST_DIR/h"
+  echo 'env | grep -c "^PRIMUS_HR_" >"$0.count" || true' >"$TEST_DIR/h/00_env.sh"
+  echo 'env | grep -c "^PRIMUS_HR_" >"$0.count" || true' >"$TEST_DIR/p/env.sh"
+  PRIMUS_HOOKS_DIR=$TEST_DIR/h run "$PRIMUS_CLI" direct --module primus_runner --dry-run --patch "$TEST_DIR/p/env.sh" -- preflight
+  assert_success
+  [[ $(<"$TEST_DIR/h/00_env.sh.count") == 0 ]] || fail "a hook saw $(<"$TEST_DIR/h/00_env.sh.count") PRIMUS_HR_ variable(s)"
+  [[ $(<"$TEST_DIR/p/env.sh.count") == 0 ]] || fail "a patch saw $(<"$TEST_DIR/p/env.sh.count") PRIMUS_HR_ variable(s)"
+}
