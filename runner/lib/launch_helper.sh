@@ -112,7 +112,8 @@ primus_helper_finish() {
 
 # primus_helper_read_records UNTIL HANDLER: hand the helper's records to
 # HANDLER KIND KEY VALUE up to its UNTIL record; a helper that ends before it
-# ends the launch with its status (3 when it exited 0).
+# ends the launch with its status (3 when it exited 0, or when this is a
+# subshell, which cannot wait for it).
 primus_helper_read_records() {
   local until=$1 handler=$2
   local -a rec
@@ -125,7 +126,11 @@ primus_helper_read_records() {
     "$handler" "${rec[@]}"
   done
   local rc=0
-  primus_helper_finish || rc=$?
+  if [[ $BASHPID == "$$" ]]; then
+    primus_helper_finish || rc=$?
+  else
+    LOG_ERROR "the launch helper ended before its '$until' record (its message, if any, is above); nothing was started."
+  fi
   exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
 }
 
@@ -180,17 +185,16 @@ primus_helper_hook_inputs() {
 # records, then `helper hooks-read`. A helper that ended first stops the run.
 primus_helper_hook_inputs_here() {
   ((__PRIMUS_HELPER_HOOKS_READ == 0)) || return 0
-  local -a rec
-  while { mapfile -n 3 -d '' -t rec <&"$PRIMUS_HELPER_OUT"; } 2>/dev/null && ((${#rec[@]} == 3)); do
-    if [[ ${rec[0]} == hooks ]]; then
-      __PRIMUS_HELPER_HOOKS_READ=1
-      printf 'helper\0hooks-read\0\0'
-      return 0
-    fi
-    primus_helper_on_record "${rec[@]}"
-    [[ ${rec[0]} != env ]] || printf 'helper-env\0%s\0%s\0' "${rec[1]}" "${rec[2]}"
-  done
-  primus_die "$PRIMUS_EXIT_RUNTIME" "the launch helper ended before it sent what the hooks need (its message, if any, is above); nothing was started."
+  primus_helper_read_records hooks __primus_helper_forward_record
+  __PRIMUS_HELPER_HOOKS_READ=1
+  printf 'helper\0hooks-read\0\0'
+}
+
+# __primus_helper_forward_record KIND KEY VALUE: apply a record here and pass an
+# env record on to the launcher (the hook runner's stdout).
+__primus_helper_forward_record() {
+  primus_helper_on_record "$@"
+  [[ $1 != env ]] || printf 'helper-env\0%s\0%s\0' "$2" "$3"
 }
 
 # primus_helper_send ENTRY...: write NUL-ended entries, then `env -0` and an

@@ -104,12 +104,12 @@ def experiment_records(config: str) -> Iterator[tuple[str, str, str]]:
     launcher for this process only): when FILE names no framework whatever the
     environment (experiment_config.static_framework), the framework hook ends
     without a Python start if the variables FILE requires are set by then.
-    A FILE that does not exist ended the launch with the first records."""
+    A FILE that does not exist ended the launch with the first records
+    (check_experiment_exists, in ``main`` before these)."""
     if not config:
         return
     from primus_runner.config.experiment_config import static_framework
 
-    check_experiment_exists(config)
     path = os.path.abspath(config)
     found = static_framework(path)
     if found is not None and found[0] == "":
