@@ -29,9 +29,10 @@ def yaml_digest(raw: bytes) -> str:
 
 
 def read_yaml(raw: bytes) -> dict[str, Any]:
-    import yaml
+    from primus_runner.yamlload import import_yaml, safe_loader
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    yaml = import_yaml()
+    loader = safe_loader(yaml)
     data: dict[str, Any] = yaml.load(raw, Loader=loader)
     return data
 

@@ -70,9 +70,10 @@ class Config:
 
 def parse_yaml(text: str, path: str) -> dict[str, Any]:
     """Parse one config file's text; malformed YAML is a UsageError naming file and line."""
-    import yaml
+    from primus_runner.yamlload import import_yaml, safe_loader
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    yaml = import_yaml()
+    loader = safe_loader(yaml)
     try:
         data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
