@@ -65,22 +65,31 @@ primus_workload_python_pick() {
 }
 
 # The --module check, run by the workload interpreter: is NAME importable, as
-# `python -m NAME` would find it? The parents are found with their finders
-# (PathFinder on the parent's __path__), not imported: a package's __init__
+# `python -m NAME` would find it? Asked of the interpreter's finders
+# (sys.meta_path) directly: importlib.util's find_spec costs its imports
+# (~8 ms of every launch). The parents are found with their finders (on the
+# parent's __path__), not imported: a package's __init__
 # may import torch (seconds). A package runs as its __main__ (python -m), so
 # a package without one is refused too. A package that builds its __path__ at
 # import (pkgutil.extend_path) is asked the ordinary way, importing its parents.
-readonly __PRIMUS_WL_MODULE_FINDER='def primus_find_module(name):
-    import importlib.util as u
-    from importlib.machinery import PathFinder
+readonly __PRIMUS_WL_MODULE_FINDER='def primus_find_spec(name, path=None):
+    import sys
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        spec = find(name, path) if find is not None else None
+        if spec is not None:
+            return spec
+    return None
+def primus_find_module(name):
     parts = name.split(".")
     try:
-        spec = u.find_spec(parts[0])
+        spec = primus_find_spec(parts[0])
         for i in range(1, len(parts)):
             if spec is None or spec.submodule_search_locations is None:
                 break
-            spec = PathFinder.find_spec(".".join(parts[:i + 1]), list(spec.submodule_search_locations))
+            spec = primus_find_spec(".".join(parts[:i + 1]), list(spec.submodule_search_locations))
         if spec is None or spec.name != name:
+            import importlib.util as u
             spec = u.find_spec(name)
         return spec
     except Exception:
@@ -92,14 +101,14 @@ def primus_module_found(name):
     return spec is not None'
 
 # The probe: the interpreter's sys.executable, and torch's version and package
-# directory, found with importlib's finder and torch/version.py; importing torch
+# directory, found with the interpreter's finders and torch/version.py; importing torch
 # itself would cost about a second of every launch (SPEC section 10), and the
 # file of the installed module primus.cli.main when that interpreter has one
 # (found without importing the package: nothing of it runs).
 readonly __PRIMUS_WL_PROBE=$__PRIMUS_WL_MODULE_FINDER'
-import sys, importlib.util as u
+import sys
 v = p = ""
-s = u.find_spec("torch")
+s = primus_find_spec("torch")
 if s is not None and s.submodule_search_locations:
     p = list(s.submodule_search_locations)[0]
     v = "unknown"
@@ -111,7 +120,7 @@ if s is not None and s.submodule_search_locations:
     except OSError:
         pass
 m = ""
-s = u.find_spec("primus")
+s = primus_find_spec("primus")
 if s is not None and s.submodule_search_locations:
     import os.path as o
     for d in s.submodule_search_locations:
