@@ -254,7 +254,9 @@ def serve_layers(entries: Entries) -> str:
 def serve_check(console_fd: int | None, verdict: Verdict, entries: Entries) -> int:
     """Answer the layers' requests, then wait for the final launch environment
     on stdin and check it."""
-    import socket  # noqa: F401 - rendezvous.check needs it; loaded while the shell works
+    if os.environ.get("PRIMUS_DRY_RUN") != "1":  # a dry run checks no rendezvous host
+        import socket  # noqa: F401 - rendezvous.check needs it; loaded while the shell works
+    import difflib  # noqa: F401 - the unknown-name rule's; loaded while the shell works
     from types import SimpleNamespace
 
     from primus_runner.env import commands as env_cmd
