@@ -21,7 +21,9 @@
 #
 # Protocol (only a hook's stdout is parsed; its stderr passes straight through):
 #   env.NAME=VALUE    export NAME=VALUE (VALUE literal: everything after the
-#                     first '='); NAME must be a shell identifier.
+#                     first '='); NAME must be a shell identifier, and
+#                     not one of bash's own variables nor a read-only one
+#                     of the launcher.
 #   extra.name=value  append `--name value` to the workload args.
 #   anything else     shown to the user (on stderr, secrets masked).
 # env. values reach the following hooks; extra. options are appended to the

@@ -31,6 +31,8 @@ __primus_hr_init() {
   PRIMUS_HR_SCRIPTS=() PRIMUS_HR_ARGS=()
   PRIMUS_HR_ENV_NAMES=() PRIMUS_HR_ENV_VALUES=()
   PRIMUS_HR_USE_SCRIPTS=0 PRIMUS_HR_EXPLICIT=0
+  PRIMUS_HR_SMALL_ENV=0
+  if __primus_hr_env_is_small; then PRIMUS_HR_SMALL_ENV=1; fi
   # The values to mask that the launcher has (none in a process of its own).
   PRIMUS_MASK_VALUES=("${PRIMUS_MASK_VALUES[@]}")
 }
@@ -143,11 +145,15 @@ __primus_hr_run_one() {
 
 # __primus_hr_hook_child CMD...: the hook's process. In a subshell: the hooks' env. values
 # must never alter this script's own variables (a hook may legitimately set PATH
-# or IFS for the job); env(1) sets them (an export rebuilds bash's environment).
-# With none to set, CMD replaces the subshell at once (one exec less per hook).
+# or IFS for the job). With none to set, CMD replaces the subshell at once.
+# Otherwise they are exported here, or set by env(1) when the environment is
+# large (PRIMUS_HR_SMALL_ENV=0: bash rebuilds its environment after an export
+# in time that grows with the square of its size, ~20 ms at 2,000 variables,
+# where env(1) costs one more exec, ~1 ms) or when this shell gives a name an
+# attribute (readonly, integer, case, array) that refuses or alters the value.
 __primus_hr_hook_child() {
   trap - TERM HUP INT
-  local python_path=${PYTHONPATH-} assign=()
+  local python_path=${PYTHONPATH-} assign=() i
   for ((i = 0; i < ${#PRIMUS_HR_ENV_NAMES[@]}; i++)); do
     assign+=("${PRIMUS_HR_ENV_NAMES[i]}=${PRIMUS_HR_ENV_VALUES[i]}")
     [[ ${PRIMUS_HR_ENV_NAMES[i]} != PYTHONPATH ]] || python_path=${PRIMUS_HR_ENV_VALUES[i]}
@@ -156,7 +162,32 @@ __primus_hr_hook_child() {
   if ((${#assign[@]} == 0)); then
     exec "$@" "${PRIMUS_HR_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
   fi
+  if ((PRIMUS_HR_SMALL_ENV)) && __primus_hr_export_all "${assign[@]}"; then
+    exec "$@" "${PRIMUS_HR_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
+  fi
   exec env -- "${assign[@]}" "$@" "${PRIMUS_HR_ARGS[@]}" {PRIMUS_HOOK_ORIG_ERR}>&-
+}
+
+# __primus_hr_export_all NAME=VALUE...: export them in this (hook) process;
+# status 1 when a name has an attribute here that refuses or alters the value
+# (readonly, integer, case, array): its caller then sets them all with env(1).
+__primus_hr_export_all() {
+  local pair name
+  local -  # with errexit on, bash exits at an export to a readonly name, even here
+  set +e
+  for pair in "$@"; do
+    name=${pair%%=*}
+    export "${pair?}" 2>/dev/null || return 1
+    [[ ${!name} == "${pair#*=}" && ${!name@a} != *[aAn]* ]] || return 1
+  done
+}
+
+# __primus_hr_env_is_small: true when this process's environment holds fewer
+# than 200 variables (read from /proc, at most 200 of them: no process started).
+__primus_hr_env_is_small() {
+  local -a head=()
+  { mapfile -n 200 -d '' head </proc/self/environ; } 2>/dev/null || return 1
+  ((${#head[@]} > 0 && ${#head[@]} < 200))
 }
 
 # __primus_hr_is_reserved_name NAME: bash variables a hook may not set (read-only or
@@ -202,6 +233,9 @@ __primus_hr_parse_output() {
         fi
         if __primus_hr_is_reserved_name "$key"; then
           primus_die "$PRIMUS_EXIT_INVALID" "$PRIMUS_HR_LABEL '$name' line $lineno: env.$key names a variable internal to bash, which cannot be exported to the job; choose another name."
+        fi
+        if [[ -v $key && ${!key@a} == *r* ]]; then
+          primus_die "$PRIMUS_EXIT_INVALID" "$PRIMUS_HR_LABEL '$name' line $lineno: env.$key names a read-only variable of primus-runner itself, which a hook cannot change; choose another name."
         fi
         PRIMUS_HR_ENV_NAMES+=("$key")
         PRIMUS_HR_ENV_VALUES+=("$value")

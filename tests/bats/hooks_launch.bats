@@ -127,3 +127,38 @@ teardown() {
   [[ $(<"$TEST_DIR/h/00_env.sh.count") == 0 ]] || fail "a hook saw $(<"$TEST_DIR/h/00_env.sh.count") PRIMUS_HR_ variable(s)"
   [[ $(<"$TEST_DIR/p/env.sh.count") == 0 ]] || fail "a patch saw $(<"$TEST_DIR/p/env.sh.count") PRIMUS_HR_ variable(s)"
 }
+
+@test "direct: an earlier hook's env. value reaches later hooks in a small and in a large environment; a name the launcher holds read-only is refused" {
+  # The hook process exports the values itself in a small environment and
+  # leaves them to env(1) in a large one (>= 200 variables).
+  mkdir -p "$TEST_DIR/h"
+  printf '%s\n' 'echo "env.HOOK_PLAIN=a b  c"' 'echo "env.HOOK_QUOTE=it'"'"'s \$HOME"' >"$TEST_DIR/h/00_set.sh"
+  printf '%s\n' 'printf "%s|%s\n" "$HOOK_PLAIN" "$HOOK_QUOTE" >"$0.seen"' >"$TEST_DIR/h/01_see.sh"
+  PRIMUS_HOOKS_DIR=$TEST_DIR/h run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
+  assert_success
+  [[ $(<"$TEST_DIR/h/01_see.sh.seen") == "a b  c|it's \$HOME" ]] || fail "small environment: the later hook saw '$(<"$TEST_DIR/h/01_see.sh.seen")'"
+  rm -f "$TEST_DIR/h/01_see.sh.seen"
+  local -a many=()
+  for ((i = 0; i < 250; i++)); do many+=("PRIMUS_TEST_FILL_$i=$i"); done
+  PRIMUS_HOOKS_DIR=$TEST_DIR/h run env "${many[@]}" "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
+  assert_success
+  [[ $(<"$TEST_DIR/h/01_see.sh.seen") == "a b  c|it's \$HOME" ]] || fail "large environment: the later hook saw '$(<"$TEST_DIR/h/01_see.sh.seen")'"
+  # The launcher's own read-only names: a clear refusal (it was an opaque exit 1).
+  echo 'echo "env.__PRIMUS_HELPER_MAIN=from hook"' >"$TEST_DIR/h/02_internal.sh"
+  PRIMUS_HOOKS_DIR=$TEST_DIR/h run "$PRIMUS_CLI" direct --module primus_runner --dry-run -- preflight
+  assert_failure 2
+  assert_output --partial "'02_internal.sh' line 1: env.__PRIMUS_HELPER_MAIN names a read-only variable of primus-runner itself"
+}
+
+@test "hook runner: a name with an attribute that alters or refuses the value is not exported by the hook process" {
+  run bash -c 'source "$1"; source "$2"; declare -u UPPER; __primus_hr_export_all PLAIN=x UPPER=abc' _ "$REPO_ROOT/runner/lib/common.sh" "$REPO_ROOT/runner/lib/hook_runner.sh"
+  assert_failure 1
+  run bash -c 'source "$1"; source "$2"; declare -i NUM; __primus_hr_export_all NUM=1+1' _ "$REPO_ROOT/runner/lib/common.sh" "$REPO_ROOT/runner/lib/hook_runner.sh"
+  assert_failure 1
+  run bash -c 'source "$1"; source "$2"; ARR=(x y); __primus_hr_export_all ARR=1' _ "$REPO_ROOT/runner/lib/common.sh" "$REPO_ROOT/runner/lib/hook_runner.sh"
+  assert_failure 1
+  run bash -c 'source "$1"; source "$2"; __primus_hr_export_all PLAIN="a b" OTHER=; env | grep -E "^(PLAIN|OTHER)="' _ "$REPO_ROOT/runner/lib/common.sh" "$REPO_ROOT/runner/lib/hook_runner.sh"
+  assert_success
+  assert_line "PLAIN=a b"
+  assert_line "OTHER="
+}
