@@ -32,8 +32,14 @@
 # Gate: a hook may declare in its first 30 lines
 #   `# primus-hook-gate: VAR [VAR...]`        open when one VAR is set and not 0
 #   `# primus-hook-when-unset: VAR [VAR...]`  open when one VAR is unset or empty
-# (values after earlier hooks' env. lines). A hook with declarations whose
-# every declaration is closed is not started at all (it would only exit 0).
+# (one open line opens the hook) and what it needs to do anything (each
+# unmet one closes it):
+#   `# primus-hook-skip-when: VAR=VALUE...`   closed when one VAR is VALUE
+#   `# primus-hook-needs-command: CMD...`     closed unless each CMD is on PATH
+#   `# primus-hook-needs-file: FILE in VAR...`  closed unless FILE is in the
+#                                             directory of the first VAR set
+# (values after earlier hooks' env. lines). A closed hook is not started at
+# all (it would only exit 0).
 #
 # This script's own stdout carries only NUL-delimited records, in order:
 #   env\0NAME\0VALUE\0     and     extra\0NAME\0VALUE\0

@@ -6,13 +6,23 @@
 # A hook may declare in its first 30 lines
 #   `# primus-hook-gate: VAR [VAR...]`        open when one VAR is set and not 0
 #   `# primus-hook-when-unset: VAR [VAR...]`  open when one VAR is unset or empty
-# A hook with declarations whose every declaration is closed would only exit 0:
-# not starting it saves a bash start per hook on every launch.
+# (with several such lines, one open line opens the hook), and conditions
+# without which it would do nothing (each one that fails keeps it closed):
+#   `# primus-hook-skip-when: VAR=VALUE [VAR=VALUE...]`
+#                                   closed when one VAR has exactly VALUE
+#   `# primus-hook-needs-command: CMD [CMD...]`
+#                                   closed unless every CMD is on the hook's PATH
+#   `# primus-hook-needs-file: FILE in VAR [VAR...]`
+#                                   closed unless FILE is a file in the
+#                                   directory of the first VAR set and not empty
+#                                   (none set: no condition)
+# A closed hook would only exit 0: not starting it saves a bash start per
+# hook on every launch. Values are those the hook would see: an earlier hook's
+# env. line wins over this process's environment.
 #
 #   primus_hook_gate_open SCRIPT NAMES VALUES
-#       status 1 when SCRIPT declares gates and none is open; NAMES and VALUES
-#       name the arrays of the env. lines earlier hooks emitted (they win over
-#       this process's environment, as they will in the hook's)
+#       status 1 when SCRIPT is closed; NAMES and VALUES name the arrays of
+#       the env. lines earlier hooks emitted
 
 if [[ -n ${__PRIMUS_HOOK_GATES_SH:-} ]]; then
   return 0
@@ -20,36 +30,92 @@ fi
 __PRIMUS_HOOK_GATES_SH=1
 
 primus_hook_gate_open() {
-  local text kind var value declared=0 i IFS=$' \t\n'
+  local text kind word value gated=0 opened=0 IFS=$' \t\n'
   local -n __primus_gate_names=$2 __primus_gate_values=$3
-  local -a vars head
-  local -  # set -f below (a declaration's words are names, never globs) ends with the function
+  local -a words head
+  local -  # set -f below (a declaration's words are never globs) ends with the function
   # One read of the 30 lines (mapfile), and the declarations found by a regular
   # expression over them rather than a test per line: this runs for every hook
   # file of every launch.
   mapfile -n 30 -t head <"$1" || return 0
   printf -v text '%s\n' "${head[@]}"
   set -f
-  local re=$'(^|\n)# primus-hook-(gate|when-unset):([^\n]*)'
+  local re=$'(^|\n)# primus-hook-(gate|when-unset|skip-when|needs-command|needs-file):([^\n]*)'
   # The glob first: a regular expression costs ~70 us, even one that fails.
   while [[ $text == *"# primus-hook-"* && $text =~ $re ]]; do
-    declared=1
     kind=${BASH_REMATCH[2]}
     # shellcheck disable=SC2206  # word splitting wanted; globbing is off
-    vars=(${BASH_REMATCH[3]})
+    words=(${BASH_REMATCH[3]})
     text=${text#*"${BASH_REMATCH[0]}"}
-    for var in "${vars[@]}"; do
-      # The value the hook would see: an earlier hook's env. line wins.
-      value=${!var-}
-      for ((i = 0; i < ${#__primus_gate_names[@]}; i++)); do
-        [[ ${__primus_gate_names[i]} != "$var" ]] || value=${__primus_gate_values[i]}
-      done
-      if [[ $kind == gate ]]; then
-        [[ -z $value || $value == 0 ]] || return 0
-      else
-        [[ -n $value ]] || return 0
-      fi
-    done
+    case $kind in
+      gate | when-unset)
+        gated=1
+        ((opened == 0)) || continue
+        for word in "${words[@]}"; do
+          __primus_gate_value value "$word" || value=""
+          if [[ $kind == gate ]]; then
+            [[ -z $value || $value == 0 ]] || opened=1
+          else
+            [[ -n $value ]] || opened=1
+          fi
+        done
+        ;;
+      skip-when)
+        for word in "${words[@]}"; do
+          [[ $word == ?*=* ]] || continue
+          if __primus_gate_value value "${word%%=*}" && [[ $value == "${word#*=}" ]]; then
+            return 1
+          fi
+        done
+        ;;
+      needs-command)
+        __primus_gate_value value PATH || continue  # no PATH: the hook's shell decides
+        for word in "${words[@]}"; do
+          __primus_gate_on_path "$word" "$value" || return 1
+        done
+        ;;
+      needs-file)
+        [[ ${#words[@]} -ge 3 && ${words[1]} == in ]] || continue
+        for word in "${words[@]:2}"; do
+          __primus_gate_value value "$word" && [[ -n $value ]] || continue
+          [[ -f $value/${words[0]} ]] || return 1
+          break
+        done
+        ;;
+    esac
   done
-  ((declared == 0))
+  ((gated == 0 || opened == 1))
+}
+
+# __primus_gate_value VAR NAME: VAR = NAME's value as the hook would see it
+# (an earlier hook's env. line wins); status 1 when it would be unset. Uses
+# primus_hook_gate_open's arrays.
+__primus_gate_value() {
+  local i
+  for ((i = ${#__primus_gate_names[@]} - 1; i >= 0; i--)); do
+    if [[ ${__primus_gate_names[i]} == "$2" ]]; then
+      printf -v "$1" '%s' "${__primus_gate_values[i]}"
+      return 0
+    fi
+  done
+  [[ -v $2 ]] || return 1
+  printf -v "$1" '%s' "${!2}"
+}
+
+# __primus_gate_on_path CMD PATH: true when the hook's `command -v CMD` could
+# find CMD: an executable file in a PATH directory (an empty entry is the
+# working directory), a path that is executable, or a function of that name.
+__primus_gate_on_path() {
+  local dir IFS=:
+  if [[ $1 == */* ]]; then
+    [[ -f $1 && -x $1 ]]
+    return
+  fi
+  ! declare -F "$1" >/dev/null || return 0
+  # The ':' added keeps a trailing empty entry (word splitting drops the last one).
+  for dir in $2:; do
+    [[ -n $dir ]] || dir=.
+    [[ ! -f $dir/$1 || ! -x $dir/$1 ]] || return 0
+  done
+  return 1
 }

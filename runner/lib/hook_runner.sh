@@ -313,7 +313,7 @@ primus_hook_runner_main() {
       before=""
     fi
     if ! primus_hook_gate_open "$script" PRIMUS_HR_ENV_NAMES PRIMUS_HR_ENV_VALUES; then
-      LOG_DEBUG "$PRIMUS_HR_LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate variables are off" >&2
+      LOG_DEBUG "$PRIMUS_HR_LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate declarations close it (it would do nothing)" >&2
       continue
     fi
     primus_hook_mask_refresh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # 06_fix_aiter_asm_dir.sh: make AITER find its prebuilt kernels for this GPU.
+# primus-hook-needs-command: rocminfo
 #
 # No gate; normally exit 0. Behaviour sheet section 3. Needs rocminfo on PATH,
 # the Python package aiter (one $PRIMUS_PYTHON call) with

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 10_auto_nccl_net.sh: fill in RCCL's HCA list and socket interface when empty.
 # primus-hook-when-unset: NCCL_IB_HCA NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
+# primus-hook-skip-when: PRIMUS_DETECTION_DONE=1
 #
 # No gate. Behaviour sheet section 3. Usually a no-op: base_env.sh's detection
 # has filled these. Reads sysfs under PRIMUS_SYSFS_ROOT (default /).
