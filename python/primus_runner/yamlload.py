@@ -52,6 +52,9 @@ def import_yaml() -> Any:
     module = sys.modules.get("yaml")
     if module is not None:
         return module
+    from primus_runner.sitepaths import ensure_site
+
+    ensure_site()  # the launch helper starts without site-packages (sitepaths.py)
     real = re.compile
     re.compile = _lazy_compile
     try:

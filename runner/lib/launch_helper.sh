@@ -43,7 +43,9 @@ PRIMUS_HELPER_PID="" PRIMUS_HELPER_IN="" PRIMUS_HELPER_OUT="" __PRIMUS_HELPER_HO
 PRIMUS_CLI_ENV_ARGS=() PRIMUS_VERDICT=""
 # note records: where a value came from (KEY), and the value it had then (KEY=).
 declare -gA PRIMUS_PREPARE_NOTE=()
-# `python -m primus_runner` without runpy (whose imports cost ms of every launch).
+# `python -m primus_runner` without runpy (whose imports cost ms of every launch),
+# started with -S: the site step (~5 ms) runs only when PyYAML or psutil is
+# needed (python/primus_runner/sitepaths.py).
 readonly __PRIMUS_HELPER_MAIN='import sys; from primus_runner.cli import main; sys.exit(main(sys.argv[1:]))'
 
 # primus_helper_experiment VAR WORKLOAD...: VAR = the FILE of `train pretrain
@@ -82,7 +84,7 @@ primus_helper_start() {
   # Python too, which would otherwise hold the spooled console open.
   coproc PRIMUS_LAUNCH_HELPER {
     PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-      exec "$PRIMUS_PYTHON" -c "$__PRIMUS_HELPER_MAIN" "${args[@]}"
+      exec "$PRIMUS_PYTHON" -S -c "$__PRIMUS_HELPER_MAIN" "${args[@]}"
   }
   # shellcheck disable=SC2154  # set by coproc
   PRIMUS_HELPER_PID=$PRIMUS_LAUNCH_HELPER_PID

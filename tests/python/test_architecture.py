@@ -30,7 +30,7 @@ FLOORS: dict[str, int] = {
     # value grammar, shell quoting, masking, the log, the registry's data file
     # and the texts a user reads (help without markup, "did you mean").
     "": 0, "errors": 0, "records": 0, "facts": 0, "grammar": 0, "shellfmt": 0,
-    "masking": 0, "log": 0, "registry_data": 0, "usertext": 0, "yamlload": 0,
+    "masking": 0, "log": 0, "registry_data": 0, "usertext": 0, "yamlload": 0, "sitepaths": 0,
     # 1: readers of this host, of the scheduler's variables and of the config files.
     "hardware": 1, "network": 1, "config": 1,
     "cluster.hostlist": 1, "cluster.schedulers": 1,

@@ -113,6 +113,9 @@ def local_addresses(root: str, routes: list[Route]) -> dict[str, list[str]]:
     import socket
 
     try:
+        from primus_runner.sitepaths import ensure_site
+
+        ensure_site()  # the launch helper starts without site-packages (sitepaths.py)
         import psutil
     except ImportError:
         return found
