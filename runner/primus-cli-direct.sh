@@ -323,13 +323,13 @@ main() {
   # --neuron-cores-per-proc K is PRIMUS_NEURON_CORES_PER_PROC; the helper checks
   # it (with PRIMUS_KILL_GRACE and PRIMUS_HOOK_TIMEOUT) at its first step.
   [[ -z $OPT_NEURON_CORES ]] || export PRIMUS_NEURON_CORES_PER_PROC=$OPT_NEURON_CORES
-  # Known before the helper's records: a dry run's helper loads less (no socket).
-  ((OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
+  ((OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1  # the helper loads less (no socket)
   primus_helper_start "$CONSOLE_FD" "$OPT_CONFIG" "$OPT_ACCELERATOR" "${WORKLOAD[@]}"
 }
 
 # launch: everything after the helper's start (main, then the later libraries).
 launch() {
+  primus_hook_runner_preload "${WORKLOAD[0]-}" "${WORKLOAD[1]-}"  # while Python starts
   primus_helper_prepared
   primus_venv_activate
   # Later values from user input come as records that note their names: the

@@ -23,26 +23,57 @@
 #   primus_hook_gate_open SCRIPT NAMES VALUES
 #       status 1 when SCRIPT is closed; NAMES and VALUES name the arrays of
 #       the env. lines earlier hooks emitted
+#   primus_hook_gates_preload FILE...
+#       read the declarations of FILEs now (the launcher, while the helper
+#       starts); primus_hook_gate_open then takes them from memory
 
 if [[ -n ${__PRIMUS_HOOK_GATES_SH:-} ]]; then
   return 0
 fi
 __PRIMUS_HOOK_GATES_SH=1
 
+# The declarations read ahead, by path: the lines themselves, '' for none.
+declare -gA __PRIMUS_GATE_DECLS=()
+
+# __primus_gate_declarations VAR FILE: VAR = FILE's declaration lines (of its
+# first 30), '' when it has none; status 1 when FILE cannot be read.
+__primus_gate_declarations() {
+  local -n __primus_gd_out=$1
+  local __primus_gd_text
+  local -a __primus_gd_head
+  __primus_gd_out=""
+  # One read of the 30 lines (mapfile), and the declarations found by a
+  # regular expression over them rather than a test per line.
+  mapfile -n 30 -t __primus_gd_head <"$2" || return 1
+  printf -v __primus_gd_text '%s\n' "${__primus_gd_head[@]}"
+  local re=$'(^|\n)(# primus-hook-[a-z-]+:[^\n]*)'
+  # The glob first: a regular expression costs ~70 us, even one that fails.
+  while [[ $__primus_gd_text == *"# primus-hook-"* && $__primus_gd_text =~ $re ]]; do
+    __primus_gd_out+=${BASH_REMATCH[2]}$'\n'
+    __primus_gd_text=${__primus_gd_text#*"${BASH_REMATCH[0]}"}
+  done
+}
+
+primus_hook_gates_preload() {
+  local file decls
+  for file in "$@"; do
+    if __primus_gate_declarations decls "$file"; then __PRIMUS_GATE_DECLS[$file]=$decls; fi
+  done
+}
+
 primus_hook_gate_open() {
   local text kind word value gated=0 opened=0 IFS=$' \t\n'
   local -n __primus_gate_names=$2 __primus_gate_values=$3
-  local -a words head
+  local -a words
   local -  # set -f below (a declaration's words are never globs) ends with the function
-  # One read of the 30 lines (mapfile), and the declarations found by a regular
-  # expression over them rather than a test per line: this runs for every hook
-  # file of every launch.
-  mapfile -n 30 -t head <"$1" || return 0
-  printf -v text '%s\n' "${head[@]}"
+  if [[ -v __PRIMUS_GATE_DECLS[$1] ]]; then
+    text=${__PRIMUS_GATE_DECLS[$1]}
+  else
+    __primus_gate_declarations text "$1" || return 0
+  fi
   set -f
   local re=$'(^|\n)# primus-hook-(gate|when-unset|skip-when|needs-command|needs-file):([^\n]*)'
-  # The glob first: a regular expression costs ~70 us, even one that fails.
-  while [[ $text == *"# primus-hook-"* && $text =~ $re ]]; do
+  while [[ -n $text && $text =~ $re ]]; do
     kind=${BASH_REMATCH[2]}
     # shellcheck disable=SC2206  # word splitting wanted; globbing is off
     words=(${BASH_REMATCH[3]})

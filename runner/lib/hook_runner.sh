@@ -10,6 +10,8 @@
 #                                     the patches (execute_patches.sh, the launcher)
 #   PRIMUS_HR_BEFORE_GROUP=FUNCTION   called once before the first hook of
 #                                     DIR/<group>/<name>/ (the launcher's)
+#   primus_hook_runner_preload GROUP NAME
+#                                     the hooks' gate declarations, read ahead
 #
 # It runs in a process of its own: execute_hooks.sh, or a subshell of the
 # launcher (runner/lib/launch_hooks.sh), which saves the launcher a bash start,
@@ -107,6 +109,17 @@ __primus_hr_discover() {
       *.sh | *.py) [[ -f $f ]] && PRIMUS_HR_SCRIPTS+=("$f") ;;
     esac
   done
+}
+
+# primus_hook_runner_preload GROUP NAME: read now the gate declarations of the
+# hooks a run for GROUP NAME would find (the launcher, while the helper starts:
+# ~0.4 ms a hook file off the launch's path); the run takes them from memory.
+primus_hook_runner_preload() {
+  PRIMUS_HR_HOOKS_DIR=${PRIMUS_HOOKS_DIR:-$PRIMUS_RUNNER_DIR/helpers/hooks}
+  PRIMUS_HR_GROUP=$1 PRIMUS_HR_NAME=$2 PRIMUS_HR_SCRIPTS=()
+  [[ -d $PRIMUS_HR_HOOKS_DIR ]] || return 0  # the run says why
+  __primus_hr_discover
+  primus_hook_gates_preload "${PRIMUS_HR_SCRIPTS[@]}"
 }
 
 # __primus_hr_check_scripts: every --scripts file must exist.

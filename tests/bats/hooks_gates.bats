@@ -104,3 +104,29 @@ ran() {
   run grep -c 'starting' "$T/err"
   assert_output 0
 }
+
+@test "declarations read ahead (the launcher, while the helper starts) decide as the files read at the time" {
+  run bash -c '
+    source "$1/runner/lib/common.sh"; source "$1/runner/lib/hook_gates.sh"
+    files=("$1"/runner/helpers/hooks/*.sh "$1"/runner/helpers/hooks/*/*/*.sh)
+    vars=(USING_UEP REBUILD_BNXT USING_AINIC AITER_LOG_LEVEL PRIMUS_TURBO_MOE_DISPATCH_COMBINE_BACKEND
+      NCCL_IB_HCA NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME PRIMUS_DETECTION_DONE PRIMUS_HIPBLASLT_TUNING)
+    N=() V=() n=0 differ=0
+    for trial in 1 2 3 4 5 6 7 8; do
+      for v in "${vars[@]}"; do case $(((RANDOM + trial) % 4)) in 0) unset "$v" ;; 1) export "$v=0" ;; 2) export "$v=1" ;; 3) export "$v=" ;; esac; done
+      now=()
+      for f in "${files[@]}"; do a=0; primus_hook_gate_open "$f" N V || a=1; now+=("$a"); done
+      primus_hook_gates_preload "${files[@]}"
+      i=0
+      for f in "${files[@]}"; do
+        b=0; primus_hook_gate_open "$f" N V || b=1
+        n=$((n + 1)); [[ $b == "${now[i]}" ]] || { differ=$((differ + 1)); echo "differs: $f"; }
+        i=$((i + 1))
+      done
+      __PRIMUS_GATE_DECLS=()
+    done
+    echo "compared $n read ahead: ${#files[@]} files, differences $differ"' _ "$ROOT"
+  assert_success
+  assert_output --regexp '^compared [0-9]+ read ahead: [0-9]+ files, differences 0$'
+  [[ $(grep -o 'read ahead: [0-9]*' <<<"$output" | grep -o '[0-9]*$') -ge 12 ]]
+}
