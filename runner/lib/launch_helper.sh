@@ -46,6 +46,12 @@ declare -gA PRIMUS_PREPARE_NOTE=()
 # `python -m primus_runner` without runpy (whose imports cost ms of every launch),
 # started with -S: the site step (~5 ms) runs only when PyYAML or psutil is
 # needed (python/primus_runner/sitepaths.py).
+# The package next to this file, not $PRIMUS_ROOT/python: an inherited
+# PRIMUS_ROOT may name another tree, and without the site step (-S) no
+# installed copy of the package stands in.
+__PRIMUS_HELPER_PACKAGE_DIR=""
+primus_abs_path __PRIMUS_HELPER_PACKAGE_DIR "${BASH_SOURCE[0]%/*}/../../python"
+readonly __PRIMUS_HELPER_PACKAGE_DIR
 readonly __PRIMUS_HELPER_MAIN='import sys; from primus_runner.cli import main; sys.exit(main(sys.argv[1:]))'
 
 # primus_helper_experiment VAR WORKLOAD...: VAR = the FILE of `train pretrain
@@ -83,7 +89,7 @@ primus_helper_start() {
   # exec: the coprocess IS the helper, so stopping it (an early exit) stops
   # Python too, which would otherwise hold the spooled console open.
   coproc PRIMUS_LAUNCH_HELPER {
-    PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+    PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$__PRIMUS_HELPER_PACKAGE_DIR${PYTHONPATH:+:$PYTHONPATH}" \
       exec "$PRIMUS_PYTHON" -S -c "$__PRIMUS_HELPER_MAIN" "${args[@]}"
   }
   # shellcheck disable=SC2154  # set by coproc

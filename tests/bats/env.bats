@@ -139,3 +139,16 @@ assert values["NEURON_RT_API_TOKEN"] == "****", values'
   assert_success
   [[ -e $marker ]]
 }
+
+@test "env check and a direct dry run with an inherited PRIMUS_ROOT naming another tree still run the launcher's own package" {
+  # The launch helper starts without the site step (python -S): no installed
+  # copy of primus_runner stands in for the package next to the launcher.
+  mkdir -p "$TEST_DIR/other/python"
+  run clean_env PRIMUS_ROOT="$TEST_DIR/other" PRIMUS_RUNNER_DIR="$TEST_DIR/other" "$PRIMUS_CLI" env check
+  assert_success
+  refute_output --partial "No module named"
+  run clean_env PRIMUS_ROOT="$TEST_DIR/other" GPUS_PER_NODE=1 PRIMUS_WORKSPACE="$TEST_DIR/ws" \
+    "$PRIMUS_CLI" direct --dry-run --python "$PY" --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "dry run: nothing was started"
+}
