@@ -67,17 +67,16 @@ source "$RUNNER_DIR/lib/common.sh"
 primus_abs_path RUNNER_DIR "$RUNNER_DIR"
 # shellcheck source=runner/lib/config.sh
 source "$RUNNER_DIR/lib/config.sh"
-# shellcheck source=runner/lib/supervise.sh
-source "$RUNNER_DIR/lib/supervise.sh"
+# shellcheck source=runner/lib/launch_start.sh
+source "$RUNNER_DIR/lib/launch_start.sh"
 # shellcheck source=runner/lib/launch_helper.sh
 source "$RUNNER_DIR/lib/launch_helper.sh"
 # shellcheck source=runner/lib/launch_log.sh
 source "$RUNNER_DIR/lib/launch_log.sh"
 # shellcheck source=runner/lib/launch_env.sh
 source "$RUNNER_DIR/lib/launch_env.sh"
-# The libraries needed once the helper has answered are read while it starts
-# (at the end of this file).
-# Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
+# Libraries needed once the helper answered: read while it starts (end of file).
+# Started with SIGINT ignored (`cmd &` in a script): again, at its default.
 primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
 # ----------------------------------------------------------------- arguments
@@ -292,7 +291,7 @@ run_workload() {
 
 # main ARGS...: the options, the log spool and the traps; starts the helper.
 main() {
-  primus_early_notice_traps
+  primus_notice_queue  # USR1/USR2 until supervise.sh's traps (after main)
   if [[ -n ${PRIMUS_CONTAINER_BYTES:-} ]]; then
     # Inside `primus-cli container`: bytes the runtime's JSON would have changed.
     local -a restored
@@ -379,9 +378,11 @@ launch() {
 }
 
 main "$@"
-# The later libraries: read while Python starts (the helper's first records
-# are the longest wait of a launch), at the top level (a `declare` in a
-# library sourced by a function would be local to it).
+# The later libraries: read while Python starts (the helper's first records are
+# the longest wait), at the top level (a function would make `declare` local).
+# shellcheck source=runner/lib/supervise.sh
+source "$RUNNER_DIR/lib/supervise.sh"
+primus_early_notice_traps
 # shellcheck source=runner/lib/workload.sh
 source "$RUNNER_DIR/lib/workload.sh"
 # shellcheck source=runner/lib/launch_hooks.sh

@@ -22,9 +22,8 @@
 #       SIGTERM of a cancel or time limit: Slurm signals every process of the
 #       step), so it already reached every rank and is not sent again.
 #   PRIMUS_SUPERVISE_CLEANUP names a function run before every exit.
-#   primus_default_sigint SCRIPT ARGS...: a launcher started with SIGINT
-#       ignored (a non-interactive shell's `cmd &`) starts again with SIGINT at
-#       its default, so the INT trap above stops the launch (exit 130).
+#   primus_default_sigint SCRIPT ARGS...: runner/lib/launch_start.sh (sourced
+#       here), which a launcher may read alone before this file.
 
 if [[ -n ${__PRIMUS_SUPERVISE_SH:-} ]]; then
   return 0
@@ -43,6 +42,8 @@ PRIMUS_RUN_PENDING=()    # stop:N / notice:SIG trapped meanwhile
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
 primus_dir_of PRIMUS_SUPERVISE_DIR "${BASH_SOURCE[0]}"
 primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
+# shellcheck source=runner/lib/launch_start.sh
+source "$PRIMUS_SUPERVISE_DIR/lib/launch_start.sh"
 # shellcheck source=runner/lib/processes.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/processes.sh"
 # shellcheck source=runner/lib/signal_origin.sh
@@ -347,29 +348,15 @@ primus_run_workload() {
 }
 
 # primus_early_notice_traps: before the workload starts, USR1/USR2 must not
-# end the launcher (their default action); they are noted only.
+# end the launcher (their default action); they are noted only, and so are
+# those primus_notice_queue (runner/lib/launch_start.sh) queued meanwhile.
 primus_early_notice_traps() {
   trap 'primus_forward_notice USR1' USR1
   trap 'primus_forward_notice USR2' USR2
-}
-
-# primus_default_sigint SCRIPT ARGS...: called first by the launchers. A
-# non-interactive shell starts `cmd &` with SIGINT (and SIGQUIT) ignored, and a
-# signal ignored on entry cannot be trapped or reset by bash (bash(1), SIGNALS),
-# so SIGINT would do nothing to the launcher nor, inherited, to its ranks. Then
-# start SCRIPT again in this same process (same pid) with SIGINT at its default:
-# one read of /proc, and a Python start only in that case.
-primus_default_sigint() {
-  local line mask=0
-  while primus_read line; do
-    [[ $line == SigIgn:* ]] || continue
-    mask=${line##*[[:space:]]}
-    break
-  done 2>/dev/null <"/proc/$BASHPID/status" || return 0
-  [[ $mask =~ ^[0-9a-fA-F]+$ ]] && ((16#${mask: -1} & 2)) || return 0
-  primus_pick_python
-  command -v "$PRIMUS_PYTHON" >/dev/null 2>&1 || return 0
-  exec "$PRIMUS_PYTHON" -I -S -c 'import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])' "$BASH" "$@"
+  local sig
+  while ((${#PRIMUS_NOTICE_QUEUE[@]} > 0)); do
+    sig=${PRIMUS_NOTICE_QUEUE[0]}
+    PRIMUS_NOTICE_QUEUE=("${PRIMUS_NOTICE_QUEUE[@]:1}")
+    primus_forward_notice "$sig"
+  done
 }

@@ -208,3 +208,26 @@ signal_during_hook() {
   assert_failure 1
   assert_output --partial "training script 'locked.py' (config direct.script) exists but is not readable"
 }
+
+@test "a USR1/USR2 notice that arrives before the launcher's signal library is read is queued, then noted, not lost and not fatal" {
+  # direct reads runner/lib/supervise.sh while the helper starts; until then
+  # primus_notice_queue (runner/lib/launch_start.sh) holds the notices.
+  run bash -c '
+    source "$1/runner/lib/common.sh"
+    source "$1/runner/lib/launch_start.sh"
+    primus_notice_queue
+    kill -USR1 $$; kill -USR2 $$
+    echo "queued: ${PRIMUS_NOTICE_QUEUE[*]}"
+    source "$1/runner/lib/supervise.sh"
+    primus_early_notice_traps
+    echo "left: ${#PRIMUS_NOTICE_QUEUE[@]}"
+    kill -USR1 $$
+    echo "still running"' _ "$REPO_ROOT"
+  assert_success
+  assert_line "queued: USR1 USR2"
+  assert_line "left: 0"
+  assert_line "still running"
+  assert_line --partial "SIGUSR1 received before the workload started: noted, nothing to forward."
+  assert_line --partial "SIGUSR2 received before the workload started: noted, nothing to forward."
+  [[ $(grep -c 'SIGUSR1 received before the workload started' <<<"$output") == 2 ]]
+}
