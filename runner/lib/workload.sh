@@ -136,9 +136,13 @@ if len(sys.argv) > 1:
 # With a module entry (PRIMUS_WL_ENTRY=(-m NAME)), the probe also says whether
 # NAME is importable.
 primus_workload_probe_start() {
-  local -a names=()
+  local -a names=() nice=()
   [[ ${PRIMUS_WL_ENTRY[0]-} != -m ]] || names=("${PRIMUS_WL_ENTRY[1]}")
-  exec {PRIMUS_WL_PROBE_FD}< <(exec "$PRIMUS_WL_PYTHON" -c "$__PRIMUS_WL_PROBE" "${names[@]}" 2>/dev/null </dev/null)
+  # Below the launch's own work (nice 10): its answer is read last, and on a
+  # 2-core machine its Python start otherwise takes CPU from the layers and
+  # hooks on the launch's path (-8 ms median of a dry run, interleaved A/B).
+  ! command -v nice >/dev/null || nice=(nice -n 10)
+  exec {PRIMUS_WL_PROBE_FD}< <(exec "${nice[@]}" "$PRIMUS_WL_PYTHON" -c "$__PRIMUS_WL_PROBE" "${names[@]}" 2>/dev/null </dev/null)
 }
 
 # primus_workload_probe_finish NEED_TORCH: read the probe; NEED_TORCH=1 (torchrun

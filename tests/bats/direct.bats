@@ -301,3 +301,22 @@ teardown() {
   assert_failure 2
   assert_output --partial "JAX_COORDINATOR_PORT='$MASTER_PORT': puts the JAX coordinator on port"
 }
+
+@test "the workload interpreter's probe runs at nice +10, below the launch's own work (one start of the interpreter)" {
+  local real=$REPO_ROOT/.venv/bin/python own
+  # A workload interpreter that records its niceness (/proc/PID/stat field 19).
+  cat >"$TEST_DIR/py" <<STUB
+#!/usr/bin/env bash
+read -r -a f </proc/\$\$/stat
+echo "\${f[18]}" >>"$TEST_DIR/nice.log"
+exec "$real" "\$@"
+STUB
+  chmod +x "$TEST_DIR/py"
+  read -r -a f </proc/$$/stat
+  own=${f[18]}
+  run "$PRIMUS_CLI" direct --dry-run --python "$TEST_DIR/py" --module primus_runner -- preflight
+  assert_success
+  run head -1 "$TEST_DIR/nice.log"
+  assert_output "$((own + 10 > 19 ? 19 : own + 10))"
+  [[ $(wc -l <"$TEST_DIR/nice.log") == 1 ]]
+}
