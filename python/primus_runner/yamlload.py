@@ -10,16 +10,18 @@ below hands PyYAML patterns that compile on first use; a typical config then
 compiles the three resolver patterns its scalars need (~2 ms).
 
 Only PyYAML's own module-level ``re.compile`` calls get lazy patterns: the
-substitution lasts for the ``import yaml`` statement (no other code runs in
-it: the package imports only the standard library and its C extension) and
-is undone in ``finally``. This package's processes run no thread while they
-import it.
+substitution lasts for the ``import yaml`` statement and is undone in
+``finally``, and within it a call from any other module (a standard-library
+module PyYAML loads for the first time) gets a real pattern. This package's
+processes run no thread while they import it.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+
+_REAL_COMPILE = re.compile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ms of every launch
@@ -44,7 +46,12 @@ class _LazyPattern:
 
 
 def _lazy_compile(pattern: Any, flags: int = 0) -> Any:
-    return _LazyPattern((pattern, flags))
+    # Only a call from one of PyYAML's modules: a standard-library module that
+    # the import loads for the first time keeps real patterns.
+    caller = sys._getframe(1).f_globals.get("__name__", "")
+    if caller == "yaml" or caller.startswith("yaml."):
+        return _LazyPattern((pattern, flags))
+    return _REAL_COMPILE(pattern, flags)
 
 
 def import_yaml() -> Any:

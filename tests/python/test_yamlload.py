@@ -94,3 +94,18 @@ def test_malformed_yaml_names_the_line() -> None:
                "except UsageError as exc:\n"
                "    print(str(exc).split(':')[0:3])\n")
     assert "x.yaml" in out
+
+
+def test_only_pyyaml_modules_get_lazy_patterns_during_the_import() -> None:
+    out = _run("import re, sys\n"
+               "import primus_runner.yamlload as yl\n"
+               "seen = []\n"
+               "class Finder:\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name == 'yaml.nodes':\n"
+               "            seen.append(type(re.compile('x+')).__name__)\n"
+               "        return None\n"
+               "sys.meta_path.insert(0, Finder())\n"
+               "yl.import_yaml()\n"
+               "print(seen[0] if seen else 'none')\n")
+    assert out.split() == ["Pattern"]
