@@ -20,6 +20,14 @@ launcher's failure report appends to the log file, and one line naming the
 exception reaches stderr; exit status 1, as torchrun's. Without PRIMUS_RC_DIR
 the exception is raised unchanged.
 
+The echoed rank lines are written line by line: torchrun's tee threads write
+each rank's lines to its stdout without a flush, and a Python stdout that is a
+pipe or a file is block-buffered, so a launch whose console is not a terminal
+(``| tee``, a Slurm output file, the launcher's own log copy) saw the ranks'
+lines only in 8 KiB bursts or at the end of the run. Line buffering here keeps
+each line within torchrun's tail interval (0.1 s) of being written; the ranks'
+own buffering is theirs (as under plain torchrun).
+
 Usage: <python> torchrun_quiet.py [torchrun options] -- as torchrun.
 """
 from __future__ import annotations
@@ -145,7 +153,17 @@ def run_torchrun() -> int:
     return 0
 
 
+def line_buffered() -> None:
+    """stdout and stderr flushed at every newline, whatever they are (see the header)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(line_buffering=True)
+
+
 def main() -> None:
+    line_buffered()
     fast_exit(run_torchrun())
 
 

@@ -282,3 +282,14 @@ gone_within() {
   assert_output --partial "--volume $PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE"
   compgen -G "$PRIMUS_WORKSPACE/logs/primus-*.log" >/dev/null
 }
+
+@test "live output through the container: 2 ranks, console piped, each line within 1 s (median) on the console and in the log" {
+  load helpers/live
+  unset PYTHONUNBUFFERED
+  SIG_NAME=plive$$x$RANDOM
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) live_measure "$PWD/live.log" \
+    "$PRIMUS_CLI" container --name "$SIG_NAME" -- --log_file "$PWD/live.log" --script "$WORKLOADS/live_lines.py"
+  [[ $LIVE_RC == 0 ]]
+  live_assert console.lags 60
+  live_assert log.lags 60
+}

@@ -326,3 +326,13 @@ $NEW_SEEN"
   [[ -z $(grep_secrets "$TEST_DIR/spooled.sh") ]] || fail "secret in the spooled batch script"
   secret_job_check "$TEST_DIR/job-$job.out"
 }
+
+@test "live output under the Slurm entry (slurm srun): 2 ranks, console piped, each line within 1 s (median) on the console and in the log" {
+  load "$REPO_ROOT/tests/bats/helpers/live"
+  unset PYTHONUNBUFFERED
+  live_measure "$TEST_DIR/live.log" timeout 300 "$PRIMUS_CLI" slurm srun -N 1 -- direct \
+    --log_file "$TEST_DIR/live.log" --script "$REPO_ROOT/tests/fixtures/workloads/live_lines.py"
+  [[ $LIVE_RC == 0 ]]
+  live_assert console.lags 60
+  live_assert log.lags 60
+}
