@@ -64,6 +64,10 @@ primus_launch_build_command() {
     fi
   fi
   export PRIMUS_CONSOLE_RANKS=$filter
+  # -u as torchrun gives its Python workers when it starts them itself (its
+  # --no-python here drops it): without it a rank's prints to its per-rank file
+  # are block-buffered and reach the console in bursts, unlike plain torchrun.
+  script_cmd=("$PRIMUS_WL_EXE" -u "${PRIMUS_WL_ENTRY[@]}")
   primus_torchrun_words script_cmd "${script_cmd[@]}" "${WORKLOAD[@]}" "${PRIMUS_EXTRA_ARGS[@]}"
   LAUNCH_CMD+=(--no-python "$RUNNER_DIR/helpers/run_worker.sh" "${script_cmd[@]}")
 }

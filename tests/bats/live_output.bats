@@ -2,7 +2,8 @@
 # Live output: every line a rank prints reaches the launcher's console and its
 # main log within a second, whatever the console is (here a pipe, the case
 # that was block-buffered: torchrun's tee wrote the ranks' lines to its
-# buffered stdout, so they came in bursts or when the run ended). The meter is
+# buffered stdout, and the ranks' Python ran without torchrun's -u, so they
+# came in bursts or when the run ended). The meter is
 # tests/bats/helpers/live.bash; the container and Slurm suites time the same.
 
 setup() {
@@ -18,7 +19,7 @@ teardown() {
   launcher_teardown
 }
 
-@test "torchrun, 2 ranks, console piped: each line reaches the console and the log within 1 s (median)" {
+@test "torchrun, 2 ranks printing without a flush, console piped: each line reaches the console and the log within 1 s (median)" {
   GPUS_PER_NODE=2 MASTER_PORT=$(free_port) live_measure "$TEST_DIR/live.log" \
     "$PRIMUS_CLI" direct --log_file "$TEST_DIR/live.log" --script "$WORKLOADS/live_lines.py"
   [[ $LIVE_RC == 0 ]]
@@ -26,8 +27,8 @@ teardown() {
   live_assert log.lags 60
 }
 
-@test "run mode single, console piped: each line reaches the console and the log within 1 s (median)" {
-  live_measure "$TEST_DIR/live.log" \
+@test "run mode single, flushed lines, console piped: each line reaches the console and the log within 1 s (median)" {
+  LIVE_FLUSH=1 live_measure "$TEST_DIR/live.log" \
     "$PRIMUS_CLI" direct --single --log_file "$TEST_DIR/live.log" --script "$WORKLOADS/live_lines.py"
   [[ $LIVE_RC == 0 ]]
   live_assert console.lags 30
