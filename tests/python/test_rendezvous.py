@@ -64,3 +64,43 @@ def test_auto_port():
 
 def test_port_holder_unknown_port():
     assert rendezvous.port_holder(rendezvous.free_port()) is None
+
+
+def _range(tmp_path, text: str) -> str:
+    base = tmp_path / "proc/sys/net/ipv4"
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "ip_local_port_range").write_text(text)
+    return str(tmp_path)
+
+
+def test_free_port_avoids_the_ephemeral_range(tmp_path):
+    root = _range(tmp_path, "21000\t65000\n")
+    ports = {rendezvous.free_port(root) for _ in range(40)}
+    assert all(rendezvous.PICK_LOW <= p < 21000 or 65000 < p <= 65535 for p in ports)
+    assert len(ports) > 1  # chosen at random: launches at the same moment differ
+    # A fixture tree without the file: Linux's default range is avoided.
+    assert not 32768 <= rendezvous.free_port(str(tmp_path / "none")) <= 60999
+    # Nothing left outside the range: the kernel's pick, still a bindable port.
+    full = _range(tmp_path / "full", "1024 65535\n")
+    assert rendezvous.check(env(MASTER_PORT=str(rendezvous.free_port(full)))) == []
+
+
+def test_auto_port_avoids_the_ephemeral_range(tmp_path):
+    root = _range(tmp_path, "20000 65000\n")
+    picked = rendezvous.auto_port({"MASTER_PORT": "auto"}, root)
+    assert picked is not None and int(picked["MASTER_PORT"]) > 65000
+
+
+@pytest.mark.parametrize("values, wanted", [
+    ({}, True),                                                      # nobody chose: picked
+    ({"NNODES": "1", "NODE_RANK": "0"}, True),                       # one node, said out loud
+    ({"MASTER_PORT": "29500"}, False),                               # the user's port
+    ({"NNODES": "2", "MASTER_ADDR": "10.0.0.1"}, False),             # multi-node: 1234 everywhere
+    ({"SLURM_JOB_ID": "7", "SLURM_NNODES": "1", "SLURM_NODELIST": "n1",
+      "SLURM_NODEID": "0", "SLURM_PROCID": "0"}, False),             # a scheduler's port
+])
+def test_wants_free_port(values, wanted):
+    from primus_runner.cluster import ranks
+
+    assert rendezvous.wants_free_port(ranks.resolve(values)) is wanted
+    assert rendezvous.wants_free_port(ranks.resolve({}, {"MASTER_PORT": "29533"})) is False  # user config

@@ -962,3 +962,30 @@ def test_user_gid_index_of_a_neighbours_netdev_is_an_error():
                      "NCCL_IB_GID_INDEX", "nic_values_on_host")
     assert "another netdev" in finding.message and "NCCL_IB_GID_INDEX=5" in finding.fix
     clean({"NCCL_IB_GID_INDEX": "5", "PRIMUS_SYSFS_ROOT": root}, "NCCL_IB_GID_INDEX")
+
+
+def test_master_port_ephemeral(tmp_path):
+    base = tmp_path / "proc/sys/net/ipv4"
+    base.mkdir(parents=True)
+    (base / "ip_local_port_range").write_text("32768\t60999\n")
+    root = str(tmp_path)
+    finding = expect({"MASTER_PORT": "40000", "PRIMUS_SYSFS_ROOT": root}, "warning",
+                     "MASTER_PORT", "master_port_ephemeral")
+    assert "ephemeral port range 32768-60999" in finding.message
+    assert finding.fix.startswith("export MASTER_PORT=29500 ")
+    assert "ip_local_reserved_ports=40000" in finding.fix
+    for port in ("29500", "32767", "61000"):
+        clean({"MASTER_PORT": port, "PRIMUS_SYSFS_ROOT": root}, "MASTER_PORT", "master_port_ephemeral")
+    # Single mode on one node binds no rendezvous port; with NNODES > 1 it does.
+    single = {"MASTER_PORT": "40000", "PRIMUS_SYSFS_ROOT": root, "RUN_MODE": "single"}
+    clean(single, "MASTER_PORT", "master_port_ephemeral")
+    expect({**single, "NNODES": "2"}, "warning", "MASTER_PORT", "master_port_ephemeral")
+    # A range that covers 29500 suggests a port below it; a reserved port is not warned about.
+    (base / "ip_local_port_range").write_text("20000 60999\n")
+    finding = expect({"MASTER_PORT": "40000", "PRIMUS_SYSFS_ROOT": root}, "warning",
+                     "MASTER_PORT", "master_port_ephemeral")
+    assert finding.fix.startswith("export MASTER_PORT=19500 ")
+    (base / "ip_local_reserved_ports").write_text("39000-41000,50000\n")
+    clean({"MASTER_PORT": "40000", "PRIMUS_SYSFS_ROOT": root}, "MASTER_PORT", "master_port_ephemeral")
+    # No readable range (a fixture tree without it): no finding.
+    clean({"MASTER_PORT": "40000", "PRIMUS_SYSFS_ROOT": str(tmp_path / "none")}, "MASTER_PORT")

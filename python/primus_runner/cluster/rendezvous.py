@@ -16,6 +16,11 @@ On the node that hosts the rendezvous (NODE_RANK 0):
 That MASTER_ADDR resolves on the other nodes is ``ranks.check_master_resolves``
 (at prepare time). ``MASTER_PORT=auto`` (``auto_port``) is replaced by a free
 port here, on a single node only; under Slurm a job-derived port is ranks.py's.
+A launch on one node with no scheduler and no MASTER_PORT from the user or their
+config (``wants_free_port``) gets a free port too, not the reference's 1234, so
+launches side by side on one host do not collide; multi-node launches keep 1234
+(every node must know the port). Picked ports lie outside the kernel's ephemeral
+range (rule master_port_ephemeral warns about a port inside it).
 """
 from __future__ import annotations
 
@@ -24,25 +29,55 @@ from collections.abc import Mapping
 
 # ``socket`` is imported inside the functions that use it: the helper's
 # prepare step of a single-node launch needs none of them (ms of every launch).
+from primus_runner.env.rules import distributed
 from primus_runner.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from primus_runner.cluster.ranks import RankMap
 
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp (include/net/tcp_states.h)
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the kernel's pick, 1024-65535)."""
+# Picked ports start here: below it lie the Slurm step ports of other jobs
+# (schedulers.slurm_step_port, 10000-32766 even) and many services' own ports.
+PICK_LOW = 20000
+PICKED_NOTE = ("a free port for this single-node launch (no MASTER_PORT from the user or their "
+               "config, no scheduler; launches with NNODES > 1 use 1234)")
+
+
+def free_port(root: str = "/") -> int:
+    """A TCP port nobody listens on right now, outside this host's ephemeral range
+    (read under ``root``, PRIMUS_SYSFS_ROOT; Linux's default when unreadable), so no
+    outgoing connection takes it before torchrun binds it; chosen at random, so
+    launches started at the same moment do not pick the same one."""
     import socket
 
+    low, high = distributed.ephemeral_range(root) or distributed.LINUX_EPHEMERAL
+    below = max(0, min(low, 65536) - PICK_LOW)  # PICK_LOW .. low-1
+    above = max(0, 65535 - max(high, PICK_LOW - 1))  # max(high+1, PICK_LOW) .. 65535
+    for _ in range(64 if below + above else 0):
+        n = int.from_bytes(os.urandom(4), "big") % (below + above)
+        port = PICK_LOW + n if n < below else max(high + 1, PICK_LOW) + n - below
+        if _bind_error(port) is None:
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("", 0))
+        sock.bind(("", 0))  # no free port outside the range: the kernel's pick
         return int(sock.getsockname()[1])
 
 
-def auto_port(env: Mapping[str, str]) -> dict[str, str] | None:
+def auto_port(env: Mapping[str, str], root: str = "/") -> dict[str, str] | None:
     """With MASTER_PORT=auto: a copy of env with a free port in its place, else None."""
     if env.get("MASTER_PORT", "").strip().lower() != "auto":
         return None
-    return {**env, "MASTER_PORT": str(free_port())}
+    return {**env, "MASTER_PORT": str(free_port(root))}
+
+
+def wants_free_port(mapping: RankMap) -> bool:
+    """True for a launch on one node, no scheduler, MASTER_PORT from nobody (the
+    reference default): its port is picked (free_port) instead of 1234."""
+    return (mapping.nnodes == 1 and mapping.source in ("single", "explicit")
+            and mapping.origins.get("MASTER_PORT") == "default")
 
 
 def check_auto_single_node(nnodes: int) -> None:

@@ -87,12 +87,14 @@ def _step_failed(step: str, exc: BaseException, failures: list[tuple[str, str, i
 def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
                  sysfs_root: str, dev_root: str, origins: dict[str, str] | None = None,
                  failures: list[tuple[str, str, int]] | None = None, *,
-                 probes: bool = True) -> dict[str, str]:
+                 probes: bool = True, pick_port: bool = False) -> dict[str, str]:
     """Everything a launch exports before the shell layers run.
 
     ``origins`` (when given) receives where each value came from; with
     ``failures`` given a failing step is appended there as (step, reason,
-    exit code) instead of raised, and the other steps still run."""
+    exit code) instead of raised, and the other steps still run. With
+    ``pick_port`` (a launch, not sourcing by hand) a single-node launch nobody
+    gave a MASTER_PORT gets a free one (rendezvous.wants_free_port), origin "picked"."""
     from primus_runner import network as nics
     from primus_runner.cluster import ranks
     from primus_runner.hardware import devices, placement
@@ -112,6 +114,12 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         for name, value in mapping.as_env().items():
             out[name] = value
             where[name] = mapping.origins.get(name, "default")
+        if pick_port:
+            from primus_runner.cluster import rendezvous
+
+            if rendezvous.wants_free_port(mapping):
+                out["MASTER_PORT"] = str(rendezvous.free_port(sysfs_root))
+                where["MASTER_PORT"] = "picked"
         gpus_origin = mapping.origins.get("GPUS_PER_NODE")
     view = {**env, **out}
     wanted = accelerator or env.get("PRIMUS_ACCELERATOR") or cfgmod.scalar_text(cfg.get("direct.accelerator"))

@@ -84,15 +84,18 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     direct_view = cfgmod.Config(view, cfg.sources, cfg.warnings)
     yield from config_records(direct_view)
     # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
-    picked = rendezvous.auto_port(env)
+    # No MASTER_PORT on a single node: a free port too (rendezvous.wants_free_port).
+    picked = rendezvous.auto_port(env, sysfs_root)
     origins: dict[str, str] = {}
     found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root,
-                         origins, probes=host_probes)
+                         origins, probes=host_probes, pick_port=True)
     if picked is not None:
         rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
         found.setdefault("MASTER_PORT", picked["MASTER_PORT"])
     for name, value in found.items():
         yield "env", name, value
+    if origins.get("MASTER_PORT") == "picked":
+        log.info(f"MASTER_PORT={found['MASTER_PORT']}: {rendezvous.PICKED_NOTE}")
     # Where the process count came from, for the launch summary.
     from primus_runner.launch.detect import count_source
 

@@ -87,3 +87,75 @@ def loopback_problem(addr: str, nnodes: int, users: bool) -> tuple[str, str, str
 def describe(name: str, value: str, message: str, fix: str) -> str:
     """The one wording of a finding: ``NAME='value': message. Fix: fix``."""
     return f"{name}='{value}': {message}. Fix: {fix}"
+
+
+# Linux's default net.ipv4.ip_local_port_range (Documentation/networking/ip-sysctl.rst),
+# assumed by the port picker when the file cannot be read (a fixture tree without it).
+LINUX_EPHEMERAL = (32768, 60999)
+_SYSCTL = "proc/sys/net/ipv4"
+
+
+def _sysctl_text(root: str, name: str) -> str | None:
+    import os
+
+    try:
+        with open(os.path.join(root or "/", _SYSCTL, name), encoding="ascii") as handle:
+            return handle.read()
+    except (OSError, ValueError):
+        return None
+
+
+def ephemeral_range(root: str) -> tuple[int, int] | None:
+    """The kernel's ephemeral port range, read under ``root`` (PRIMUS_SYSFS_ROOT
+    moves /proc for fixtures, as detection does); None when unreadable."""
+    words = (_sysctl_text(root, "ip_local_port_range") or "").split()
+    if len(words) != 2 or not all(_DIGITS.match(w) for w in words):
+        return None
+    low, high = int(words[0]), int(words[1])
+    return (low, high) if low <= high else None
+
+
+def reserved_ports(root: str) -> set[int] | None:
+    """net.ipv4.ip_local_reserved_ports under ``root`` (ports the kernel never hands
+    out as ephemeral): None when unreadable or not understood."""
+    text = _sysctl_text(root, "ip_local_reserved_ports")
+    if text is None:
+        return None
+    ports: set[int] = set()
+    for item in text.replace("\n", ",").split(","):
+        low, _, high = item.strip().partition("-")
+        if not low:
+            continue
+        if not _DIGITS.match(low) or (high and not _DIGITS.match(high)):
+            return None
+        first, last = int(low), int(high or low)
+        if last < first or last - first > 65535:
+            return None
+        ports.update(range(first, last + 1))
+    return ports
+
+
+def port_outside(low: int, high: int) -> int:
+    """A port to suggest outside the ephemeral range LOW-HIGH: 29500 (torch's
+    own default) when it is outside, else just below or above the range."""
+    for port in (29500, low - 500, high + 500):
+        if PORT_RANGE[0] <= port <= PORT_RANGE[1] and not low <= port <= high:
+            return port
+    return PORT_RANGE[0]
+
+
+def ephemeral_problem(port: int, root: str) -> tuple[str, str] | None:
+    """(message, fix) when ``port`` lies in this host's ephemeral range and is not
+    reserved: any outgoing connection may hold it when node 0's store binds it."""
+    found = ephemeral_range(root)
+    if found is None or not found[0] <= port <= found[1]:
+        return None
+    reserved = reserved_ports(root)
+    if reserved is not None and port in reserved:
+        return None
+    low, high = found
+    return (f"lies in this host's ephemeral port range {low}-{high} "
+            "(net.ipv4.ip_local_port_range): any outgoing connection on node 0 may already hold "
+            "it, and the rendezvous store then fails to bind",
+            f"export MASTER_PORT={port_outside(low, high)} (any free port outside {low}-{high}), "
+            f"or reserve it on every node (sudo sysctl -w net.ipv4.ip_local_reserved_ports={port})")

@@ -26,12 +26,12 @@ Sources (also in README, section Neuron):
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 
+from primus_runner.env.rules import distributed
 from primus_runner.env.rules.engine import _State, rule
-from primus_runner.env.rules.types import Finding, parse_range_list, parse_uint
+from primus_runner.env.rules.types import Finding, parse_uint
 from primus_runner.grammar import is_loopback, split_hostport
 from primus_runner.hardware.neuron_cores import visible_cores
 
@@ -114,30 +114,6 @@ def _root_comm(s: _State) -> Iterator[Finding]:
                       "from a non-loopback MASTER_ADDR")
 
 
-def _port_set(text: str) -> set[int] | None:
-    ports: set[int] = set()
-    for item in text.replace("\n", ",").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        ranges = parse_range_list(item)
-        if ranges is None:
-            return None
-        low, high = ranges[0]
-        if high - low > 65535:
-            return None
-        ports.update(range(low, high + 1))
-    return ports
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
 @rule("neuron_root_comm_port_reserved")
 def _port_reserved(s: _State) -> Iterator[Finding]:
     value = s.get("NEURON_RT_ROOT_COMM_ID")
@@ -148,14 +124,13 @@ def _port_reserved(s: _State) -> Iterator[Finding]:
         return
     port = int(parts[1])
     root = s.env.get("PRIMUS_SYSFS_ROOT") or "/"
-    sysctl = os.path.join(root, "proc/sys/net/ipv4")
-    local = (_read(os.path.join(sysctl, "ip_local_port_range")) or "").split()
-    if len(local) != 2 or not all(part.isdigit() for part in local):
+    local = distributed.ephemeral_range(root)
+    if local is None:
         return
-    low, high = int(local[0]), int(local[1])
+    low, high = local
     if not low <= port <= high:
         return
-    reserved = _port_set(_read(os.path.join(sysctl, "ip_local_reserved_ports")) or "")
+    reserved = distributed.reserved_ports(root)
     if reserved is not None and port not in reserved:
         yield s.found("warning", "NEURON_RT_ROOT_COMM_ID",
                       f"port {port} lies in the ephemeral range net.ipv4.ip_local_port_range "

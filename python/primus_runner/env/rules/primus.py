@@ -23,6 +23,18 @@ def _master_port(s: _State) -> Iterator[Finding]:
         yield s.found("error", "MASTER_PORT", *found)
 
 
+@rule("master_port_ephemeral")
+def _master_port_ephemeral(s: _State) -> Iterator[Finding]:
+    # The same host file the launch's port picker avoids (rendezvous.free_port).
+    port = s.uint("MASTER_PORT")
+    nnodes = s.uint("NNODES") or 1
+    if port is None or (s.get("RUN_MODE") == "single" and nnodes <= 1):
+        return  # single mode on one node: no rendezvous store binds it
+    found = distributed.ephemeral_problem(port, s.env.get("PRIMUS_SYSFS_ROOT") or "/")
+    if found is not None:
+        yield s.found("warning", "MASTER_PORT", *found)
+
+
 def _launcher_set(s: _State, name: str) -> bool:
     """True when the launcher or a base_env default, not the user, set ``name``."""
     if f" {name} " in f" {s.env.get('PRIMUS_DETECTED_VARS', '')} ":
