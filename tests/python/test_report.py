@@ -1,4 +1,4 @@
-"""The failure report of a torchrun launch (python/primus_runner/launch/report.py)."""
+"""The failure report of a launch, torchrun and single mode (python/primus_runner/launch/report.py)."""
 from __future__ import annotations
 
 import json
@@ -204,3 +204,52 @@ def test_exception_line_after_init_process_group_has_torchs_rank_prefix() -> Non
 ])
 def test_exception_line_from_any_traceback_form(text: str, expected: str) -> None:
     assert report.exception_line(text) == expected
+
+
+LAUNCHER_LOG = ("[2026-01-01T00:00:00Z] [NODE-0(host)] [INFO] launch configuration:\n"
+                "step 1 loss 2.0\n"
+                "Traceback (most recent call last):\n"
+                '  File "train.py", line 3, in <module>\n'
+                "RuntimeError: shard 7 missing\n"
+                "[NODE-0(host)] [WARN] not a line of the workload\n")
+
+
+def test_single_mode_report_names_the_process_its_exception_and_the_oom_hint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(LAUNCHER_LOG)
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/cgroup").write_text("0::/job\n")
+    (tmp_path / "sys/fs/cgroup/job").mkdir(parents=True)
+    (tmp_path / "sys/fs/cgroup/job/memory.events").write_text("oom_kill 2\n")
+    monkeypatch.setenv("PRIMUS_SYSFS_ROOT", str(tmp_path))
+    monkeypatch.setenv("PRIMUS_DEV_ROOT", str(tmp_path))
+    monkeypatch.setenv("NODE_RANK", "3")
+    monkeypatch.delenv("RUN_MODE", raising=False)
+    # No per-rank records, no torchrun: the mode says whose failure it is.
+    assert report.main(["--rc-dir", str(tmp_path), "--log", str(log), "--code", "137",
+                        "--mode", "single"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "137"
+    assert ("failure report: the workload (run mode single: global rank 3, the one process of "
+            "node 3) failed, exit code 137 (killed by SIGKILL).") in err
+    assert "exception: RuntimeError: shard 7 missing" in err
+    assert "| step 1 loss 2.0" in err and "not a line of the workload" not in err
+    assert "launch configuration" not in err
+    assert "hint: a rank killed by SIGKILL that the launcher did not stop was most often killed " \
+           "by the kernel's out-of-memory killer" in err
+    assert "cgroup /job memory.events: oom_kill 2" in err
+    assert "torchrun" not in err
+
+
+def test_single_mode_from_run_mode_and_its_own_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("only output\n")
+    monkeypatch.setenv("RUN_MODE", "single")
+    monkeypatch.setenv("NODE_RANK", "0")
+    assert report.main(["--rc-dir", str(tmp_path), "--log", str(log), "--code", "7"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "7"
+    assert "global rank 0, the one process of node 0) failed, exit code 7." in err
+    assert "hint:" not in err  # the out-of-memory hint is for SIGKILL only

@@ -1,9 +1,15 @@
-"""The failure report of a torchrun launch: which rank failed first, and why.
+"""The failure report of a launch: which rank failed first, and why.
 
 Run by ``runner/lib/supervise.sh`` (one process, only when the workload failed)::
 
     python3 -m primus_runner.launch.report --rc-dir DIR --log LOG_FILE --code TORCHRUN_RC \
-        [--requeue-code N]
+        [--requeue-code N] [--mode torchrun|single]
+
+In run mode single (``--mode single``, else ``RUN_MODE=single`` in the
+environment) there is no torchrun and one process per node: the report names
+that process (global rank NODE_RANK), its exit code, its exception and last
+lines (read from the launcher log, which holds its output) and the same
+out-of-memory hint (launch/oom.py); the launch's code is the workload's own.
 
 Inputs, all written during the run into the launcher's exit-code directory:
 
@@ -223,9 +229,32 @@ def keep_torchrun_error(rc_dir: Path, log_file: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
+# A line the launcher itself logged ("[time] [NODE-0(host)] [INFO] ..."), not the workload.
+_LAUNCHER_LINE = re.compile(r"^(\[[0-9T:Z-]+\] )?\[NODE-\d+\([^)]*\)\] \[(DEBUG|INFO|WARN|ERROR)\] ")
+
+
+def single_report(code: int, log_file: str, node: str) -> int:
+    """The report of run mode single (no torchrun, no per-rank records): the
+    one process of this node, read from the launcher log. Returns CODE."""
+    from primus_runner.launch.oom import oom_hint
+
+    output = "\n".join(line for line in _read(log_file).splitlines() if not _LAUNCHER_LINE.match(line))
+    first = Failure(code, 0, int(node) if node.isdigit() else 0, 0, log_file, log_file, "")
+    hints = oom_hint(code, os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
+                     os.environ.get("PRIMUS_DEV_ROOT") or "/")
+    lines = format_report(first, [], exception_line(output), tail(output, TAIL_LINES), "", node, hints)
+    lines[0] = (f"failure report: the workload (run mode single: global rank {first.rank}, the one "
+                f"process of node {node}) failed, {describe_code(code)}.")
+    for line in lines:
+        log.error(line)
+    return code
+
+
 def report(rc_dir: Path, log_file: str, torchrun_code: int, requeue_code: int | None = None,
-           node: str = "0") -> int:
+           node: str = "0", mode: str = "torchrun") -> int:
     """Print the report; return the launch's exit code."""
+    if mode == "single":
+        return single_report(torchrun_code, log_file, node)
     torchrun_line = keep_torchrun_error(rc_dir, log_file)
     failures = read_failures(rc_dir)
     first = first_failure(failures, requeue_code)
@@ -264,7 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in ("-h", "--help"):
         print((__doc__ or "").strip())
         return 0
-    options = {"--rc-dir": "", "--log": "", "--code": "1", "--requeue-code": ""}
+    options = {"--rc-dir": "", "--log": "", "--code": "1", "--requeue-code": "",
+               "--mode": os.environ.get("RUN_MODE") or "torchrun"}
     while args:
         name = args.pop(0)
         if name not in options or not args:
@@ -277,7 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     print(report(Path(options["--rc-dir"]), options["--log"], int(options["--code"]),
-                 int(requeue) if requeue else None, os.environ.get("NODE_RANK", "0")))
+                 int(requeue) if requeue else None, os.environ.get("NODE_RANK", "0"),
+                 options["--mode"]))
     return 0
 
 
