@@ -175,7 +175,7 @@ refute_invented() {
   assert_env PRIMUS_ACCELERATOR cpu
   assert_env NCCL_SOCKET_IFNAME eth0
   assert_env GLOO_SOCKET_IFNAME eth0
-  assert_env NCCL_IB_HCA ""
+  refute_env NCCL_IB_HCA # never exported empty
   assert_env NCCL_IB_GID_INDEX 3
   # No accelerator: one process by default (issue 14), not the GPU default of 8.
   assert_env GPUS_PER_NODE 1
@@ -202,6 +202,6 @@ refute_invented() {
   # No detection helper was needed: no warning or error (INFO lines are on stderr).
   [[ $stderr != *"[WARN]"* && $stderr != *"[ERROR]"* ]]
   assert_env GPU_MAX_HW_QUEUES 2
-  assert_env NCCL_IB_HCA ""
+  refute_env NCCL_IB_HCA # never exported empty
   refute_env NCCL_SOCKET_IFNAME
 }

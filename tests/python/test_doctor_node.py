@@ -78,8 +78,12 @@ def test_ib_hca_naming_a_down_port_fails_naming_the_variable_and_fix(tmp_path: P
     assert proc.returncode == 3, proc.stdout + proc.stderr
     rdma = next(c for c in json.loads(out.read_text())["checks"] if c["name"] == "RDMA ports")
     assert rdma["status"] == "fail"
-    assert "NCCL_IB_HCA='mlx5_9' selects port(s) not ACTIVE: mlx5_9:1" in rdma["value"]
+    assert ("NCCL_IB_HCA='mlx5_9' names port(s) that are not ACTIVE: mlx5_9:1 (DOWN, Disabled)"
+            in rdma["value"])
     assert rdma["fix"].startswith("export NCCL_IB_HCA=mlx5_0:1,") and "mlx5_9" not in rdma["fix"]
+    # The same verdict as the launch's: rule nic_values_on_host fails the launch verdict too.
+    verdict = next(c for c in json.loads(out.read_text())["checks"] if c["name"] == "launch verdict")
+    assert verdict["status"] == "fail" and "mlx5_9:1 (DOWN, Disabled)" in verdict["value"]
     # The vendor tool was asked with the documented arguments, and agreed with sysfs.
     assert Path(f"{smi}.args").read_text() == "list\n--json\n"
     tool = next(c for c in json.loads(out.read_text())["checks"] if c["name"] == "vendor tool")

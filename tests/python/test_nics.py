@@ -313,8 +313,8 @@ def test_link_local_only_port_is_dropped_saying_why() -> None:
     result = detect_nics(str(FIX / "roce-linklocal"), NO_USER)
     assert result.nccl_ib_hca == "mlx5_0:1"
     dropped = next(p for p in result.ports if p.name == "mlx5_1:1")
-    assert dropped.reason == ("RoCE port with only link-local fe80:: GIDs (no IPv4 address on "
-                              "its netdev)")
+    assert dropped.reason == ("RoCE port with only link-local fe80:: GIDs (no IPv4 or global "
+                              "IPv6 address on its netdev)")
     assert any(n.startswith("RDMA port mlx5_1:1 left out of NCCL_IB_HCA") for n in result.notes)
 
 

@@ -937,9 +937,12 @@ def test_databricks_token_without_host():
 
 def test_nccl_ifname_prefix_overlap():
     root = str(SYSFS / "bond-vlan")
-    finding = expect({"NCCL_SOCKET_IFNAME": "bond0", "PRIMUS_SYSFS_ROOT": root}, "warning",
+    finding = expect({"NCCL_SOCKET_IFNAME": "bond0", "PRIMUS_SYSFS_ROOT": root}, "error",
                      "NCCL_SOCKET_IFNAME", "nccl_ifname_prefix_overlap")
     assert "bond0.2093" in finding.message and finding.fix.endswith("NCCL_SOCKET_IFNAME==bond0")
+    # In an exclusion list the overlap only narrows NCCL's choice: a warning.
+    expect({"NCCL_SOCKET_IFNAME": "^bond0", "PRIMUS_SYSFS_ROOT": root}, "warning",
+           "NCCL_SOCKET_IFNAME", "nccl_ifname_prefix_overlap")
     clean({"NCCL_SOCKET_IFNAME": "=bond0", "PRIMUS_SYSFS_ROOT": root}, "NCCL_SOCKET_IFNAME")
     # A value the launcher detected is not the user's (written with '=' when needed).
     clean({"NCCL_SOCKET_IFNAME": "bond0", "PRIMUS_SYSFS_ROOT": root,

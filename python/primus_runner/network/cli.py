@@ -10,6 +10,14 @@ import os
 
 from primus_runner.errors import UsageError
 from primus_runner.network.detect import GET_VARS, NicResult, detect_nics
+from primus_runner.network.hca import HcaPort
+
+
+def _gid_text(port: HcaPort) -> str:
+    """'3 (RoCE v2 IPv6)' for a RoCE port's routable GID; '-' when it has none or is IB."""
+    if port.link_layer != "Ethernet" or port.gid_index is None:
+        return "-"
+    return f"{port.gid_index} (RoCE v2 {port.gid_family})"
 
 
 def _table(result: NicResult) -> str:
@@ -20,7 +28,7 @@ def _table(result: NicResult) -> str:
         mark = "use " if p.chosen else "skip"
         lines.append(f"  {mark} {p.name:<15} {p.state:<7} {p.phys_state:<9} "
                      f"{p.link_layer:<11} numa {p.numa_node:<3} netdev {','.join(p.netdevs) or '-':<14} "
-                     f"roce-v2-ipv4-gids {p.roce_v2_ipv4_gids} {p.reason}")
+                     f"gid {_gid_text(p)} {p.reason}")
     lines.append("interfaces:")
     for i in result.interfaces:
         mark = "ok  " if i.usable else "skip"

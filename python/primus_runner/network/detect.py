@@ -92,12 +92,15 @@ def choose_gid_index(ports: list[HcaPort], notes: list[str]) -> tuple[int, str, 
     distinct = sorted({i for i in indexes.values() if i is not None})
     if len(distinct) == 1:
         return distinct[0], "detected", {}
-    notes.append("the RoCE v2 IPv4 GID sits at different indexes on this host's chosen ports ("
+    # choose_hcas keeps one family on the chosen RoCE ports: IPv4, else IPv6.
+    family = "IPv6" if all(p.gid_family == "IPv6" for p in roce) else "IPv4"
+    af = "AF_INET6" if family == "IPv6" else "AF_INET"
+    notes.append(f"the RoCE v2 {family} GID sits at different indexes on this host's chosen ports ("
                  + ", ".join(f"{name}={index}" for name, index in indexes.items())
                  + f"): NCCL_IB_GID_INDEX={AUTO_GID_INDEX} lets NCCL >= 2.21 pick each port's GID "
-                 "by NCCL_IB_ADDR_FAMILY=AF_INET and NCCL_IB_ROCE_VERSION_NUM=2. With an older "
+                 f"by NCCL_IB_ADDR_FAMILY={af} and NCCL_IB_ROCE_VERSION_NUM=2. With an older "
                  "RCCL/NCCL, restrict NCCL_IB_HCA to ports that share one index")
-    return AUTO_GID_INDEX, "auto", {"NCCL_IB_ADDR_FAMILY": "AF_INET", "NCCL_IB_ROCE_VERSION_NUM": "2"}
+    return AUTO_GID_INDEX, "auto", {"NCCL_IB_ADDR_FAMILY": af, "NCCL_IB_ROCE_VERSION_NUM": "2"}
 
 
 def detect_nics(sysfs_root: str = "/", env: Mapping[str, str] | None = None,
@@ -110,11 +113,19 @@ def detect_nics(sysfs_root: str = "/", env: Mapping[str, str] | None = None,
     routes = read_routes(sysfs_root)
     addresses = local_addresses(sysfs_root, routes)
     ports = read_ports(sysfs_root)
-    mark_own_gids(ports, addresses)
+    mark_own_gids(ports, addresses, sysfs_root)
     hca = choose_hcas(sysfs_root, ports, hca_exclude)
     for port in ports:
         if port.reason.startswith("RoCE port with"):
             notes.append(f"RDMA port {port.name} left out of NCCL_IB_HCA: {port.reason}")
+    rdma = [p for p in ports if p.link_layer in ("InfiniBand", "Ethernet")]
+    if rdma and hca is None and not env.get("NCCL_IB_HCA"):
+        # Never exported empty: NCCL reads an empty or unset NCCL_IB_HCA as "every device"
+        # (NVIDIA/nccl src/transport/net_ib/init.cc, ncclIbInitDevices: matchIfList with an
+        # empty list matches every device; a port not IBV_PORT_ACTIVE is skipped).
+        notes.append("no RDMA port here is usable (" + "; ".join(f"{p.name}: {p.reason}" for p in rdma)
+                     + "): NCCL_IB_HCA stays unset, and NCCL then tries every device. Export "
+                     "NCCL_IB_DISABLE=1 to use sockets, or bring a port up with a routable GID")
     gid, gid_origin, gid_extra = choose_gid_index(ports, notes)
     interfaces = read_interfaces(sysfs_root, addresses, sock_exclude)
     if master_addr is None:

@@ -7,14 +7,23 @@ Choice, per chosen RoCE port: the lowest index whose type is RoCE v2 and whose
 GID is an IPv4-mapped address (``::ffff:a.b.c.d``) of the port's own netdev
 (``gid_attrs/ndevs/<i>`` names it; its IPv4 must be one of that netdev's
 addresses, see ``mark_foreign``): routable over IP and what NCCL itself looks
-for by default. A GID table shared with another network namespace (macvlan
-containers on one port) also lists the neighbour's GIDs, which are never chosen.
+for by default. A port without one whose only routable GID is a global IPv6
+address (RoCE v2, not link-local ``fe80::/10``) uses the lowest such index: an
+IPv6-only RoCE fabric is routable too. NCCL's own rule is the same: a GID
+counts as valid when it is configured and not link-local (NVIDIA/nccl
+src/transport/net_ib/connect.cc, ``validGid``/``linkLocalGid``), and with
+``NCCL_IB_GID_INDEX=-1`` it takes the GID of ``NCCL_IB_ADDR_FAMILY`` (AF_INET
+by default: on an IPv6-only port it would find none and keep index 0, a
+link-local GID) and ``NCCL_IB_ROCE_VERSION_NUM`` (``ncclIbGetGidIndex``).
+A GID table shared with another network namespace (macvlan
+containers on one port) also lists the neighbour's GIDs, which are never chosen
+(IPv4 by the netdev's addresses; IPv6 by ``/proc/net/if_inet6`` when readable).
 When every chosen port has it at the same index, that index is NCCL_IB_GID_INDEX. When the indexes differ between the
 ports of one host (mixed mlx5/bnxt), no single index is right: the launcher
 sets ``NCCL_IB_GID_INDEX=-1``, which since NCCL 2.21 makes NCCL select the GID
-per device from ``NCCL_IB_ADDR_FAMILY`` (default AF_INET) and
-``NCCL_IB_ROCE_VERSION_NUM`` (default 2), and sets both to those defaults
-explicitly. Sources: NCCL src/transport/net_ib
+per device from ``NCCL_IB_ADDR_FAMILY`` (default AF_INET; AF_INET6 when the
+chosen ports are IPv6-only) and ``NCCL_IB_ROCE_VERSION_NUM`` (default 2), and
+sets both explicitly. Sources: NCCL src/transport/net_ib
 (``NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)``,
 ``NCCL_PARAM(IbRoceVersionNum, "IB_ROCE_VERSION_NUM", 2)``) and the NCCL
 environment-variable docs (NCCL_IB_GID_INDEX, NCCL_IB_ADDR_FAMILY,
@@ -45,9 +54,21 @@ class Gid:
     def routable_v2_ipv4(self) -> bool:
         return self.type.lower() == "roce v2" and self.family == "IPv4" and not self.foreign
 
+    @property
+    def routable_v2_ipv6(self) -> bool:
+        """RoCE v2 on a global IPv6 address (link-local is family 'link-local')."""
+        return self.type.lower() == "roce v2" and self.family == "IPv6" and not self.foreign
+
+    @property
+    def routable(self) -> bool:
+        """A GID the queue pairs can use across IP subnets: RoCE v2, IPv4 or global IPv6,
+        of this host's own netdev."""
+        return self.routable_v2_ipv4 or self.routable_v2_ipv6
+
     def meaning(self) -> str:
         if self.foreign:
-            return f"{self.type} {self.family} of another netdev ({ipv4_from_gid(self.gid)})"
+            owner = ipv4_from_gid(self.gid) or self.gid
+            return f"{self.type} {self.family} of another netdev ({owner})"
         return f"{self.type} {self.family}"
 
 
@@ -75,21 +96,44 @@ def gid_family(gid: str | None) -> str:
     return "IPv6"
 
 
-def mark_foreign(gids: list[Gid], netdevs: list[str], addresses: dict[str, list[str]]) -> None:
-    """Mark the IPv4 GIDs whose address is not on the port's own netdev.
+def mark_foreign(gids: list[Gid], netdevs: list[str], addresses: dict[str, list[str]],
+                 ipv6: dict[str, set[str]] | None = None) -> None:
+    """Mark the IPv4 (and global IPv6) GIDs whose address is not on the port's own netdev.
 
     A device shared between network namespaces (a macvlan or SR-IOV container
     next to another one on the same port) lists the neighbour's GIDs too; their
     IPv4 address belongs to a netdev of the other namespace. A GID counts as this
     host's when its IPv4 address is one of the addresses of its netdev
-    (``gid_attrs/ndevs/<index>``, else the port's netdev). When that netdev's
+    (``gid_attrs/ndevs/<index>``, else the port's netdev), or its IPv6 address
+    one of that netdev's in ``ipv6`` (``read_if_inet6``). When that netdev's
     addresses are unknown here, nothing is marked."""
     for gid in gids:
-        ip = ipv4_from_gid(gid.gid) if gid.family == "IPv4" else None
         dev = gid.ndev or (netdevs[0] if netdevs else "")
+        if gid.family == "IPv6":
+            owned6 = (ipv6 or {}).get(dev) if dev else None
+            if owned6 and gid_digits(gid.gid) not in owned6:
+                gid.foreign = True
+            continue
+        ip = ipv4_from_gid(gid.gid) if gid.family == "IPv4" else None
         owned = addresses.get(dev) if dev else None
         if ip is not None and owned and ip not in owned:
             gid.foreign = True
+
+
+def gid_digits(gid: str) -> str:
+    """'fd00:0030:...' -> the 32 lower-case hex digits (as /proc/net/if_inet6 prints them)."""
+    return gid.replace(":", "").lower()
+
+
+def read_if_inet6(text: str | None) -> dict[str, set[str]]:
+    """``/proc/net/if_inet6`` (address, ifindex, prefix, scope, flags, name per line) to
+    netdev -> its IPv6 addresses as 32 hex digits; {} when unreadable."""
+    out: dict[str, set[str]] = {}
+    for line in (text or "").splitlines():
+        words = line.split()
+        if len(words) >= 6 and len(words[0]) == 32:
+            out.setdefault(words[5], set()).add(words[0].lower())
+    return out
 
 
 def find(gids: list[Gid], index: int) -> Gid | None:
@@ -107,3 +151,18 @@ def describe(gids: list[Gid], index: int) -> str:
 def v2_ipv4_index(gids: list[Gid]) -> int | None:
     found = [g.index for g in gids if g.routable_v2_ipv4]
     return min(found) if found else None
+
+
+def v2_ipv6_index(gids: list[Gid]) -> int | None:
+    found = [g.index for g in gids if g.routable_v2_ipv6]
+    return min(found) if found else None
+
+
+def routable_index(gids: list[Gid]) -> tuple[int, str] | None:
+    """(index, 'IPv4' or 'IPv6') of the GID detection chooses on one port: the RoCE v2
+    IPv4 GID, else the RoCE v2 global IPv6 GID, else None."""
+    index = v2_ipv4_index(gids)
+    if index is not None:
+        return index, "IPv4"
+    index = v2_ipv6_index(gids)
+    return (index, "IPv6") if index is not None else None

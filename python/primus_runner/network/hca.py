@@ -2,18 +2,24 @@
 
 NCCL_IB_HCA lists ``dev:port`` for ports that are ACTIVE and LinkUp, with link
 layer InfiniBand (preferred when any) or Ethernet (RoCE); EFA and other link
-layers are left out. A RoCE port without a RoCE v2 IPv4 GID (e.g. only
-link-local ``fe80::`` GIDs: no IPv4 address on its netdev) is left out too,
-with the reason: NCCL could only use it within one L2 segment, or not at all.
+layers are left out. A RoCE port needs a routable GID (gids.py): RoCE v2 on
+an IPv4 address, or else on a global IPv6 address. One with only link-local
+``fe80::`` GIDs (no address on its netdev) is left out, with the reason: NCCL
+could only use it within one L2 segment, or not at all. An IPv6-only port is
+left out, with the reason, when other chosen RoCE ports use IPv4 (one
+``NCCL_IB_ADDR_FAMILY`` for every port of the host).
 A device is excluded when the regular expression ``PRIMUS_IB_HCA_EXCLUDE``
 (default ``bond``) matches its name, one of its netdevs or their bond master.
 Devices are in natural order; the list starts with ``=`` (NCCL's exact match)
 when a chosen name is a prefix of a device that is not chosen (``mlx5_1``
 would otherwise also select ``mlx5_10``).
 
-NCCL_IB_HCA syntax (NCCL docs, NCCL_IB_HCA): comma list of ``name[:port]``
-prefixes; a leading ``^`` excludes, a leading ``=`` (after ``^`` when both)
-makes every name exact.
+NCCL_IB_HCA syntax (NCCL docs, "Environment Variables", NCCL_IB_HCA:
+https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html; NVIDIA/nccl
+src/transport/net_ib/init.cc, ``ncclIbInitDevices``): comma list of
+``name[:port]`` prefixes; a leading ``^`` excludes, a leading ``=`` (after
+``^`` when both) makes every name exact; an empty or unset list selects every
+device, and a port that is not ACTIVE is skipped whatever the list says.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ import os
 import re
 
 from primus_runner.network.common import listdir, natural_key, read, state_word
-from primus_runner.network.gids import Gid, gid_family, mark_foreign, v2_ipv4_index
+from primus_runner.network.gids import Gid, gid_family, mark_foreign, read_if_inet6, routable_index
 from primus_runner.records import dataclass, field
 
 
@@ -45,7 +51,15 @@ class HcaPort:
 
     @property
     def gid_index(self) -> int | None:
-        return v2_ipv4_index(self.gids)
+        """The routable RoCE v2 GID detection would use (IPv4, else global IPv6)."""
+        found = routable_index(self.gids)
+        return found[0] if found else None
+
+    @property
+    def gid_family(self) -> str | None:
+        """'IPv4' or 'IPv6': the family of ``gid_index``'s GID."""
+        found = routable_index(self.gids)
+        return found[1] if found else None
 
 
 def read_ports(root: str) -> list[HcaPort]:
@@ -90,11 +104,13 @@ def read_ports(root: str) -> list[HcaPort]:
     return ports
 
 
-def mark_own_gids(ports: list[HcaPort], addresses: dict[str, list[str]]) -> None:
-    """Leave out of each port's RoCE v2 IPv4 GIDs those of another netdev
-    (gids.mark_foreign); run before ``choose_hcas``."""
+def mark_own_gids(ports: list[HcaPort], addresses: dict[str, list[str]], root: str = "") -> None:
+    """Leave out of each port's routable GIDs those of another netdev
+    (gids.mark_foreign; IPv6 by ``<root>/proc/net/if_inet6`` when ``root`` is
+    given and the file is readable); run before ``choose_hcas``."""
+    ipv6 = read_if_inet6(read(os.path.join(root, "proc/net/if_inet6"))) if root else {}
     for port in ports:
-        mark_foreign(port.gids, port.netdevs, addresses)
+        mark_foreign(port.gids, port.netdevs, addresses, ipv6)
         port.roce_v2_ipv4_gids = [g.index for g in port.gids if g.routable_v2_ipv4]
 
 
@@ -111,8 +127,8 @@ def _no_routable_gid(port: HcaPort) -> str:
     if not port.gids:
         return "no GID at all (no address on its netdev)"
     if kinds == ["link-local"]:
-        return "only link-local fe80:: GIDs (no IPv4 address on its netdev)"
-    return f"no RoCE v2 IPv4 GID (GIDs: {', '.join(g.meaning() for g in port.gids)})"
+        return "only link-local fe80:: GIDs (no IPv4 or global IPv6 address on its netdev)"
+    return f"no routable RoCE v2 GID (GIDs: {', '.join(g.meaning() for g in port.gids)})"
 
 
 def choose_hcas(root: str, ports: list[HcaPort], exclude: re.Pattern[str]) -> str | None:
@@ -139,6 +155,13 @@ def choose_hcas(root: str, ports: list[HcaPort], exclude: re.Pattern[str]) -> st
             if port.chosen and port.link_layer == "Ethernet":
                 port.chosen = False
                 port.reason = "Ethernet port on a host with InfiniBand ports"
+    families = {p.gid_family for p in ports if p.chosen and p.link_layer == "Ethernet"}
+    if families == {"IPv4", "IPv6"}:
+        for port in ports:
+            if port.chosen and port.gid_family == "IPv6":
+                port.chosen = False
+                port.reason = ("RoCE port with only a RoCE v2 IPv6 GID on a host whose other RoCE "
+                               "ports use IPv4 (NCCL picks GIDs of one address family)")
     chosen = [p for p in ports if p.chosen]
     if not chosen:
         return None

@@ -42,7 +42,9 @@
 # Precedence (SPEC section 3): a variable that is set when this file is sourced
 # belongs to the user and is kept, even when it is set to the empty string
 # (`export NCCL_SOCKET_IFNAME=` means "let the library choose"). One exception,
-# from the reference: an empty NCCL_IB_HCA means "detect". Names listed in
+# from the reference: an empty NCCL_IB_HCA means "detect", and it is never
+# exported empty: when detection finds no usable port it is unset (NCCL reads
+# an empty list as every device, as it does an unset one). Names listed in
 # PRIMUS_DETECTED_VARS (space separated; exported by the launcher for values it
 # detected or defaulted itself) are not the user's: layers may refine them.
 #
@@ -172,7 +174,8 @@ __primus_base_distributed() {
 __primus_base_network() {
   primus_env_fallback NCCL_DEBUG "" default
   primus_env_fallback NCCL_IB_GID_INDEX 3 default
-  primus_env_fallback NCCL_IB_HCA "" default
+  # Never exported empty (python/primus_runner/network/detect.py says why).
+  [[ -n ${NCCL_IB_HCA-} ]] || unset NCCL_IB_HCA
   if [[ -n ${IP_INTERFACE:-} ]]; then
     primus_env_fallback NCCL_SOCKET_IFNAME "$IP_INTERFACE" default
   fi

@@ -1,7 +1,7 @@
-"""Rules on the user's NCCL_SOCKET_IFNAME against this host's interface names
-(issue 29, Build 5): an item that prefix-matches more than the interface it
-names (``bond0`` also takes ``bond0.2093``), and a multi-node ``^`` exclusion
-list that leaves loopback selectable.
+"""Rules on the user's NCCL_SOCKET_IFNAME against this host's interface names:
+an item that prefix-matches more than the interface it names (``bond0`` also
+takes ``bond0.2093``: an error, the fix is ``=bond0``; in a ``^`` list a
+warning), and a multi-node ``^`` exclusion list that leaves loopback selectable.
 
 Source (NCCL docs, "Environment Variables", NCCL_SOCKET_IFNAME,
 https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html): "Define to
@@ -72,7 +72,8 @@ def _user_ifname(s: _State) -> tuple[str, dict[str, bool]] | None:
     return (value, interfaces) if interfaces else None
 
 
-def _fixed(value: str, patterns: set[str]) -> str:
+def fixed_value(value: str, patterns: set[str]) -> str:
+    """``value`` with ``=`` before each item in ``patterns`` (the exact-match form)."""
     exclude, items = parse_nccl_names(value)
     words = [("=" if exact or pat in patterns else "") + pat for exact, pat in items]
     return ("^" if exclude else "") + ",".join(words)
@@ -90,11 +91,14 @@ def _prefix_overlap(s: _State) -> Iterator[Finding]:
     exclude = value.strip().startswith("^")
     what = "; ".join(f"{item!r} also {'excludes' if exclude else 'selects'} {', '.join(others)}"
                      for item, others in overlaps)
-    yield s.found("warning", "NCCL_SOCKET_IFNAME",
+    # Selecting: NCCL may bootstrap or carry traffic over a VLAN or alias the other nodes
+    # cannot reach from the named interface: an error. Excluding more than meant only
+    # narrows the choice: a warning.
+    yield s.found("warning" if exclude else "error", "NCCL_SOCKET_IFNAME",
                   f"matches interface-name prefixes, not names: {what} on this host, so NCCL "
                   f"{'leaves out' if exclude else 'may use'} those too",
                   f"match the exact name with '=': export NCCL_SOCKET_IFNAME="
-                  f"{_fixed(value, {item for item, _ in overlaps})}")
+                  f"{fixed_value(value, {item for item, _ in overlaps})}")
 
 
 @rule("nccl_ifname_exclude_keeps_lo")
