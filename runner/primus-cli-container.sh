@@ -55,19 +55,19 @@
 # variable or missing device; otherwise the container's own exit code.
 set -euo pipefail
 
-RUNNER_DIR=${BASH_SOURCE[0]%/*}
-[[ $RUNNER_DIR != "${BASH_SOURCE[0]}" ]] || RUNNER_DIR=.
+PRIMUS_CLI_DIR=${BASH_SOURCE[0]%/*}
+[[ $PRIMUS_CLI_DIR != "${BASH_SOURCE[0]}" ]] || PRIMUS_CLI_DIR=.
 # shellcheck source=runner/lib/common.sh
-source "$RUNNER_DIR/lib/common.sh"
-primus_abs_path RUNNER_DIR "$RUNNER_DIR"
+source "$PRIMUS_CLI_DIR/lib/common.sh"
+primus_abs_path PRIMUS_CLI_DIR "$PRIMUS_CLI_DIR"
 # shellcheck source=runner/lib/supervise.sh
-source "$RUNNER_DIR/lib/supervise.sh"
+source "$PRIMUS_CLI_DIR/lib/supervise.sh"
 # Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
 primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
-RUN_CMD=() FORWARDED=() ENV_NAMES=()
-declare -A PLAN=()
-CHILD="" WATCH_FD=""
+PRIMUS_CT_RUN_CMD=() PRIMUS_CT_FORWARDED=() PRIMUS_CT_ENV_NAMES=()
+declare -A PRIMUS_CT_PLAN=()
+PRIMUS_CT_CHILD="" PRIMUS_CT_WATCH_FD=""
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -84,59 +84,62 @@ on_record() {
         *) LOG_INFO "$3" ;;
       esac
       ;;
-    set) PLAN[$2]=$3 ;;
-    fwd) FORWARDED+=("$3") ;;
-    arg) RUN_CMD+=("$3") ;;
+    set) PRIMUS_CT_PLAN[$2]=$3 ;;
+    fwd) PRIMUS_CT_FORWARDED+=("$3") ;;
+    arg) PRIMUS_CT_RUN_CMD+=("$3") ;;
     env)
       [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || primus_die "$PRIMUS_EXIT_INVALID" "refusing variable name '$2'"
       printf -v "$2" '%s' "$3"
       export "${2?}"
       primus_secret_note "$2"
-      ENV_NAMES+=("$2")
+      PRIMUS_CT_ENV_NAMES+=("$2")
       ;;
   esac
 }
 
 # read_plan ARGS...: run the Python plan once; its findings go to the console.
 read_plan() {
-  local -a fields
-  local i rc=0
+  # __primus_ locals: an env record may name any variable (--env i, --env rc).
+  local -a __primus_fields
+  local __primus_i __primus_rc=0
   exec 3>&1
-  mapfile -d '' -t fields < <(primus_python container plan --console-fd 3 "$@")
-  wait "$!" || rc=$?
+  mapfile -d '' -t __primus_fields < <(primus_python container plan --console-fd 3 "$@")
+  wait "$!" || __primus_rc=$?
   exec 3>&-
   # Values first, so the log lines carry the mapped NODE_RANK in their prefix.
-  for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
-    [[ ${fields[i]} == log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+  for ((__primus_i = 0; __primus_i + 2 < ${#__primus_fields[@]}; __primus_i += 3)); do
+    [[ ${__primus_fields[__primus_i]} == log ]] ||
+      on_record "${__primus_fields[__primus_i]}" "${__primus_fields[__primus_i + 1]}" "${__primus_fields[__primus_i + 2]}"
   done
-  for ((i = 0; i + 2 < ${#fields[@]}; i += 3)); do
-    [[ ${fields[i]} != log ]] || on_record "${fields[i]}" "${fields[i + 1]}" "${fields[i + 2]}"
+  for ((__primus_i = 0; __primus_i + 2 < ${#__primus_fields[@]}; __primus_i += 3)); do
+    [[ ${__primus_fields[__primus_i]} != log ]] ||
+      on_record "${__primus_fields[__primus_i]}" "${__primus_fields[__primus_i + 1]}" "${__primus_fields[__primus_i + 2]}"
   done
-  ((rc == 0)) || exit "$rc"
+  ((__primus_rc == 0)) || exit "$__primus_rc"
 }
 
 # clean_ours: remove the containers earlier launches of this name left behind
 # (both labels must match: a container without them is never touched).
 clean_ours() {
   local -a ids
-  mapfile -t ids < <("${PLAN[runtime_path]}" ps -a -q --filter "label=${PLAN[label]}" \
-    --filter "label=${PLAN[label_name]}")
+  mapfile -t ids < <("${PRIMUS_CT_PLAN[runtime_path]}" ps -a -q --filter "label=${PRIMUS_CT_PLAN[label]}" \
+    --filter "label=${PRIMUS_CT_PLAN[label_name]}")
   if ((${#ids[@]} == 0)); then
-    LOG_INFO "--clean: no container of ours (${PLAN[label_name]}) to remove"
+    LOG_INFO "--clean: no container of ours (${PRIMUS_CT_PLAN[label_name]}) to remove"
     return 0
   fi
   LOG_INFO "--clean: removing ${#ids[@]} container(s) of ours: ${ids[*]}"
-  "${PLAN[runtime_path]}" rm -f "${ids[@]}" >/dev/null
+  "${PRIMUS_CT_PLAN[runtime_path]}" rm -f "${ids[@]}" >/dev/null
 }
 
 # ensure_image: the image is local, or pulled; else one clear error.
 ensure_image() {
-  local image=${PLAN[image]} out
-  "${PLAN[runtime_path]}" image inspect "$image" >/dev/null 2>&1 && return 0
-  LOG_INFO "image $image is not on this host; pulling it with ${PLAN[runtime]}"
-  if ! out=$("${PLAN[runtime_path]}" pull "$image" 2>&1 >/dev/null); then
+  local image=${PRIMUS_CT_PLAN[image]} out
+  "${PRIMUS_CT_PLAN[runtime_path]}" image inspect "$image" >/dev/null 2>&1 && return 0
+  LOG_INFO "image $image is not on this host; pulling it with ${PRIMUS_CT_PLAN[runtime]}"
+  if ! out=$("${PRIMUS_CT_PLAN[runtime_path]}" pull "$image" 2>&1 >/dev/null); then
     out=${out##*$'\n'}
-    primus_die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PLAN[runtime]} load -i FILE)."
+    primus_die "$PRIMUS_EXIT_MISSING" "container image '$image' is not on this host and could not be pulled (${PRIMUS_CT_PLAN[runtime]}: ${out:-no message}). Fix: check the image name, log in to / reach its registry, or load the image (${PRIMUS_CT_PLAN[runtime]} load -i FILE)."
   fi
 }
 
@@ -164,19 +167,19 @@ hide_secret_args() {
 # shellcheck disable=SC2329  # called by the signal traps
 stop_container() {
   trap '' TERM INT HUP
-  local name=${PLAN[name]} grace=${PLAN[grace]}
+  local name=${PRIMUS_CT_PLAN[name]} grace=${PRIMUS_CT_PLAN[grace]}
   LOG_WARN "received SIG$1: stopping container $name (up to ${grace}s before it is killed)"
-  if ! "${PLAN[runtime_path]}" stop -t "$grace" "$name" >/dev/null 2>&1; then
+  if ! "${PRIMUS_CT_PLAN[runtime_path]}" stop -t "$grace" "$name" >/dev/null 2>&1; then
     # Not created yet (or already gone): stop the client itself.
-    kill -TERM "$CHILD" 2>/dev/null || true
+    kill -TERM "$PRIMUS_CT_CHILD" 2>/dev/null || true
   fi
-  wait "$CHILD" 2>/dev/null || true
+  wait "$PRIMUS_CT_CHILD" 2>/dev/null || true
   # --rm removes it as the client ends; make sure, and wait until it is gone
   # (a removal in progress still lists it).
   local tries
   for ((tries = 0; tries < 100; tries++)); do
-    "${PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
-    "${PLAN[runtime_path]}" container inspect "$name" >/dev/null 2>&1 || break
+    "${PRIMUS_CT_PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
+    "${PRIMUS_CT_PLAN[runtime_path]}" container inspect "$name" >/dev/null 2>&1 || break
     sleep 0.2
   done
   exit $((128 + $2))
@@ -190,17 +193,17 @@ notify_container() {
   PRIMUS_TRAPPED=1  # primus_wait_pid keeps waiting
   local sig=$1 at origin
   at=$(primus_signal_note launcher "$sig")
-  if [[ -z $CHILD ]]; then
+  if [[ -z $PRIMUS_CT_CHILD ]]; then
     LOG_WARN "SIG$sig received before the container started: noted, nothing to forward."
     return 0
   fi
   primus_signal_origin origin "$sig" "$at"
   if [[ $origin == step ]]; then
     LOG_INFO "SIG$sig: $(primus_sender_text step); the runtime client passes it to the container, not sent again."
-  elif "${PLAN[runtime_path]}" kill --signal "$sig" "${PLAN[name]}" >/dev/null 2>&1; then
-    LOG_INFO "SIG$sig ($(primus_sender_text "$origin")): sent once to container ${PLAN[name]}; the launcher keeps waiting."
+  elif "${PRIMUS_CT_PLAN[runtime_path]}" kill --signal "$sig" "${PRIMUS_CT_PLAN[name]}" >/dev/null 2>&1; then
+    LOG_INFO "SIG$sig ($(primus_sender_text "$origin")): sent once to container ${PRIMUS_CT_PLAN[name]}; the launcher keeps waiting."
   else
-    LOG_WARN "SIG$sig: container ${PLAN[name]} is not running (not created yet, or ending): nothing sent."
+    LOG_WARN "SIG$sig: container ${PRIMUS_CT_PLAN[name]} is not running (not created yet, or ending): nothing sent."
   fi
 }
 
@@ -208,29 +211,29 @@ notify_container() {
 # shell writes to; its end without "done" (written on every exit of ours)
 # means the launcher was killed: the watcher stops and removes the container.
 start_watcher() {
-  exec {WATCH_FD}> >(exec setsid "$RUNNER_DIR/helpers/watch_container.sh" \
-    "${PLAN[runtime_path]}" "${PLAN[name]}" "$$" "${PLAN[grace]}")
-  trap 'printf "done\n" >&"$WATCH_FD" 2>/dev/null || true' EXIT
+  exec {PRIMUS_CT_WATCH_FD}> >(exec setsid "$PRIMUS_CLI_DIR/helpers/watch_container.sh" \
+    "${PRIMUS_CT_PLAN[runtime_path]}" "${PRIMUS_CT_PLAN[name]}" "$$" "${PRIMUS_CT_PLAN[grace]}")
+  trap 'printf "done\n" >&"$PRIMUS_CT_WATCH_FD" 2>/dev/null || true' EXIT
 }
 
 main() {
-  local word
-  for word in "$@"; do
-    [[ $word != -- ]] || break
-    if [[ $word == -h || $word == --help ]]; then usage; exit 0; fi
+  local __primus_word
+  for __primus_word in "$@"; do
+    [[ $__primus_word != -- ]] || break
+    if [[ $__primus_word == -h || $__primus_word == --help ]]; then usage; exit 0; fi
   done
   hide_secret_args "$@"
   read_plan "$@"
-  local quoted
-  printf -v quoted '%q ' "${RUN_CMD[@]}"
-  LOG_INFO "forwarding ${#FORWARDED[@]} host variable(s): ${FORWARDED[*]:-none}; by --env: ${ENV_NAMES[*]:-none}"
-  LOG_INFO "command: ${quoted% }"
-  if [[ ${PLAN[dry_run]} == 1 ]]; then
+  local __primus_quoted
+  printf -v __primus_quoted '%q ' "${PRIMUS_CT_RUN_CMD[@]}"
+  LOG_INFO "forwarding ${#PRIMUS_CT_FORWARDED[@]} host variable(s): ${PRIMUS_CT_FORWARDED[*]:-none}; by --env: ${PRIMUS_CT_ENV_NAMES[*]:-none}"
+  LOG_INFO "command: ${__primus_quoted% }"
+  if [[ ${PRIMUS_CT_PLAN[dry_run]} == 1 ]]; then
     LOG_INFO "dry run: nothing was started or removed."
     exit 0
   fi
-  [[ ${PLAN[clean]} != 1 ]] || clean_ours
-  [[ ${PLAN[run]} == 1 ]] || exit 0
+  [[ ${PRIMUS_CT_PLAN[clean]} != 1 ]] || clean_ours
+  [[ ${PRIMUS_CT_PLAN[run]} == 1 ]] || exit 0
   trap 'notify_container USR1' USR1
   trap 'notify_container USR2' USR2
   ensure_image
@@ -241,10 +244,10 @@ main() {
   # A session of its own: a signal to our process group (timeout, Ctrl-C,
   # kill -- -PGID) is not also proxied by the client; we deliver it once.
   # The watcher's pipe stays ours alone (the client must not hold it open).
-  setsid "${RUN_CMD[@]}" {WATCH_FD}>&- &
-  CHILD=$!
-  printf 'client %s\n' "$CHILD" >&"$WATCH_FD"
-  primus_wait_pid "$CHILD"
+  setsid "${PRIMUS_CT_RUN_CMD[@]}" {PRIMUS_CT_WATCH_FD}>&- &
+  PRIMUS_CT_CHILD=$!
+  printf 'client %s\n' "$PRIMUS_CT_CHILD" >&"$PRIMUS_CT_WATCH_FD"
+  primus_wait_pid "$PRIMUS_CT_CHILD"
   exit "$PRIMUS_RUN_RC"
 }
 

@@ -27,8 +27,8 @@
 # (or a warning with --strict), or an invalid option.
 set -euo pipefail
 
-RUNNER_DIR=${BASH_SOURCE[0]%/*}
-[[ $RUNNER_DIR != "${BASH_SOURCE[0]}" ]] || RUNNER_DIR=.
+PRIMUS_CLI_DIR=${BASH_SOURCE[0]%/*}
+[[ $PRIMUS_CLI_DIR != "${BASH_SOURCE[0]}" ]] || PRIMUS_CLI_DIR=.
 
 # env_check_main ARGS...: translate env check's options into the direct
 # launcher's (--verdict WORDS, --config, --env, --accelerator) and run it.
@@ -62,19 +62,19 @@ env_check_main() {
   local IFS=,
   # The launcher's own progress lines are not findings: warnings and errors only.
   export PRIMUS_LOG_LEVEL=${PRIMUS_LOG_LEVEL:-WARN}
-  exec "$BASH" "$RUNNER_DIR/primus-cli-direct.sh" --verdict "${words[*]:-text}" "${launch[@]}"
+  exec "$BASH" "$PRIMUS_CLI_DIR/primus-cli-direct.sh" --verdict "${words[*]:-text}" "${launch[@]}"
 }
 
 usage_exit() {
   # shellcheck source=runner/lib/usage.sh
-  source "$RUNNER_DIR/lib/usage.sh"
+  source "$PRIMUS_CLI_DIR/lib/usage.sh"
   primus_usage "${BASH_SOURCE[0]}"
   exit 0
 }
 
 bad_usage() {
   # shellcheck source=runner/lib/common.sh
-  source "$RUNNER_DIR/lib/common.sh"
+  source "$PRIMUS_CLI_DIR/lib/common.sh"
   primus_bad_usage "primus-cli env check" "$1"
 }
 

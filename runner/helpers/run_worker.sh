@@ -50,24 +50,24 @@ if [[ $# -eq 0 ]]; then
   exit 2
 fi
 
-local_rank=${LOCAL_RANK:-0}
+__primus_local_rank=${LOCAL_RANK:-0}
 # Values reach shell arithmetic below: digits only.
-for value in "$local_rank" "${PRIMUS_NEURON_CORES_PER_PROC:-1}"; do
-  if [[ ! $value =~ ^[0-9]{1,6}$ ]]; then
-    echo "run_worker.sh: LOCAL_RANK / PRIMUS_NEURON_CORES_PER_PROC must be whole numbers; got '$value'" >&2
+for __primus_value in "$__primus_local_rank" "${PRIMUS_NEURON_CORES_PER_PROC:-1}"; do
+  if [[ ! $__primus_value =~ ^[0-9]{1,6}$ ]]; then
+    echo "run_worker.sh: LOCAL_RANK / PRIMUS_NEURON_CORES_PER_PROC must be whole numbers; got '$__primus_value'" >&2
     exit 2
   fi
 done
 if [[ -n ${PRIMUS_NEURON_CORE_SLICES:-} ]]; then
-  read -r -a slices <<<"$PRIMUS_NEURON_CORE_SLICES"
-  if ((10#$local_rank >= ${#slices[@]})); then
-    echo "run_worker.sh: LOCAL_RANK=$local_rank has no Neuron core slice in PRIMUS_NEURON_CORE_SLICES='$PRIMUS_NEURON_CORE_SLICES'" >&2
+  read -r -a __primus_slices <<<"$PRIMUS_NEURON_CORE_SLICES"
+  if ((10#$__primus_local_rank >= ${#__primus_slices[@]})); then
+    echo "run_worker.sh: LOCAL_RANK=$__primus_local_rank has no Neuron core slice in PRIMUS_NEURON_CORE_SLICES='$PRIMUS_NEURON_CORE_SLICES'" >&2
     exit 2
   fi
   if ((10#${PRIMUS_NEURON_CORES_PER_PROC:-1} > 1)); then
-    export NEURON_RT_VISIBLE_CORES=${slices[10#$local_rank]}
+    export NEURON_RT_VISIBLE_CORES=${__primus_slices[10#$__primus_local_rank]}
   else
-    export PRIMUS_NEURON_CORE=${slices[10#$local_rank]}
+    export PRIMUS_NEURON_CORE=${__primus_slices[10#$__primus_local_rank]}
   fi
 fi
 
@@ -78,7 +78,7 @@ fi
 # start (issue 10, launch overhead).
 link_rank_log() {
   local dir=${PRIMUS_RANK_LOG_DIR%/} file out=""
-  RANK_OUT=""
+  __PRIMUS_RANK_OUT=""
   shopt -s globstar nullglob
   for file in "$dir"/*/**/*.log; do
     [[ ! -L $file && /proc/$$/fd/1 -ef $file ]] || continue
@@ -87,26 +87,26 @@ link_rank_log() {
   done
   shopt -u globstar nullglob
   [[ -n $out ]] || return 0
-  RANK_OUT=$out
+  __PRIMUS_RANK_OUT=$out
   exec 2>&1
-  (trap "" USR1 USR2; exec ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$local_rank}.log" 2>/dev/null) &
+  (trap "" USR1 USR2; exec ln -sfn -- "${out#"$dir"/}" "$dir/rank-${RANK:-$__primus_local_rank}.log" 2>/dev/null) &
 }
-RANK_OUT=""
+__PRIMUS_RANK_OUT=""
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
 
-# rank_writer: the rank's output to RANK_OUT through logwriter.py (see the header).
+# rank_writer: the rank's output to __PRIMUS_RANK_OUT through logwriter.py (see the header).
 rank_writer() {
   local writer=${BASH_SOURCE[0]%/*}/../../python/primus_runner/launch/logwriter.py fd pipe done_w shown=""
-  [[ -n $RANK_OUT && -n ${PRIMUS_PYTHON:-} && -f $writer ]] || return 0
+  [[ -n $__PRIMUS_RANK_OUT && -n ${PRIMUS_PYTHON:-} && -f $writer ]] || return 0
   local -a args=(--warn "/proc/$PPID/fd/2")
   [[ -z ${PRIMUS_LOG_ONCE:-} ]] || args+=(--once "$PRIMUS_LOG_ONCE")
-  [[ ,${PRIMUS_CONSOLE_RANKS:-}, != *",$local_rank,"* && ${PRIMUS_CONSOLE_RANKS:-} != all ]] || shown=1
-  [[ -z $shown ]] || args+=(--fallback "/proc/$PPID/fd/1" --prefix "[default$local_rank]:")
-  # A pipe whose write end only the writer keeps: WRITER_DONE reads end of
+  [[ ,${PRIMUS_CONSOLE_RANKS:-}, != *",$__primus_local_rank,"* && ${PRIMUS_CONSOLE_RANKS:-} != all ]] || shown=1
+  [[ -z $shown ]] || args+=(--fallback "/proc/$PPID/fd/1" --prefix "[default$__primus_local_rank]:")
+  # A pipe whose write end only the writer keeps: __PRIMUS_WRITER_DONE reads end of
   # file once the writer has exited.
   exec {pipe}<> <(:)
   # shellcheck disable=SC2094  # one end each of the pipe, on purpose
-  exec {WRITER_DONE}<"/proc/self/fd/$pipe" {done_w}>"/proc/self/fd/$pipe" {pipe}>&-
+  exec {__PRIMUS_WRITER_DONE}<"/proc/self/fd/$pipe" {done_w}>"/proc/self/fd/$pipe" {pipe}>&-
   exec {fd}>&1
   # The writer is started in the background of a process substitution that
   # ends at once: it is no child of this wrapper (the rank stays its only
@@ -115,20 +115,20 @@ rank_writer() {
   # rank's output closes. ( exec ): no environment rebuild (runner/lib/nofork.sh);
   # 0<&0: a background command would read /dev/null otherwise.
   exec > >(trap "" INT TERM HUP USR1 USR2
-    (exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}" {WRITER_DONE}<&-) 0<&0 &) 2>&1
+    (exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}" {__PRIMUS_WRITER_DONE}<&-) 0<&0 &) 2>&1
   exec {fd}>&- {done_w}>&-
 }
-WRITER_DONE=""
+__PRIMUS_WRITER_DONE=""
 rank_writer
 # The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
 [[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
-  export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$local_rank}.heartbeat
+  export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$__primus_local_rank}.heartbeat
 # Stack dumps from inside the rank (issue 25, runner/helpers/pystartup/sitecustomize.py):
 # faulthandler on SIGURG when py-spy cannot attach, and the other ranks' stacks
 # read when this one raises.
 if [[ -n ${PRIMUS_RC_DIR:-} ]]; then
   export PYTHONPATH=${BASH_SOURCE[0]%/*}/pystartup${PYTHONPATH:+:$PYTHONPATH}
-  export PRIMUS_FAULTHANDLER_FILE=$PRIMUS_RC_DIR/faulthandler-${RANK:-$local_rank}.txt
+  export PRIMUS_FAULTHANDLER_FILE=$PRIMUS_RC_DIR/faulthandler-${RANK:-$__primus_local_rank}.txt
   export PRIMUS_FAILURE_STACKS=$PRIMUS_RC_DIR
 fi
 
@@ -136,38 +136,40 @@ fi
 # the wrapper outlives the signal and records the child's own status.
 trap ':' TERM INT HUP USR1 USR2
 if [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
-  printf '%s\n' "$$" >"$PRIMUS_RC_DIR/worker.${RANK:-$local_rank}"
+  printf '%s\n' "$$" >"$PRIMUS_RC_DIR/worker.${RANK:-$__primus_local_rank}"
 fi
 
-cmd=("$@")
+# Every name this wrapper sets before the rank starts is __primus_ or
+# __PRIMUS_: the rank inherits the user's own exported names unchanged.
+__primus_cmd=("$@")
 if [[ ${PRIMUS_NUMA_BIND:-0} == 1 ]]; then
-  cmd=("$(dirname "${BASH_SOURCE[0]}")/numa_bind.sh" "$local_rank" -- "$@")
+  __primus_cmd=("$(dirname "${BASH_SOURCE[0]}")/numa_bind.sh" "$__primus_local_rank" -- "$@")
 fi
 
 # The program gets this wrapper's stderr; the wrapper's own goes to /dev/null
 # from here on, so bash's report of a child stopped by a signal ("Terminated",
 # "Killed") never joins the rank's output: the launcher says how the run ended.
-exec {worker_err}>&2 2>/dev/null
-"${cmd[@]}" 2>&"$worker_err" {worker_err}>&-
+exec {__primus_worker_err}>&2 2>/dev/null
+"${__primus_cmd[@]}" 2>&"$__primus_worker_err" {__primus_worker_err}>&-
 rc=$?
 ended=${EPOCHREALTIME//[.,]/}
 # Every line written before the rank is reported gone (torchrun stops echoing it
 # then): the writer ends at once unless a child the rank left behind still holds
 # its output; then it is not waited for beyond 2 s.
-if [[ -n $WRITER_DONE ]]; then
-  exec >/dev/null {worker_err}>&-
-  read -r -t 2 -u "$WRITER_DONE" _ || true
-  exec {WRITER_DONE}<&-
+if [[ -n $__PRIMUS_WRITER_DONE ]]; then
+  exec >/dev/null {__primus_worker_err}>&-
+  read -r -t 2 -u "$__PRIMUS_WRITER_DONE" _ || true
+  exec {__PRIMUS_WRITER_DONE}<&-
 fi
 if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
-  if [[ -n $RANK_OUT ]]; then
-    out=$RANK_OUT err=$RANK_OUT
+  if [[ -n $__PRIMUS_RANK_OUT ]]; then
+    out=$__PRIMUS_RANK_OUT err=$__PRIMUS_RANK_OUT
   else
     out=$(readlink "/proc/$$/fd/1") || out=""
-    err=$(readlink "/proc/$$/fd/$worker_err") || err=""
+    err=$(readlink "/proc/$$/fd/$__primus_worker_err") || err=""
   fi
-  printf '%s\0' "$rc" "$ended" "${RANK:-$local_rank}" "$local_rank" "$out" "$err" \
-    "${TORCHELASTIC_ERROR_FILE:-}" >"$PRIMUS_RC_DIR/failed-${RANK:-$local_rank}"
+  printf '%s\0' "$rc" "$ended" "${RANK:-$__primus_local_rank}" "$__primus_local_rank" "$out" "$err" \
+    "${TORCHELASTIC_ERROR_FILE:-}" >"$PRIMUS_RC_DIR/failed-${RANK:-$__primus_local_rank}"
   # The first rank to fail has the stacks of the others read before torchrun
   # stops them (python/primus_runner/diagnose, into the failure report); not
   # when the rank was stopped by SIGHUP/SIGINT/SIGKILL/SIGTERM (a stop, not a failure).
@@ -178,8 +180,8 @@ if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
         mkdir -- "$PRIMUS_RC_DIR/failure-stacks.lock" 2>/dev/null; then
         PYTHONPATH=${BASH_SOURCE[0]%/*}/../../python \
           "${PRIMUS_PYTHON:-python3}" -m primus_runner.diagnose dump --run-id "$PRIMUS_RUN_ID" \
-          --kind failure --no-native --skip-rank "${RANK:-$local_rank}" --report-file "$PRIMUS_RC_DIR/failure-stacks" \
-          --heading "  stacks of this node's ranks still running when rank ${RANK:-$local_rank} failed" \
+          --kind failure --no-native --skip-rank "${RANK:-$__primus_local_rank}" --report-file "$PRIMUS_RC_DIR/failure-stacks" \
+          --heading "  stacks of this node's ranks still running when rank ${RANK:-$__primus_local_rank} failed" \
           >/dev/null 2>&1 || true
       fi
       ;;

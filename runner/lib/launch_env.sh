@@ -25,11 +25,12 @@ PRIMUS_CLI_ENV=()
 
 # primus_cli_env_apply: export every --env / direct.env item (values are data).
 primus_cli_env_apply() {
-  local item
-  for item in "${PRIMUS_CLI_ENV[@]}"; do
-    printf -v "${item%%=*}" '%s' "${item#*=}"
-    export "${item%%=*}"
-    [[ ${item%%=*} != XLA_FLAGS ]] || export PRIMUS_XLA_FLAGS_OWNED=1
+  # A __primus_ local: an item may name any variable (--env item=x sets the global).
+  local __primus_item
+  for __primus_item in "${PRIMUS_CLI_ENV[@]}"; do
+    printf -v "${__primus_item%%=*}" '%s' "${__primus_item#*=}"
+    export "${__primus_item%%=*}"
+    [[ ${__primus_item%%=*} != XLA_FLAGS ]] || export PRIMUS_XLA_FLAGS_OWNED=1
   done
 }
 

@@ -74,28 +74,30 @@ primus_helper_experiment() {
 
 # primus_helper_start CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]
 primus_helper_start() {
-  local -a args=(launch serve --console-fd "$1")
-  [[ -z $2 ]] || args+=(--config "$2")
-  [[ -z $3 ]] || args+=(--accelerator "$3")
+  # __primus_ locals: the helper reads the user's names (--env NAME) from its
+  # environment, where a local of the same name would replace them.
+  local -a __primus_args=(launch serve --console-fd "$1")
+  [[ -z $2 ]] || __primus_args+=(--config "$2")
+  [[ -z $3 ]] || __primus_args+=(--accelerator "$3")
   # --env arguments reach the precedence step on stdin (never argv: secrets).
-  local n_env=${#PRIMUS_CLI_ENV_ARGS[@]}
-  ((n_env == 0)) || args+=(--cli-env-count "$n_env")
-  [[ -z ${PRIMUS_VERDICT:-} ]] || args+=(--verdict "$PRIMUS_VERDICT")
+  local __primus_n_env=${#PRIMUS_CLI_ENV_ARGS[@]}
+  ((__primus_n_env == 0)) || __primus_args+=(--cli-env-count "$__primus_n_env")
+  [[ -z ${PRIMUS_VERDICT:-} ]] || __primus_args+=(--verdict "$PRIMUS_VERDICT")
   shift 3
-  local experiment
-  primus_helper_experiment experiment "$@"
+  local __primus_experiment
+  primus_helper_experiment __primus_experiment "$@"
   # Only this launch's helper says so (never an inherited value).
   unset PRIMUS_EXPERIMENT_NO_FRAMEWORK PRIMUS_EXPERIMENT_REQUIRED
   # exec: the coprocess IS the helper, so stopping it (an early exit) stops
   # Python too, which would otherwise hold the spooled console open.
   coproc PRIMUS_LAUNCH_HELPER {
-    PRIMUS_EXPERIMENT_CONFIG=$experiment PYTHONPATH="$__PRIMUS_HELPER_PACKAGE_DIR${PYTHONPATH:+:$PYTHONPATH}" \
-      exec "$PRIMUS_PYTHON" -S -c "$__PRIMUS_HELPER_MAIN" "${args[@]}"
+    PRIMUS_EXPERIMENT_CONFIG=$__primus_experiment PYTHONPATH="$__PRIMUS_HELPER_PACKAGE_DIR${PYTHONPATH:+:$PYTHONPATH}" \
+      exec "$PRIMUS_PYTHON" -S -c "$__PRIMUS_HELPER_MAIN" "${__primus_args[@]}"
   }
   # shellcheck disable=SC2154  # set by coproc
   PRIMUS_HELPER_PID=$PRIMUS_LAUNCH_HELPER_PID
   PRIMUS_HELPER_IN=${PRIMUS_LAUNCH_HELPER[1]} PRIMUS_HELPER_OUT=${PRIMUS_LAUNCH_HELPER[0]}
-  if ((n_env > 0)); then
+  if ((__primus_n_env > 0)); then
     # A helper that died already is reported by the record reader, not by SIGPIPE here.
     trap '' PIPE
     { printf '%s\0' "${PRIMUS_CLI_ENV_ARGS[@]}" "" >&"$PRIMUS_HELPER_IN"; } 2>/dev/null || true
@@ -123,23 +125,24 @@ primus_helper_finish() {
 # ends the launch with its status (3 when it exited 0, or when this is a
 # subshell, which cannot wait for it).
 primus_helper_read_records() {
-  local until=$1 handler=$2
-  local -a rec
+  # __primus_ locals: a record may set any name (--env handler=x).
+  local __primus_until=$1 __primus_handler=$2
+  local -a __primus_rec
   # A helper that already ended (it said why on stderr) took its descriptors
   # with it: no "Bad file descriptor" after its message. mapfile, not read -d '':
   # in a UTF-8 locale bash's read takes a byte that is not UTF-8 and the NUL
   # after it as one character, and the records shift (bash 5.2).
-  while { mapfile -n 3 -d '' -t rec <&"$PRIMUS_HELPER_OUT"; } 2>/dev/null && ((${#rec[@]} == 3)); do
-    [[ ${rec[0]} != "$until" ]] || return 0
-    "$handler" "${rec[@]}"
+  while { mapfile -n 3 -d '' -t __primus_rec <&"$PRIMUS_HELPER_OUT"; } 2>/dev/null && ((${#__primus_rec[@]} == 3)); do
+    [[ ${__primus_rec[0]} != "$__primus_until" ]] || return 0
+    "$__primus_handler" "${__primus_rec[@]}"
   done
-  local rc=0
+  local __primus_rc=0
   if [[ $BASHPID == "$$" ]]; then
-    primus_helper_finish || rc=$?
+    primus_helper_finish || __primus_rc=$?
   else
-    LOG_ERROR "the launch helper ended before its '$until' record (its message, if any, is above); nothing was started."
+    LOG_ERROR "the launch helper ended before its '$__primus_until' record (its message, if any, is above); nothing was started."
   fi
-  exit "$((rc == 0 ? PRIMUS_EXIT_RUNTIME : rc))"
+  exit "$((__primus_rc == 0 ? PRIMUS_EXIT_RUNTIME : __primus_rc))"
 }
 
 # primus_helper_on_record KIND KEY VALUE: env -> export, note -> PRIMUS_PREPARE_NOTE.

@@ -25,7 +25,7 @@ primus_launch_print_summary() {
     "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
     "  entry=${PRIMUS_WL_ENTRY[*]} ($PRIMUS_WL_ENTRY_ORIGIN)"
     "  numa binding: $PRIMUS_NUMA_DECISION"
-    "  workspace=$WORKSPACE log_file=$LOG_FILE")
+    "  workspace=$PRIMUS_LAUNCH_WORKSPACE log_file=$PRIMUS_LAUNCH_LOG")
   local item shown
   for item in "${PRIMUS_CLI_ENV[@]}"; do
     primus_mask_value_into shown "${item%%=*}" "${item#*=}"
@@ -35,7 +35,7 @@ primus_launch_print_summary() {
     lines+=("  env ${item%%=*}=$shown")
   done
   local quoted
-  printf -v quoted '%q ' "${LAUNCH_CMD[@]}"
+  printf -v quoted '%q ' "${PRIMUS_LAUNCH_CMD[@]}"
   lines+=("command: ${quoted% }" "$@")
   local IFS=$'\n'
   LOG_INFO "${lines[*]}"

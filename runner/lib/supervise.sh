@@ -305,43 +305,43 @@ primus_wait_pid() {
 # primus_run_workload MODE LOG_FILE NPROC CMD...: see the header.
 primus_run_workload() {
   PRIMUS_RUN_MODE=$1 PRIMUS_RUN_LOG=$2
-  local log_file=$2
+  local __primus_log_file=$2
   PRIMUS_RUN_NPROC=$3
   shift 3
   PRIMUS_RC_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-rc.XXXXXX")
   export PRIMUS_RC_DIR
   PRIMUS_RUN_ID=$$-${EPOCHREALTIME//[.,]/}-$RANDOM
-  local -a cmd
-  primus_spawn_command cmd "$@"
+  local -a __primus_run_cmd
+  primus_spawn_command __primus_run_cmd "$@"
   trap 'primus_stop_run 15' TERM
   trap 'primus_stop_run 2' INT
   trap 'primus_stop_run 1' HUP
   trap 'primus_forward_notice USR1' USR1
   trap 'primus_forward_notice USR2' USR2
   primus_start_watcher
-  primus_watchdog_env "$log_file" "$PRIMUS_RUN_MODE"
+  primus_watchdog_env "$__primus_log_file" "$PRIMUS_RUN_MODE"
   # A trap runs between two commands: one that comes after the fork but before
   # PRIMUS_RUN_PID is set is kept and handled right after (primus_run_pending).
   PRIMUS_RUN_STARTING=1
-  PRIMUS_RUN_ID=$PRIMUS_RUN_ID "${cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
+  PRIMUS_RUN_ID=$PRIMUS_RUN_ID "${__primus_run_cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
   PRIMUS_RUN_PID=$!
   PRIMUS_RUN_STARTING=0
   primus_run_pending
-  primus_watchdog_start "$log_file" "$PRIMUS_RUN_ID"
+  primus_watchdog_start "$__primus_log_file" "$PRIMUS_RUN_ID"
   primus_wait_run
   local rc=$PRIMUS_RUN_RC
   PRIMUS_RUN_PID=""
   trap - TERM INT HUP
-  primus_keep_torchrun_log "$log_file"
+  primus_keep_torchrun_log "$__primus_log_file"
   if [[ $PRIMUS_RUN_MODE != single ]] && ((rc != 0)); then
-    rc=$(primus_failure_report "$rc" "$log_file")
+    rc=$(primus_failure_report "$rc" "$__primus_log_file")
   fi
   if ((rc == 0)); then
-    LOG_INFO "workload finished successfully; log: $log_file"
+    LOG_INFO "workload finished successfully; log: $__primus_log_file"
   elif [[ $rc == "$(primus_requeue_code)" ]]; then
-    LOG_WARN "workload exited with the requeue code $rc (PRIMUS_REQUEUE_EXIT_CODE); log: $log_file"
+    LOG_WARN "workload exited with the requeue code $rc (PRIMUS_REQUEUE_EXIT_CODE); log: $__primus_log_file"
   else
-    LOG_ERROR "workload failed with exit code $rc; log: $log_file"
+    LOG_ERROR "workload failed with exit code $rc; log: $__primus_log_file"
   fi
   primus_cleanup_run
   exit "$rc"

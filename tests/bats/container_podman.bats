@@ -117,6 +117,20 @@ ours() {
   grep -q -- '--env CLI_TOKEN --env' <<<"$output"
 }
 
+@test "the user's namespace: every exported name forwarded with --env NAME reaches both ranks byte for byte" {
+  load helpers/user_names
+  mkdir out
+  user_names_list
+  user_names_env USER_NAMES_ENV
+  local -a forward=() name
+  for name in "${USER_NAMES[@]}"; do forward+=(--env "$name"); done
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
+    "$PRIMUS_CLI" container "${forward[@]}" -- --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
+  assert_success
+  assert_output --partial "nproc_per_node 2"
+  user_names_check out 0 1
+}
+
 @test "words after -- and --env values that are not UTF-8 reach the job byte for byte (the runtime's JSON would make them U+FFFD)" {
   mkdir out
   export PRIMUS_T_ARGV_OUT=$PWD/out/argv PRIMUS_T_ARGV_ENV="OUTER_BYTES INNER_BYTES PRIMUS_T_BYTES"

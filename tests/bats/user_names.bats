@@ -1,0 +1,66 @@
+#!/usr/bin/env bats
+# The user's namespace is theirs (README "Your variables reach the ranks"):
+# every name the user exports that is neither a name of the references nor a
+# documented launcher name reaches every rank byte for byte. The names: the
+# common ones (MODE, CONFIG, LOG_FILE, ...) and every name a script under
+# runner/ assigns (tests/bats/helpers/user_names.bash), each with a hostile
+# value; real torchrun (2 ranks, gloo) and run mode single. The container
+# (podman) and Slurm (live cluster) cases are in container_podman.bats and
+# tests/slurm/slurm_live.bats.
+
+setup() {
+  load helpers/launcher
+  load helpers/user_names
+  launcher_setup
+  user_names_list
+  user_names_env USER_NAMES_ENV
+  mkdir out
+}
+
+teardown() {
+  launcher_teardown
+}
+
+@test "the list holds the common names and the launcher's former globals, not the registry's" {
+  local name
+  for name in MODE CONFIG LOG_FILE ACTION TIMEOUT NODES SCRIPT ARGS NAME DEBUG VERBOSE DIR FILE \
+    ROOT IMAGE OUTPUT WORKDIR CMD PORT BACKEND OPT_DRY_RUN OPT_SCRIPT RUN_CMD hint; do
+    [[ " ${USER_NAMES[*]} " == *" $name "* ]] || { echo "missing $name"; return 1; }
+  done
+  for name in NNODES MASTER_ADDR GPUS_PER_NODE NCCL_DEBUG RUN_MODE PRIMUS_WORKSPACE PATH IFS; do
+    [[ " ${USER_NAMES[*]} " != *" $name "* ]] || { echo "listed $name"; return 1; }
+  done
+  ((${#USER_NAMES[@]} > 100))
+}
+
+@test "direct, torchrun with 2 ranks: every exported name reaches both ranks byte for byte" {
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
+    "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
+  assert_success
+  user_names_check out 0 1
+}
+
+@test "direct --single: every exported name reaches the process byte for byte" {
+  MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
+    "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
+  assert_success
+  user_names_check out 0
+}
+
+@test "direct --env NAME for every name: the helper and its records carry each value unchanged" {
+  local -a forward=() name
+  for name in "${USER_NAMES[@]}"; do forward+=(--env "$name"); done
+  MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
+    "$PRIMUS_CLI" direct --single "${forward[@]}" --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
+  assert_success
+  user_names_check out 0
+}
+
+@test "global flags before the mode, the same names: --debug --config before direct" {
+  printf 'direct:\n  run_mode: single\n' >cfg.yaml
+  MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
+    "$PRIMUS_CLI" --debug --config cfg.yaml direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
+  assert_success
+  assert_output --partial "run_mode=single (config direct.run_mode)"
+  user_names_check out 0
+}
