@@ -28,6 +28,7 @@
 # (list: repeated; true: bare flag; false or []: removed). Defaults (ROCm):
 #   --ipc host --network host --ulimit memlock=-1 --ulimit stack=67108864
 #   --group-add video --cap-add SYS_PTRACE --security-opt seccomp=unconfined --init
+# (a value given again, by you or the config, is passed once: --cap-add SYS_PTRACE)
 # (--shm-size only when --ipc is not host); devices by accelerator: /dev/kfd and
 # /dev/dri (ROCm) or /dev/neuron0..N-1 (Neuron), /dev/infiniband when present.
 #

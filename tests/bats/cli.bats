@@ -95,3 +95,33 @@ teardown() {
   assert_output --partial "PRIMUS_T_MISSING"
   assert_output --partial "$TEST_DIR/t.yaml"
 }
+
+@test "global flags before the mode work as after it: --dry-run, --debug and --config before direct, container, slurm" {
+  printf 'print("the-script-ran")\n' >x.py
+  printf 'direct:\n  run_mode: single\n' >cfg.yaml
+  MASTER_PORT=$(free_port)
+  export MASTER_PORT
+  run "$PRIMUS_CLI" --dry-run direct --script x.py
+  assert_success
+  assert_output --partial "command: "
+  assert_output --partial "dry run: nothing was started and nothing was written."
+  refute_output --partial "the-script-ran"
+  [[ ! -e $PRIMUS_WORKSPACE ]]
+  # Before the mode or after it: the same launch, word for word.
+  run "$PRIMUS_CLI" --dry-run --debug --config cfg.yaml direct --log_file "$TEST_DIR/x.log" --script x.py
+  assert_success
+  before=$(sed -E 's/done in [0-9.]+ s/done in T s/' <<<"$output")
+  assert_output --partial "run_mode=single (config direct.run_mode)"
+  assert_output --partial "[DEBUG]"
+  run "$PRIMUS_CLI" direct --dry-run --debug --config cfg.yaml --log_file "$TEST_DIR/x.log" --script x.py
+  assert_success
+  [[ $(sed -E 's/done in [0-9.]+ s/done in T s/' <<<"$output") == "$before" ]]
+  run "$PRIMUS_CLI" --dry-run --config cfg.yaml container --runtime docker --image img -- --script x.py
+  assert_success
+  assert_output --partial "dry run: nothing was started or removed."
+  assert_output --regexp "command: .* direct --config $TEST_DIR/work/cfg.yaml --script x.py"
+  run "$PRIMUS_CLI" --dry-run slurm srun -N 2 -- direct --script x.py
+  assert_success
+  assert_output --partial "dry run: nothing was submitted."
+  [[ ! -e $PRIMUS_WORKSPACE ]]
+}

@@ -278,3 +278,15 @@ EOF
   recorded_args | grep -qx primus-training-42-1
   refute grep -q '^SLURM_' "$STUB_RECORD_DIR/args.txt"
 }
+
+@test "an option the launcher also adds by default is passed once (--cap-add SYS_PTRACE, CAP_ spelling, --group-add, a repository mount)" {
+  run dry_args --image img --cap-add SYS_PTRACE --cap-add=CAP_SYS_PTRACE --cap-add NET_ADMIN \
+    --group-add video --security-opt seccomp=unconfined --volume "$REPO_ROOT:$REPO_ROOT" -- preflight
+  assert_success
+  [[ $(grep -cx -- SYS_PTRACE <<<"$output") == 1 ]]
+  [[ $(grep -cxi -- '--cap-add=CAP_SYS_PTRACE' <<<"$output") == 0 ]]
+  [[ $(grep -cx -- NET_ADMIN <<<"$output") == 1 ]]
+  [[ $(grep -cx -- video <<<"$output") == 1 ]]
+  [[ $(grep -cx -- seccomp=unconfined <<<"$output") == 1 ]]
+  [[ $(grep -cx -- "$REPO_ROOT:$REPO_ROOT" <<<"$output") == 1 ]]
+}

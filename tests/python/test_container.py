@@ -171,3 +171,21 @@ def test_a_host_only_volume_mounts_at_the_same_path_as_upstream():
                                               ("--volume", "/a:/b", False),
                                               ("--volume", "named", False)], P())
     assert [v for v, _ in opts.items["--volume"]] == ["/cfg:/cfg", "/data:/data", "/a:/b", "named"]
+
+
+def test_a_value_the_defaults_already_give_is_passed_once():
+    # The runner's defaults add --cap-add SYS_PTRACE, --group-add video and
+    # --security-opt seccomp=unconfined; the user's own copy (any spelling of
+    # the capability) is not passed twice; a new value is added.
+    opts = container_opts.merge_options(
+        cfg({"cap_add": ["SYS_PTRACE", "SYS_PTRACE"], "group_add": ["video"],
+             "security_opt": ["seccomp=unconfined"]}),
+        [("--cap-add", "SYS_PTRACE", False), ("--cap-add", "cap_sys_ptrace", True),
+         ("--cap-add", "NET_ADMIN", False), ("--group-add", "video", False),
+         ("--security-opt", "seccomp=unconfined", True), ("--volume", "/a:/a", False),
+         ("--volume", "/a", False)], _Plan())
+    assert opts.render(always=[]) == ["--cap-add", "SYS_PTRACE", "--cap-add", "NET_ADMIN",
+                                      "--group-add", "video", "--security-opt", "seccomp=unconfined",
+                                      "--volume", "/a:/a"]
+    assert opts.has_value("--volume", "/a:/a") and not opts.has_value("--volume", "/b:/b")
+

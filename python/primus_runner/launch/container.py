@@ -326,8 +326,9 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
                                     ("--label", f"{LABEL}=1"), ("--label", f"{LABEL_NAME}={base}")])
     for dev in devs:
         words += ["--device", dev]
-    for mount in mounts:
-        words += ["--volume", mount]
+    for mount in dict.fromkeys(mounts):          # the user's identical --volume stays once
+        if not options.has_value("--volume", mount):
+            words += ["--volume", mount]
     if not options.has("--workdir"):
         words += ["--workdir", cwd]
     for key in plan.forwarded + list(plan.env):

@@ -15,7 +15,9 @@ removes it (so every default can be removed); ``_`` and ``-`` in keys are the
 same. A ``--volume /abs/path`` without ``:`` mounts at the same path (as
 upstream Primus; docker would make an anonymous volume). A flag on the command
 line replaces a single value and adds to a list (``--ulimit host`` replaces
-every ulimit). ``--shm-size`` is dropped while ``--ipc`` is ``host``: podman
+every ulimit). A value the launcher or the config already gives (``--cap-add
+SYS_PTRACE``, ``CAP_SYS_PTRACE`` too, ``--group-add video``, a mount of the
+repository) is not given twice. ``--shm-size`` is dropped while ``--ipc`` is ``host``: podman
 refuses the two together ("cannot set shmsize when running in the host IPC
 Namespace", issue 12) and the host's /dev/shm is used anyway.
 """
@@ -134,6 +136,17 @@ def _removed(value: Any) -> bool:
         isinstance(value, str) and value.lower() == "false")
 
 
+def same_value(flag: str, a: str | None, b: str | None) -> bool:
+    """Two values of a repeatable flag that mean the same: equal, or for
+    ``--cap-add``/``--cap-drop`` the same capability (``SYS_PTRACE``,
+    ``CAP_SYS_PTRACE``, any case)."""
+    if a is None or b is None:
+        return a is b
+    if flag in ("--cap-add", "--cap-drop"):
+        return a.upper().removeprefix("CAP_") == b.upper().removeprefix("CAP_")
+    return a == b
+
+
 def _same_path(value: str | None) -> str | None:
     """``--volume /data`` as upstream Primus reads it: ``/data:/data``."""
     if value and value.startswith("/") and ":" not in value:
@@ -151,6 +164,15 @@ class Options:
 
     def has(self, flag: str) -> bool:
         return flag in self.items
+
+    def has_value(self, flag: str, value: str) -> bool:
+        return any(same_value(flag, v, value) for v, _ in self.items.get(flag, []))
+
+    def add(self, flag: str, entry: tuple[str | None, bool]) -> None:
+        """Append to a repeatable flag, unless that value is there already."""
+        values = self.items.setdefault(flag, [])
+        if not any(same_value(flag, v, entry[0]) for v, _ in values):
+            values.append(entry)
 
     def pop_devices(self) -> list[tuple[str, str]]:
         values = self.items.pop("--device", [])
@@ -190,7 +212,10 @@ def merge_options(cfg: Any, passthrough: list[tuple[str, str | None, bool]], pla
         if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
             opts.items[flag] = [(None, False)]   # upstream writes privileged: "true"
         elif isinstance(value, list):
-            opts.items[flag] = [(str(v), False) for v in value if not _removed(v)]
+            opts.items[flag] = []
+            for v in value:
+                if not _removed(v):
+                    opts.add(flag, (str(v), False))
             opts.listy.add(flag)
         elif isinstance(value, dict):
             raise UsageError(f"config container.options.{key} is a mapping; accepted: a value, "
@@ -211,7 +236,7 @@ def merge_options(cfg: Any, passthrough: list[tuple[str, str | None, bool]], pla
                 e for e in opts.items.get(flag, []) if e[0] and e[0].split("=", 1)[0] not in (kind, "host")]
             opts.items[flag] = [*kept, entry]
         elif flag in REPEATABLE or flag in opts.listy:
-            opts.items.setdefault(flag, []).append(entry)
+            opts.add(flag, entry)
         else:
             opts.items[flag] = [entry]
         opts.origin[flag] = f"option {flag}"
