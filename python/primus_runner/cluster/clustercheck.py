@@ -12,11 +12,15 @@ What is compared (registry field ``scope``, python/primus_runner/env/registry.py
   size, ...; unregistered NCCL_*/RCCL_*/HSA_*/NEURON_RT_*/XLA_* names count as
   such): identical value, or unset, on every node. Secret values are compared
   by SHA-256 and never sent or shown;
-- ``per-node`` network variables by what they mean on each node: the IPv4
-  subnet(s) of the interfaces NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME /
-  IP_INTERFACE select, the link layer(s) of the ports NCCL_IB_HCA selects, and
-  the GID type and family NCCL_IB_GID_INDEX points at (``eno1`` vs ``eth0`` on
-  the same subnet, or GID index 3 vs 7 that are both RoCE v2 IPv4, agree);
+- ``per-node`` network variables by what they mean on each node (meanings.py):
+  the IPv4 subnet(s) and interface class of the interfaces NCCL_SOCKET_IFNAME /
+  GLOO_SOCKET_IFNAME / IP_INTERFACE select, how many ACTIVE ports NCCL_IB_HCA
+  selects and their link layer(s), and the GID type and family
+  NCCL_IB_GID_INDEX points at (``eno1`` vs ``eth0`` on the same subnet, or GID
+  index 3 vs 7 that are both RoCE v2 IPv4, agree; one node whose port is down
+  and whose list is one port shorter does not). A mismatch names the odd node
+  (the one outside the largest group of agreeing nodes, else the one that left
+  a port out) and why (what it left out);
 - versions readable on the node (``versions()``): ROCm (``/opt/rocm/.info/version``),
   the RCCL library file (``/opt/rocm/lib/librccl.so.X``), the amdgpu and neuron
   driver modules (``/sys/module/<mod>/version``), the Neuron runtime library
@@ -47,8 +51,8 @@ import socket
 import time
 from collections.abc import Mapping
 
+from primus_runner.cluster.meanings import meanings
 from primus_runner.facts import DISTRIBUTED_DEFAULTS, EXIT_INVALID, EXIT_RUNTIME
-from primus_runner.network.common import MEANING_VARS, SOCKET_VARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
@@ -61,64 +65,6 @@ MAX_REPORT = 4 << 20
 
 # -- what a node reports ---------------------------------------------------------------
 from primus_runner.hardware.versions import versions  # noqa: E402 (the node's versions, CPU vendor, torch)
-
-
-def _subnets(result: Any, names: list[str], routes: list[Any]) -> list[str]:
-    from primus_runner.network.common import int_to_ip, ip_to_int
-
-    out: set[str] = set()
-    by_name = {i.name: i for i in result.interfaces}
-    for name in names:
-        iface = by_name.get(name)
-        if iface is None or not iface.usable:
-            continue
-        for ip in iface.addresses:
-            value = ip_to_int(ip)
-            for route in routes:
-                if (route.iface == name and route.gateway == 0 and route.mask and value is not None
-                        and value & route.mask == route.dest):
-                    out.add(f"{int_to_ip(route.dest)}/{route.prefix}")
-    return sorted(out)
-
-
-def meanings(env: Mapping[str, str], root: str) -> dict[str, str]:
-    """What the per-node network values mean on this node."""
-    from primus_runner.network import detect_nics, read_routes
-    from primus_runner.network.gids import AUTO_GID_INDEX, describe
-    from primus_runner.network.hca import select_ports
-    from primus_runner.network.interfaces import select_interfaces
-
-    wanted = [n for n in MEANING_VARS if env.get(n)]
-    if not wanted:
-        return {}
-    result = detect_nics(root, env)
-    routes = read_routes(root)
-    names = [i.name for i in result.interfaces]
-    out: dict[str, str] = {}
-    for var in SOCKET_VARS:
-        value = env.get(var)
-        if not value:
-            continue
-        picked = select_interfaces(value, names) if var == "NCCL_SOCKET_IFNAME" else \
-            [n.strip() for n in value.split(",")]
-        subnets = _subnets(result, picked, routes)
-        out[var] = "IPv4 subnet " + ", ".join(subnets) if subnets else "no usable IPv4 interface"
-    ports = result.chosen_ports()
-    if env.get("NCCL_IB_HCA"):
-        ports, _ = select_ports(env["NCCL_IB_HCA"], result.ports)
-        layers = sorted({p.link_layer for p in ports})
-        out["NCCL_IB_HCA"] = ("link layer " + ", ".join(layers)) if layers else "no RDMA port"
-    gid = env.get("NCCL_IB_GID_INDEX", "")
-    if gid:
-        roce = [p for p in ports if p.link_layer == "Ethernet"]
-        if not roce:
-            out["NCCL_IB_GID_INDEX"] = "not used (no RoCE port)"
-        elif gid.lstrip("-").isdigit() and int(gid) == AUTO_GID_INDEX:
-            family = "IPv6" if env.get("NCCL_IB_ADDR_FAMILY") == "AF_INET6" else "IPv4"
-            out["NCCL_IB_GID_INDEX"] = f"RoCE v{env.get('NCCL_IB_ROCE_VERSION_NUM') or '2'} {family}"
-        elif gid.isdigit():
-            out["NCCL_IB_GID_INDEX"] = ", ".join(sorted({describe(p.gids, int(gid)) for p in roce}))
-    return out
 
 
 def _secret(name: str) -> bool:
@@ -151,10 +97,10 @@ def participant(env: Mapping[str, str]) -> tuple[int, int]:
 
 def fingerprint(env: Mapping[str, str], root: str, node: int | None = None) -> dict[str, Any]:
     ident = participant(env)[0] if node is None else node
-    meaning = meanings(env, root)
+    meaning, why = meanings(env, root)
     return {"protocol": PROTOCOL, "node": ident, "host": os.uname().nodename,
             "uniform": uniform_values(env), "meaning": meaning,
-            "raw": {name: env.get(name, "") for name in meaning},
+            "raw": {name: env.get(name, "") for name in meaning}, "why": why,
             "versions": versions(root, env)}
 
 
@@ -179,6 +125,26 @@ def _sides(by_value: dict[str, list[tuple[int, str]]], word: str) -> str:
         label = word if len(ids) > 1 else word[:-1]
         parts.append(f"{value} on {label} {_ranges(ids)} ({shown})")
     return "; ".join(parts)
+
+
+def _odd(by_value: dict[str, list[tuple[int, str]]], why: dict[int, list[str]], word: str) -> str:
+    """' Odd node: 1 (h1: left out mlx5_1:1 state DOWN).': the nodes outside the one largest
+    group of agreeing nodes, else (no majority) those that left out what the others did not;
+    with what each left out that not every node did."""
+    nodes = {i for holders in by_value.values() for i, _ in holders}
+    common = set.intersection(*(set(why.get(i, [])) for i in nodes))
+    extra = {i: [w for w in why.get(i, []) if w not in common] for i in nodes}
+    groups = sorted(by_value.values(), key=len, reverse=True)
+    if len(groups[0]) > len(groups[1]):
+        odd = [holder for group in groups[1:] for holder in group]
+    else:
+        odd = [holder for group in groups for holder in group if extra[holder[0]]]
+    if not odd:
+        return ""
+    shown = ", ".join(f"{i} ({h}" + (f": left out {'; '.join(extra[i])}" if extra[i] else "") + ")"
+                      for i, h in sorted(odd)[:5])
+    more = f" +{len(odd) - 5}" if len(odd) > 5 else ""
+    return f" Odd {word[:-1] if len(odd) == 1 else word}: {shown}{more}."
 
 
 def compare(reports: list[dict[str, Any]], ignore: set[str] | frozenset[str] = frozenset(),
@@ -213,6 +179,11 @@ def compare(reports: list[dict[str, Any]], ignore: set[str] | frozenset[str] = f
                     values = "; ".join(f"{word[:-1]} {r['node']}: {r.get('raw', {}).get(name)!r}"
                                        for r in reports if r.get("raw", {}).get(name))
                     line += f" [values: {values}]" if values else ""
+                    why = {r["node"]: list(r["why"][name]) for r in reports
+                           if r.get("why", {}).get(name)}
+                    line += "." + _odd(by_value, why, word)
+                    problems.append(line + f" Needed: {what}")
+                    continue
                 problems.append(line + f". Needed: {what}")
     return problems
 
@@ -361,7 +332,7 @@ def run(env: Mapping[str, str], console: TextIO) -> int:
     root = env.get("PRIMUS_SYSFS_ROOT") or "/"
     ignore = {n.strip() for n in (env.get("PRIMUS_CLUSTER_CHECK_IGNORE") or "").split(",") if n.strip()}
     mine = fingerprint(env, root, ident)
-    for key in ("uniform", "meaning", "raw", "versions"):
+    for key in ("uniform", "meaning", "raw", "why", "versions"):
         mine[key] = {k: v for k, v in mine[key].items() if k not in ignore}
     host, port = _endpoint(env)
     timeout = float(env.get("PRIMUS_CLUSTER_CHECK_TIMEOUT") or 300)

@@ -23,13 +23,13 @@ SCOPE_WORDS = {
     "per-process": "set per rank; never compared",
     "local": "this host's own business; never compared or sent to other nodes",
 }
-# The per-node network variables: compared by meaning (python/primus_runner/cluster/clustercheck.py;
+# The per-node network variables: compared by meaning (python/primus_runner/cluster/meanings.py;
 # the list is python/primus_runner/network/common.py's MEANING_VARS).
 _MEANING_WORDS = {
-    "NCCL_SOCKET_IFNAME": "the IPv4 subnet of the interfaces it selects",
-    "GLOO_SOCKET_IFNAME": "the IPv4 subnet of the interfaces it selects",
-    "IP_INTERFACE": "the IPv4 subnet of the interface it names",
-    "NCCL_IB_HCA": "the link layer of the ports it selects",
+    "NCCL_SOCKET_IFNAME": "the IPv4 subnet and class (ethernet, bond, IPoIB) of the interfaces it selects",
+    "GLOO_SOCKET_IFNAME": "the IPv4 subnet and class (ethernet, bond, IPoIB) of the interfaces it selects",
+    "IP_INTERFACE": "the IPv4 subnet and class (ethernet, bond, IPoIB) of the interface it names",
+    "NCCL_IB_HCA": "how many ACTIVE ports it selects and their link layer",
     "NCCL_IB_GID_INDEX": "the GID type and family it points at",
 }
 
