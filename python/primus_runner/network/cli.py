@@ -52,7 +52,8 @@ def main(argv: list[str]) -> int:
         description="Detect RDMA HCAs (NCCL_IB_HCA), the RoCE v2 GID index (NCCL_IB_GID_INDEX) "
                     "and the socket interface (IP_INTERFACE, NCCL_SOCKET_IFNAME, "
                     "GLOO_SOCKET_IFNAME). Values the user already set are kept; --check "
-                    "reports the user's values that name nothing on this host.")
+                    "reports the user's values that name nothing usable on this host (a port "
+                    "that is not ACTIVE, a GID index that cannot route).")
     parser.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
                         help="root holding sys/, proc/ and etc/ (default: $PRIMUS_SYSFS_ROOT or /)")
     parser.add_argument("--master-addr", default=None,

@@ -12,7 +12,8 @@
 #
 # Detection (see `python3 -m primus_runner nics --help`): ports ACTIVE and LinkUp,
 # InfiniBand preferred over Ethernet (RoCE), EFA left out, RoCE ports without a
-# RoCE v2 IPv4 GID (only link-local fe80::) left out with a note, devices matching
+# routable GID (RoCE v2 on IPv4, else on a global IPv6 address; only link-local
+# fe80:: is not) left out with a note, devices matching
 # PRIMUS_IB_HCA_EXCLUDE (a regular expression, default `bond`) excluded, a
 # leading `=` when a name would prefix-match an excluded device. Sysfs is read
 # under --sysfs-root (default $PRIMUS_SYSFS_ROOT, else /).
