@@ -26,6 +26,13 @@ primus_launch_print_summary() {
     "  entry=${PRIMUS_WL_ENTRY[*]} ($PRIMUS_WL_ENTRY_ORIGIN)"
     "  numa binding: $PRIMUS_NUMA_DECISION"
     "  workspace=$PRIMUS_LAUNCH_WORKSPACE log_file=$PRIMUS_LAUNCH_LOG")
+  # The one name of the user's the launch changes on purpose (README "Your
+  # variables reach the ranks"): said when the user had set it.
+  if [[ ${__PRIMUS_ORIGIN[PYTHONPATH]-} == user+default ]]; then
+    local where="before yours (the reference's forced prepend)"
+    [[ $PRIMUS_WL_RUN_MODE == single ]] || where+="; torchrun ranks also get $PRIMUS_ROOT/runner/helpers/pystartup first"
+    lines+=("  PYTHONPATH: $PRIMUS_ROOT/python and $PRIMUS_ROOT $where")
+  fi
   local item shown
   for item in "${PRIMUS_CLI_ENV[@]}"; do
     primus_mask_value_into shown "${item%%=*}" "${item#*=}"

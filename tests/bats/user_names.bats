@@ -64,3 +64,18 @@ teardown() {
   assert_output --partial "run_mode=single (config direct.run_mode)"
   user_names_check out 0
 }
+
+@test "PYTHONPATH, the one name of the user's the launch changes on purpose: the summary says how, the ranks see it so" {
+  local mine="$TEST_DIR/my lib"
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) PYTHONPATH=$mine run "$PRIMUS_CLI" direct \
+    --script "$WORKLOADS/print_env.py" -- "$PWD/out" PYTHONPATH
+  assert_success
+  assert_output --partial "  PYTHONPATH: $REPO_ROOT/python and $REPO_ROOT before yours (the reference's forced prepend); torchrun ranks also get $REPO_ROOT/runner/helpers/pystartup first"
+  for rank in 0 1; do
+    assert_equal "$(<"out/PYTHONPATH.$rank")" "$REPO_ROOT/runner/helpers/pystartup:$REPO_ROOT/python:$REPO_ROOT:$mine"
+  done
+  # Not set by the user: nothing to say.
+  MASTER_PORT=$(free_port) run env -u PYTHONPATH "$PRIMUS_CLI" direct --dry-run --script "$WORKLOADS/print_env.py" -- x
+  assert_success
+  refute_output --partial "PYTHONPATH:"
+}
