@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# runner/lib/watchdog.sh: the launcher's side of the progress watchdog (issue 25).
+# runner/lib/watchdog.sh: the launcher's side of the run monitor.
 # Sourced by runner/lib/supervise.sh; defines only primus_* names, never changes
-# shell options. It starts runner/helpers/hang_watch.sh (which decides "no
-# progress" and asks python -m primus_runner.diagnose for the stacks) and gives
-# the workload what it needs to be watched; it reads no stacks itself.
+# shell options. It starts the run monitor (python -m primus_runner.monitor,
+# python/primus_runner/monitor/: it decides hang, stopped, mismatch, busy and
+# straggler verdicts and asks python/primus_runner/diagnose for the stacks) and
+# gives the workload what it needs to be watched; it reads no stacks itself.
 #
 #   primus_watchdog_env LOG_FILE MODE
 #       before the workload starts: export PRIMUS_RUN_LOG (the log, so
@@ -11,11 +12,11 @@
 #       run mode single: also PRIMUS_HEARTBEAT_FILE (torchrun: run_worker.sh sets
 #       it per rank)
 #   primus_watchdog_start LOG_FILE RUN_ID
-#       PRIMUS_HANG_TIMEOUT (seconds, default 1800, 0 = off) and
-#       PRIMUS_HANG_ACTION (report|stop, default report)
-#   primus_watchdog_stop        the launch ends: the watchdog exits
+#       PRIMUS_HANG_TIMEOUT (the last resort in seconds, default 1800; 0 = no
+#       monitor) and PRIMUS_HANG_ACTION (report|stop, default report)
+#   primus_watchdog_stop        the launch ends: the monitor exits
 #   primus_watchdog_exit_code VAR CODE
-#       VAR = 86 when the watchdog stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
+#       VAR = 86 when the monitor stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
 
 PRIMUS_HANG_FD=""
 PRIMUS_HANG_EXIT_CODE=86
@@ -38,8 +39,9 @@ primus_watchdog_start() {
   [[ $timeout =~ ^[0-9]{1,7}$ ]] || timeout=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_TIMEOUT]}
   ((10#$timeout > 0)) || return 0
   [[ $action == report || $action == stop ]] || action=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_ACTION]}
-  exec {PRIMUS_HANG_FD}> >(exec setsid "$PRIMUS_SUPERVISE_DIR/helpers/hang_watch.sh" "$1" "$2" \
-    "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE")
+  # stdin: a pipe only the launcher writes (end of file: the launch ended).
+  exec {PRIMUS_HANG_FD}> >(PYTHONPATH=$PRIMUS_SUPERVISE_DIR/../python exec setsid "${PRIMUS_PYTHON:-python3}" \
+    -m primus_runner.monitor "$1" "$2" "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE")
 }
 
 primus_watchdog_stop() {

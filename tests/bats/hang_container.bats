@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Hang diagnosis in container mode (issue 25): the inner direct launcher's
-# watchdog, py-spy from the mounted project .venv, inside a real podman
+# Hang diagnosis in container mode: the inner direct launcher's run monitor,
+# py-spy from the mounted project .venv, inside a real podman
 # container (tests/container/podman_env.bash); PRIMUS_HANG_* reach it through
 # the PRIMUS_ prefix the container launcher forwards.
 
@@ -31,18 +31,17 @@ teardown() {
   launcher_teardown
 }
 
-# 25 s: loading torch inside the container takes seconds on a busy machine, and the
-# clock runs from the first rank on.
-@test "container: rank 1 hangs; the watchdog inside prints the summary, stops the run with exit 86, no container left" {
+@test "container: rank 1 hangs; the run monitor inside names it with no setting, prints the summary, stops the run with exit 86, no container left" {
   mkdir out
   rc=0
-  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) PRIMUS_HANG_TIMEOUT=25 PRIMUS_HANG_ACTION=stop PRIMUS_KILL_GRACE=5 \
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) PRIMUS_HANG_ACTION=stop PRIMUS_KILL_GRACE=5 \
     timeout 180 "$PRIMUS_CLI" container --name "$NAME" -- --script "$WORKLOADS/hang_rank.py" -- "$PWD/out" hang \
     >launch.log 2>&1 || rc=$?
   cat launch.log
   [[ $rc -eq 86 ]]
   grep -q "SUSPECT rank 1: stuck_here (hang_rank.py:[0-9]*)" launch.log
   grep -q "rank 0: main (hang_rank.py:[0-9]*) <- all_reduce" launch.log
+  grep -q "run monitor: hang: rank 1 (pid [0-9]*) in stuck_here (hang_rank.py:[0-9]*)" launch.log
   grep -q "PRIMUS_HANG_ACTION=stop: stopping the run" launch.log
   [[ -z $(podman ps -a --format '{{.Names}}' | grep "^$NAME-" || true) ]]
   run pgrep -f "hang_rank.py $PWD/out"

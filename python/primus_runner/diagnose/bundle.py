@@ -22,17 +22,31 @@ from primus_runner.diagnose.summary import RankPlace, place_of, summary_lines, t
 
 
 def new_bundle(log: str, kind: str) -> str:
-    """Create ``<log without .log>.<kind>-<n>`` (first free n from 1); its path."""
+    """Create ``<log without .log>.<kind>-<n>`` (first free n from 1), mode 0700: it holds
+    stacks, command lines and environment names, for the user alone; its path."""
     # A launch without PRIMUS_RUN_LOG (started by an older launcher): the temporary directory.
     base = (log[:-4] if log.endswith(".log") else log) or os.path.join(tempfile.gettempdir(), "primus")
+    parent = os.path.dirname(base)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
     n = 1
     while True:
         path = f"{base}.{kind}-{n}"
         try:
-            os.makedirs(path)
-            return path
+            os.mkdir(path, 0o700)
         except FileExistsError:
             n += 1
+            continue
+        os.chmod(path, 0o700)  # whatever the umask
+        return path
+
+
+def private_text(path: str, text: str) -> None:
+    """Write TEXT to a new file PATH, mode 0600 (a bundle's files are the user's alone)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def flight_recorder_files(run: Run) -> list[str]:
@@ -57,8 +71,7 @@ def _dump_one(rank: LiveRank, node: int, host: str, bundle: str, native: bool) -
     if problems:
         head.append(f"problems: {problems}")
     text = "\n".join(head) + "\n\n" + render(threads)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    private_text(path, text)
     if not threads:
         return RankPlace(rank.rank, node, host, error=problems or "no stack", stack_file=path), text
     return place_of(rank.rank, node, host, threads, path), text
@@ -83,9 +96,8 @@ def dump_run(run: Run, bundle: str, skip_ranks: frozenset[int] = frozenset(),
     recorder = flight_recorder_files(run)
     extra = [f"flight recorder: {', '.join(recorder)}"] if recorder else []
     lines = summary_lines(places, bundle, extra)
-    with open(os.path.join(bundle, "summary.txt"), "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
-    with open(os.path.join(bundle, "summary.json"), "w", encoding="utf-8") as handle:
-        json.dump({"node": run.node, "host": host, "places": to_json(places), "flight_recorder": recorder},
-                  handle, indent=1)
+    private_text(os.path.join(bundle, "summary.txt"), "\n".join(lines) + "\n")
+    private_text(os.path.join(bundle, "summary.json"),
+                 json.dumps({"node": run.node, "host": host, "places": to_json(places), "flight_recorder": recorder},
+                            indent=1))
     return places, lines, texts

@@ -1,10 +1,10 @@
 """``python -m primus_runner.diagnose``: the diagnosis commands.
 
     dump --run-id ID --heading TEXT [--kind hang|failure] [--skip-rank R] [--report-file F] [--no-native]
-        (the watchdog runner/helpers/hang_watch.sh; run_worker.sh when a rank failed)
+        (run_worker.sh and the rank's exception hook when a rank failed)
     stacks [--log PATH | --pid PID] [--workspace DIR] [--json]   (primus-cli stacks)
     merge [--heading TEXT] [--stdin] [SUMMARY_JSON ...]          (Slurm: one summary across nodes)
-    gather --log LOG --nodes N --since EPOCH [--wait S]          (node 0's watchdog under Slurm)
+    gather --log LOG --nodes N --since EPOCH [--wait S]          (node 0's run monitor under Slurm)
 
 Owns the command line and where the lines go (hang: the launcher's console and log
 through stderr; failure: a file report.py adds to the failure report; stacks:
@@ -203,7 +203,7 @@ def cmd_gather(args: list[str]) -> int:
         lines.append(f"  {word} {rank_list(missing)}: no bundle of this hang in {log_dir} after {wait:.0f} s (logs not "
                      "on a shared filesystem?): each node's bundle is next to its own log on that node, "
                      "<log without .log>.hang-<n>/")
-    log.warn("\n".join([f"hang watchdog: stacks across {nodes} node(s), {len(found)} bundle(s) found:", *lines]))
+    log.warn("\n".join([f"run monitor: stacks across {nodes} node(s), {len(found)} bundle(s) found:", *lines]))
     return 0
 
 

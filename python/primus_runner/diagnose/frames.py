@@ -20,7 +20,8 @@ _FAULT_THREAD = re.compile(r"^(Current thread|Thread) (?P<id>0x[0-9a-f]+)")
 
 @dataclass(frozen=True)
 class Frame:
-    """One frame; native frames have no line (0) and a library as file."""
+    """One frame; a native frame's file is a library or a C/C++ source (py-spy
+    ``--native`` gives "callproc.c" with a line), never a .py file."""
 
     name: str
     filename: str
@@ -28,7 +29,7 @@ class Frame:
 
     @property
     def native(self) -> bool:
-        return self.line == 0 and not self.filename.endswith(".py")
+        return not self.filename.endswith(".py") and not self.filename.startswith("<")
 
     @property
     def workload(self) -> bool:

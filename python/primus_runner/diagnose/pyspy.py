@@ -30,12 +30,15 @@ def pyspy_program() -> str | None:
     return shutil.which("py-spy", path=os.pathsep.join([here, os.environ.get("PATH", "")]))
 
 
-def _run_pyspy(program: str, pid: int, native: bool) -> tuple[list[Thread], str]:
+def _run_pyspy(program: str, pid: int, native: bool, nonblocking: bool = False,
+               timeout: float = DUMP_TIMEOUT_S) -> tuple[list[Thread], str]:
     cmd = [program, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
+    if nonblocking:
+        cmd.append("--nonblocking")  # read the memory without pausing the process
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return [], f"py-spy did not answer within {DUMP_TIMEOUT_S:.0f} s"
+        return [], f"py-spy did not answer within {timeout:.0f} s"
     except OSError as exc:
         return [], f"py-spy cannot run: {exc}"
     threads = parse_pyspy_json(done.stdout) if done.returncode == 0 else []
@@ -101,3 +104,16 @@ def read_stacks(pid: int, faulthandler_file: str = "", native: bool = True) -> t
         return threads, "faulthandler (py-spy could not attach)", "; ".join(problems)
     problems.append(error)
     return [], "", "; ".join(problems)
+
+
+def sample_stacks(pid: int, faulthandler_file: str = "") -> tuple[list[Thread], str]:
+    """A light look at PID's stacks for the run monitor: py-spy ``--nonblocking``
+    (the rank is not paused; ~15 ms), else the faulthandler dump (a signal the rank
+    handles: its context switches move). (threads, how: "py-spy", "faulthandler" or "")."""
+    program = pyspy_program()
+    if program is not None:
+        threads, _ = _run_pyspy(program, pid, native=False, nonblocking=True, timeout=10.0)
+        if threads:
+            return threads, "py-spy"
+    threads, _ = faulthandler_dump(pid, faulthandler_file, wait_s=2.0)
+    return threads, "faulthandler" if threads else ""

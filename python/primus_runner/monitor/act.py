@@ -1,0 +1,172 @@
+"""The run monitor's judging and acting, on top of the loop's looks (watch.py).
+
+Owns what happens with a verdict: printed once per episode (one line on the
+launcher's stderr, which is its console and its log), every rank's stacks
+dumped (``--native``) into a private bundle before anything is acted on, node 0
+of a multi-node launch gathering the other nodes' bundles into one table, and
+with PRIMUS_HANG_ACTION=stop the launcher asked to stop the run (a file
+``hang-stop`` in its rc directory, then SIGTERM: it exits 86). Also the last
+resort (PRIMUS_HANG_TIMEOUT seconds with no signal at all) and the straggler
+rounds. It must not decide what a verdict is (verdicts.py, straggler.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+
+from primus_runner import log
+from primus_runner.diagnose.bundle import dump_run, new_bundle
+from primus_runner.diagnose.cli import cmd_gather
+from primus_runner.diagnose.pyspy import sample_stacks
+from primus_runner.diagnose.runs import scan
+from primus_runner.diagnose.summary import RankPlace, place_of
+from primus_runner.monitor import straggler, verdicts
+from primus_runner.monitor.watch import OWN, Counted, Monitor
+
+PREFIX = "run monitor: "
+
+
+def log_only(path: str, message: str) -> None:
+    """One line in the launcher's format to the log file only (not the console)."""
+    try:
+        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        return
+    saved = sys.stderr
+    counted = Counted(handle)
+    try:
+        sys.stderr = counted
+        log.info(message)
+    finally:
+        sys.stderr = saved
+        handle.close()
+        OWN.written += counted.written
+
+
+class Judge:
+    """Verdicts into lines, dumps and (with stop) the launcher's stop."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.m = monitor
+
+    def tick(self, now: float) -> None:
+        views = self.m.views(now)
+        stopped = verdicts.stopped_verdict(views)
+        if stopped is not None:
+            key: object = ("stopped", stopped.suspects)
+            if key not in self.m.reported:
+                self.m.reported.add(key)
+                log.warn(PREFIX + stopped.line)
+            if stopped.actionable:
+                self.act(stopped)
+            return
+        self.m.reported = {k for k in self.m.reported if not (isinstance(k, tuple) and k[0] == "stopped")}
+        settled = verdicts.settled_verdict(views)
+        self.m.hung = settled is not None
+        if settled is not None:
+            key = ("settled", tuple((w.rank, w.signature) for w in self.m.ranks.values()))
+            if key not in self.m.reported:
+                self.m.reported.add(key)
+                log.warn(PREFIX + settled.line)
+                self.dump(f"{PREFIX}stacks of every local rank ({settled.kind} verdict)", now)
+                if settled.actionable:
+                    self.act(settled)
+            return
+        self.working(views, now)
+        self.last_resort(views, now)
+
+    def working(self, views: list[verdicts.RankView], now: float) -> None:
+        if now < self.m.working_at:
+            return
+        busy = [v for v in views if v.exit_code < 0 and v.still_for < verdicts.STILL_AFTER]
+        if verdicts.working_verdict(views, {}) is None:
+            return
+        places: dict[int, RankPlace] = {}
+        for view in busy:
+            watched = self.m.ranks.get(view.rank)
+            threads, _ = sample_stacks(view.pid, watched.faulthandler_file if watched else "")
+            if threads:
+                places[view.rank] = place_of(view.rank, self.m.s.node, self.m.host, threads)
+        self.m.rebaseline()
+        verdict = verdicts.working_verdict(views, places)
+        if verdict is not None:
+            log.info(PREFIX + verdict.line)
+            self.m.working_at = now + verdicts.WORKING_REPEAT
+
+    def last_resort(self, views: list[verdicts.RankView], now: float) -> None:
+        live = [v for v in views if v.exit_code < 0]
+        if not live or self.m.s.timeout <= 0:
+            return
+        silent = min(v.still_for for v in live)
+        if silent < self.m.s.timeout or now < self.m.silent_at:
+            return
+        self.m.silent_at = now + self.m.s.timeout
+        unread = [w.rank for w in self.m.ranks.values() if w.unread]
+        if all(v.settled for v in live):
+            why = "every rank is idle outside a collective"
+        elif unread:
+            why = f"the stacks of rank(s) {','.join(map(str, sorted(unread)))} cannot be read (py-spy, faulthandler)"
+        else:
+            why = (f"the stacks were not yet the same in {verdicts.SETTLE_SAMPLES} samples "
+                   f"{verdicts.SAMPLE_GAP:.0f} s apart")
+        log.warn(f"{PREFIX}no progress signal (output, heartbeat, CPU, context switches, I/O) from any local rank "
+                 f"for {silent:.0f} s (PRIMUS_HANG_TIMEOUT={self.m.s.timeout:.0f}) and no hang verdict: {why}; "
+                 "a report only, nothing is stopped")
+        self.dump(f"{PREFIX}stacks of every local rank (no progress for {silent:.0f} s)", now)
+
+    def dump(self, heading: str, now: float) -> None:
+        run = scan().get(self.m.s.run_id)
+        if run is None:
+            return
+        bundle = new_bundle(run.log or self.m.s.log_file, "hang")
+        places, lines, _ = dump_run(run, bundle)
+        live = sum(1 for p in places if p.exit_code < 0)
+        log.warn("\n".join([f"{heading}: {live} live rank(s)", *lines]))
+        self.m.rebaseline()
+        if self.m.s.nnodes > 1 and self.m.s.node == 0:
+            start = min((w.moved_at for w in self.m.ranks.values()), default=now)
+            since = time.time() - (time.monotonic() - start) - 60.0
+            cmd_gather(["--log", self.m.s.log_file, "--nodes", str(self.m.s.nnodes), "--since", f"{since:.0f}"])
+            self.m.rebaseline()
+
+    def act(self, verdict: verdicts.Verdict) -> None:
+        if self.m.s.action != "stop" or self.m.stopping:
+            return
+        self.m.stopping = True
+        if self.m.s.rc_dir and os.path.isdir(self.m.s.rc_dir):
+            with contextlib.suppress(OSError):
+                open(os.path.join(self.m.s.rc_dir, "hang-stop"), "w").close()
+        log.warn(f"{PREFIX}PRIMUS_HANG_ACTION=stop: stopping the run on the {verdict.kind} verdict (SIGTERM to the "
+                 f"launcher, pid {self.m.s.launcher}); exit code 86.")
+        with contextlib.suppress(OSError):
+            os.kill(self.m.s.launcher, signal.SIGTERM)
+
+    def stragglers(self, now: float) -> None:
+        if now - self.m.round_start < straggler.ROUND_S:
+            return
+        self.m.round_start = now
+        shares = {w.rank: w.waits / w.looks for w in self.m.ranks.values() if w.looks >= straggler.ROUND_S / 2}
+        for watched in self.m.ranks.values():
+            watched.looks = watched.waits = 0
+        if self.m.hung:  # a hang is no straggler: the rounds start again after it
+            self.m.history = []
+            return
+        if len(shares) < 2:
+            return
+        scores = straggler.scores(shares)
+        self.m.history = [*self.m.history[-(straggler.ROUNDS - 1):], scores]
+        self.m.rounds += 1
+        if self.m.rounds % straggler.TABLE_ROUNDS == 0:
+            log_only(self.m.s.log_file, f"{PREFIX}straggler scores (last {straggler.ROUND_S:.0f} s): "
+                     + straggler.table(shares, scores))
+        for rank in straggler.flagged(self.m.history):
+            if rank not in self.m.named:
+                self.m.named.add(rank)
+                log.warn(f"{PREFIX}straggler: rank {rank} is the one the others wait for: its score stayed at or "
+                         f"above {straggler.THRESHOLD} for {straggler.ROUNDS} rounds of {straggler.ROUND_S:.0f} s "
+                         f"(now {scores[rank]:.2f}: the others wait in "
+                         f"{straggler.median([v for r, v in shares.items() if r != rank]):.0%} "
+                         f"of their looks, it in {shares[rank]:.0%}); " + straggler.table(shares, scores))

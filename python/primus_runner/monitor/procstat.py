@@ -1,0 +1,97 @@
+"""What the kernel says about one rank, read from /proc without touching the rank.
+
+Owns the parsing (pure functions) and the reading of a rank's main thread:
+its scheduler state (``R`` running, ``S`` sleeping, ``D`` disk wait, ``T``
+stopped, ``t`` stopped by a debugger, ``Z`` zombie), the kernel function it
+sleeps in (its wait channel), its CPU time and context switches, and the
+process's I/O counters. Reading these files never stops nor signals the rank
+(proc(5)); the wait channel needs the same access as reading its memory maps.
+It must not decide anything (python/primus_runner/monitor/verdicts.py does).
+"""
+from __future__ import annotations
+
+from primus_runner.records import dataclass
+
+# Wait channels of a thread blocked until another thread or process answers:
+# a futex (a condition variable: gloo's and NCCL's work.wait(), a store wait,
+# a lock), a poll or select on descriptors (a socket, a pipe). Sleeping
+# (hrtimer_nanosleep: time.sleep), disk I/O and running are not waits.
+_WAIT_CHANNELS = ("futex", "ep_poll", "do_epoll_wait", "do_sys_poll", "do_select", "poll_schedule_timeout",
+                  "core_sys_select", "sk_wait_data", "unix_stream_read", "pipe_read", "inet_csk_accept")
+STOPPED_STATES = ("T", "t")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One look at a rank's main thread: the kernel's view, no stack."""
+
+    state: str          # one letter of proc(5)'s state field
+    cpu_ticks: int      # user + system time of the main thread, in clock ticks
+    switches: int       # voluntary + involuntary context switches of the main thread
+    io_bytes: int       # the process's rchar + wchar (-1: not readable)
+    wchan: str          # the kernel function the main thread sleeps in ("" when running or unknown)
+
+    @property
+    def stopped(self) -> bool:
+        return self.state in STOPPED_STATES
+
+    @property
+    def waiting(self) -> bool:
+        """Blocked until something else answers (see _WAIT_CHANNELS)."""
+        return self.state == "S" and self.wchan.startswith(_WAIT_CHANNELS)
+
+    def moved_since(self, other: Sample) -> bool:
+        """Any of CPU time, context switches or I/O advanced since OTHER."""
+        return (self.cpu_ticks != other.cpu_ticks or self.switches != other.switches
+                or (self.io_bytes >= 0 and other.io_bytes >= 0 and self.io_bytes != other.io_bytes))
+
+
+def parse_stat(text: str) -> tuple[str, int]:
+    """(state, utime + stime) of a /proc/.../stat line; the command name may hold
+    spaces and parentheses, so the fields are counted from its last ')' (pure)."""
+    rest = text[text.rindex(")") + 2:].split()
+    # rest[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return rest[0], int(rest[11]) + int(rest[12])
+
+
+def parse_switches(text: str) -> int:
+    """voluntary + nonvoluntary context switches of a /proc/.../status text (pure)."""
+    total = 0
+    for line in text.splitlines():
+        if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+            total += int(line.split(":", 1)[1])
+    return total
+
+
+def parse_io(text: str) -> int:
+    """rchar + wchar of a /proc/PID/io text, -1 when they are missing (pure)."""
+    values = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("rchar", "wchar") and value.strip().isdigit():
+            values[key] = int(value)
+    return values["rchar"] + values["wchar"] if len(values) == 2 else -1
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="ascii", errors="replace") as handle:
+        return handle.read()
+
+
+def read_sample(pid: int, proc: str = "/proc") -> Sample | None:
+    """The main thread of PID now; None when the process is gone."""
+    task = f"{proc}/{pid}/task/{pid}"
+    try:
+        state, ticks = parse_stat(_read(f"{task}/stat"))
+        switches = parse_switches(_read(f"{task}/status"))
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        io_bytes = parse_io(_read(f"{proc}/{pid}/io"))
+    except OSError:
+        io_bytes = -1
+    try:
+        wchan = _read(f"{task}/wchan").strip()
+    except OSError:
+        wchan = ""
+    return Sample(state, ticks, switches, io_bytes, "" if wchan == "0" else wchan)
