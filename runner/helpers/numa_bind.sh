@@ -24,79 +24,79 @@
 # Exit codes: 2 bad arguments; otherwise CMD's own status (127 when CMD is not found).
 set -euo pipefail
 
-NUMA_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PRIMUS_NB_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=runner/lib/common.sh
-source "$NUMA_HELPER_DIR/lib/common.sh"
+source "$PRIMUS_NB_HELPER_DIR/lib/common.sh"
 
-NUMA_USAGE="usage: numa_bind.sh [LOCAL_RANK] -- CMD [ARGS...]"
+PRIMUS_NB_USAGE="usage: numa_bind.sh [LOCAL_RANK] -- CMD [ARGS...]"
 
 usage() { primus_usage "${BASH_SOURCE[0]}"; }
 
-# parse_args ARGS...: set NUMA_RANK and NUMA_CMD.
+# parse_args ARGS...: set PRIMUS_NB_RANK and PRIMUS_NB_CMD.
 parse_args() {
-  NUMA_RANK=${LOCAL_RANK:-0}
-  NUMA_CMD=()
+  PRIMUS_NB_RANK=${LOCAL_RANK:-0}
+  PRIMUS_NB_CMD=()
   case ${1:-} in
     -h | --help) usage; exit 0 ;;
     --) shift ;;
-    "") primus_die "$PRIMUS_EXIT_INVALID" "missing command; $NUMA_USAGE" ;;
+    "") primus_die "$PRIMUS_EXIT_INVALID" "missing command; $PRIMUS_NB_USAGE" ;;
     *)
-      NUMA_RANK=$1
+      PRIMUS_NB_RANK=$1
       shift
-      [[ ${1:-} == -- ]] || primus_die "$PRIMUS_EXIT_INVALID" "expected '--' after LOCAL_RANK '$NUMA_RANK'; $NUMA_USAGE"
+      [[ ${1:-} == -- ]] || primus_die "$PRIMUS_EXIT_INVALID" "expected '--' after LOCAL_RANK '$PRIMUS_NB_RANK'; $PRIMUS_NB_USAGE"
       shift ;;
   esac
-  (($#)) || primus_die "$PRIMUS_EXIT_INVALID" "missing command after '--'; $NUMA_USAGE"
-  [[ $NUMA_RANK =~ ^[0-9]{1,6}$ ]] ||
-    primus_die "$PRIMUS_EXIT_INVALID" "LOCAL_RANK '$NUMA_RANK' is not a non-negative integer; $NUMA_USAGE"
-  NUMA_RANK=$((10#$NUMA_RANK))
-  NUMA_CMD=("$@")
+  (($#)) || primus_die "$PRIMUS_EXIT_INVALID" "missing command after '--'; $PRIMUS_NB_USAGE"
+  [[ $PRIMUS_NB_RANK =~ ^[0-9]{1,6}$ ]] ||
+    primus_die "$PRIMUS_EXIT_INVALID" "LOCAL_RANK '$PRIMUS_NB_RANK' is not a non-negative integer; $PRIMUS_NB_USAGE"
+  PRIMUS_NB_RANK=$((10#$PRIMUS_NB_RANK))
+  PRIMUS_NB_CMD=("$@")
 }
 
-# find_node: set NUMA_NODE, NUMA_CPUS and NUMA_AFFINITY (set|empty|skipped|failed:*)
+# find_node: set PRIMUS_NB_NODE, PRIMUS_NB_CPUS and PRIMUS_NB_AFFINITY (set|empty|skipped|failed:*)
 # from one python3 start, which also pins this shell ($$) to the node's CPUs.
 find_node() {
   local answer
-  NUMA_NODE=-1 NUMA_CPUS=- NUMA_AFFINITY=skipped
-  if ! answer=$(primus_python devices --numa-for-rank "$NUMA_RANK" --set-affinity-pid "$$"); then
-    LOG_WARN "numa_bind: device detection failed (see above); running local rank $NUMA_RANK unbound"
+  PRIMUS_NB_NODE=-1 PRIMUS_NB_CPUS=- PRIMUS_NB_AFFINITY=skipped
+  if ! answer=$(primus_python devices --numa-for-rank "$PRIMUS_NB_RANK" --set-affinity-pid "$$"); then
+    LOG_WARN "numa_bind: device detection failed (see above); running local rank $PRIMUS_NB_RANK unbound"
     return 0
   fi
-  read -r NUMA_NODE NUMA_CPUS NUMA_AFFINITY <<<"$answer"
-  [[ $NUMA_NODE =~ ^-?[0-9]+$ ]] || NUMA_NODE=-1
+  read -r PRIMUS_NB_NODE PRIMUS_NB_CPUS PRIMUS_NB_AFFINITY <<<"$answer"
+  [[ $PRIMUS_NB_NODE =~ ^-?[0-9]+$ ]] || PRIMUS_NB_NODE=-1
 }
 
-# numactl_works: numactl is on PATH and can bind to NUMA_NODE in this environment
+# numactl_works: numactl is on PATH and can bind to PRIMUS_NB_NODE in this environment
 # (containers without CAP_SYS_NICE and hosts without that node refuse).
 numactl_works() {
   command -v numactl >/dev/null 2>&1 || return 1
-  numactl --cpunodebind="$NUMA_NODE" --membind="$NUMA_NODE" -- true >/dev/null 2>&1
+  numactl --cpunodebind="$PRIMUS_NB_NODE" --membind="$PRIMUS_NB_NODE" -- true >/dev/null 2>&1
 }
 
 main() {
   parse_args "$@"
-  if ! type -P "${NUMA_CMD[0]}" >/dev/null; then
-    LOG_ERROR "numa_bind: command '${NUMA_CMD[0]}' not found"
+  if ! type -P "${PRIMUS_NB_CMD[0]}" >/dev/null; then
+    LOG_ERROR "numa_bind: command '${PRIMUS_NB_CMD[0]}' not found"
     exit 127
   fi
   find_node
-  if ((NUMA_NODE < 0)); then
-    LOG_WARN "numa_bind: no NUMA node known for local rank $NUMA_RANK's device; running unbound"
-    exec "${NUMA_CMD[@]}"
+  if ((PRIMUS_NB_NODE < 0)); then
+    LOG_WARN "numa_bind: no NUMA node known for local rank $PRIMUS_NB_RANK's device; running unbound"
+    exec "${PRIMUS_NB_CMD[@]}"
   fi
   if numactl_works; then
-    LOG_DEBUG "numa_bind: local rank $NUMA_RANK -> numactl --cpunodebind=$NUMA_NODE --membind=$NUMA_NODE"
-    exec numactl --cpunodebind="$NUMA_NODE" --membind="$NUMA_NODE" -- "${NUMA_CMD[@]}"
+    LOG_DEBUG "numa_bind: local rank $PRIMUS_NB_RANK -> numactl --cpunodebind=$PRIMUS_NB_NODE --membind=$PRIMUS_NB_NODE"
+    exec numactl --cpunodebind="$PRIMUS_NB_NODE" --membind="$PRIMUS_NB_NODE" -- "${PRIMUS_NB_CMD[@]}"
   fi
-  local why="numactl not on PATH"
-  command -v numactl >/dev/null 2>&1 && why="numactl cannot bind to node $NUMA_NODE here"
-  if [[ $NUMA_AFFINITY == set ]]; then
-    LOG_DEBUG "numa_bind: $why; local rank $NUMA_RANK pinned to node $NUMA_NODE CPUs $NUMA_CPUS (psutil)"
-    exec "${NUMA_CMD[@]}"
+  local __primus_why="numactl not on PATH"
+  command -v numactl >/dev/null 2>&1 && __primus_why="numactl cannot bind to node $PRIMUS_NB_NODE here"
+  if [[ $PRIMUS_NB_AFFINITY == set ]]; then
+    LOG_DEBUG "numa_bind: $__primus_why; local rank $PRIMUS_NB_RANK pinned to node $PRIMUS_NB_NODE CPUs $PRIMUS_NB_CPUS (psutil)"
+    exec "${PRIMUS_NB_CMD[@]}"
   fi
-  LOG_WARN "numa_bind: $why, and CPU affinity for node $NUMA_NODE (CPUs $NUMA_CPUS) was not set" \
-    "($NUMA_AFFINITY); running local rank $NUMA_RANK unbound"
-  exec "${NUMA_CMD[@]}"
+  LOG_WARN "numa_bind: $__primus_why, and CPU affinity for node $PRIMUS_NB_NODE (CPUs $PRIMUS_NB_CPUS) was not set" \
+    "($PRIMUS_NB_AFFINITY); running local rank $PRIMUS_NB_RANK unbound"
+  exec "${PRIMUS_NB_CMD[@]}"
 }
 
 main "$@"

@@ -47,6 +47,14 @@ teardown() {
   user_names_check out 0
 }
 
+@test "direct --single --numa (runner/helpers/numa_bind.sh in front): every exported name reaches the process" {
+  MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
+    "$PRIMUS_CLI" direct --single --numa --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
+  assert_success
+  assert_output --partial "numa binding: on (--numa)"
+  user_names_check out 0
+}
+
 @test "direct --env NAME for every name: the helper and its records carry each value unchanged" {
   local -a forward=() name
   for name in "${USER_NAMES[@]}"; do forward+=(--env "$name"); done

@@ -17,7 +17,10 @@ USER_NAMES_COMMON=(MODE CONFIG LOG_FILE ACTION TIMEOUT NODES SCRIPT ARGS NAME DE
   OPT_ACCELERATOR OPT_ALL_RANKS OPT_NEURON_CORES OPT_MODULE OPT_PYTHON OPT_SRUN_NATIVE
   CLI_PATCHES ALL_RANKS CONSOLE_FD LAUNCH_CMD TORCHRUN_CMD RANK_LOG_DIR RUNNER_DIR SELF GLOBAL
   DRY_RUN RUN_CMD FORWARDED ENV_NAMES PLAN CHILD WATCH_FD RANK_OUT WRITER_DONE
-  hint value slices cmd worker_err need_torch recorder nproc log_file local_rank word quoted)
+  hint value slices cmd worker_err need_torch recorder nproc log_file local_rank word quoted
+  NUMA_NODE NUMA_CMD NUMA_RANK NUMA_CPUS NUMA_AFFINITY why answer
+  ENTRY_MODE ENTRY_MODE_ARGS ENTRY_DRY_RUN SLURM_FLAGS MODE_ARGS ADDED_FLAGS REQUEUE SIM_NODES
+  STEP_NODES STEP_TASKS NODE_TASKS BATCH_SCRIPT rc sig prev item w until handler rec)
 
 # user_names_value NAME: the value NAME gets: quotes, $(), backticks, a glob,
 # a backslash, a newline and trailing blanks (pwned: a file no rank may create).
