@@ -230,16 +230,17 @@ primus_requeue_code() {
   echo "$((10#$code))"
 }
 
-# primus_failure_report TORCHRUN_RC LOG_FILE: on a failed torchrun run, the
-# report naming the rank that failed first (python/primus_runner/launch/report.py,
-# on stderr) and, on stdout, the exit code of the launch: that rank's own code
-# (PRIMUS_REQUEUE_EXIT_CODE wins), else torchrun's. A report that cannot run
-# leaves torchrun's code.
+# primus_failure_report RC LOG_FILE: on a failed run, the report naming the
+# rank that failed first (run mode single: the one process of the node;
+# python/primus_runner/launch/report.py, on stderr) and, on stdout, the exit
+# code of the launch: that rank's own code (PRIMUS_REQUEUE_EXIT_CODE wins),
+# else torchrun's. A report that cannot run leaves RC.
 primus_failure_report() {
   local rc=$1 log_file=$2 code
   ((rc != 0)) || { echo 0; return; }
   code=$(PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.launch.report \
-    --rc-dir "$PRIMUS_RC_DIR" --log "$log_file" --code "$rc" --requeue-code "$(primus_requeue_code)") || code=""
+    --rc-dir "$PRIMUS_RC_DIR" --log "$log_file" --code "$rc" --requeue-code "$(primus_requeue_code)" \
+    --mode "$PRIMUS_RUN_MODE") || code=""
   [[ $code =~ ^[0-9]+$ ]] || code=$rc
   echo "$code"
 }
@@ -333,7 +334,9 @@ primus_run_workload() {
   PRIMUS_RUN_PID=""
   trap - TERM INT HUP
   primus_keep_torchrun_log "$__primus_log_file"
-  if [[ $PRIMUS_RUN_MODE != single ]] && ((rc != 0)); then
+  # One failure report for both run modes (launch/report.py --mode); a
+  # requeue request of the one process in run mode single is no failure.
+  if ((rc != 0)) && [[ $PRIMUS_RUN_MODE != single || $rc != "$(primus_requeue_code)" ]]; then
     rc=$(primus_failure_report "$rc" "$__primus_log_file")
   fi
   if ((rc == 0)); then

@@ -145,6 +145,26 @@ refute_internals() {
   grep -qE "^W[0-9]{4} .*Sending process [0-9]+ closing signal SIGTERM" "$log"
 }
 
+@test "--single, the workload killed by SIGKILL: the same failure report and OOM hint as torchrun runs; the requeue code is no failure" {
+  mkdir -p "$PRIMUS_SYSFS_ROOT/proc/self" "$PRIMUS_SYSFS_ROOT/sys/fs/cgroup/job" "$PRIMUS_DEV_ROOT/dev"
+  echo "0::/job" >"$PRIMUS_SYSFS_ROOT/proc/self/cgroup"
+  printf 'oom 1\noom_kill 1\n' >"$PRIMUS_SYSFS_ROOT/sys/fs/cgroup/job/memory.events"
+  echo "3,5,9,-;Memory cgroup out of memory: Killed process 77 (python)" >"$PRIMUS_DEV_ROOT/dev/kmsg"
+  "$PRIMUS_CLI" direct --single --script "$WORKLOADS/kill_self.py" -- 0 >"$TEST_DIR/console" 2>&1 && status=0 || status=$?
+  cat "$TEST_DIR/console"
+  [[ $status -eq 137 ]]
+  grep -q "failure report: the workload (run mode single: global rank 0, the one process of node 0) failed, exit code 137 (killed by SIGKILL)" "$TEST_DIR/console"
+  grep -q "hint: a rank killed by SIGKILL that the launcher did not stop was most often killed by the kernel's out-of-memory killer" "$TEST_DIR/console"
+  grep -qF "kernel log: Memory cgroup out of memory: Killed process 77 (python)" "$TEST_DIR/console"
+  grep -q "| rank 0 up" "$TEST_DIR/console"
+  refute_internals "$TEST_DIR/console"
+  "$PRIMUS_CLI" direct --single --script "$WORKLOADS/exit_with.py" -- 85 >"$TEST_DIR/requeue" 2>&1 && status=0 || status=$?
+  [[ $status -eq 85 ]]
+  run grep -q "failure report" "$TEST_DIR/requeue"
+  assert_failure
+  grep -q "workload exited with the requeue code 85" "$TEST_DIR/requeue"
+}
+
 @test "a stop: no [defaultN]:Terminated, no torchrun lines on the console" {
   export GPUS_PER_NODE=2 PRIMUS_KILL_GRACE=8
   mkdir -p "$TEST_DIR/out"
