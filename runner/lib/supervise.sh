@@ -324,7 +324,9 @@ primus_run_workload() {
   # A trap runs between two commands: one that comes after the fork but before
   # PRIMUS_RUN_PID is set is kept and handled right after (primus_run_pending).
   PRIMUS_RUN_STARTING=1
-  PRIMUS_RUN_ID=$PRIMUS_RUN_ID "${__primus_run_cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
+  # PRIMUS_PTRACER_PID: each rank lets this shell's descendants (the run monitor
+  # and its py-spy) read its stacks under Yama (runner/helpers/pystartup/sitecustomize.py).
+  PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
   PRIMUS_RUN_PID=$!
   PRIMUS_RUN_STARTING=0
   primus_run_pending

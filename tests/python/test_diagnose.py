@@ -195,3 +195,31 @@ def test_without_ptrace_the_stack_comes_from_faulthandler(tmp_path):
     assert how == "faulthandler (py-spy could not attach)"
     assert "Permission denied" in problems
     assert names[0] == "stuck_here"
+
+
+def test_a_rank_lets_the_launchers_descendants_trace_it(tmp_path):
+    """sitecustomize.py calls prctl(PR_SET_PTRACER, <launcher pid>) from PRIMUS_PTRACER_PID
+    (Yama's ptrace_scope=1 refuses a non-ancestor otherwise) and drops the variable."""
+    import importlib.util
+    import os
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("primus_site", root / "runner/helpers/pystartup/sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    calls: list[tuple[int, ...]] = []
+    saved = dict(os.environ)
+    os.environ["PRIMUS_PTRACER_PID"] = "4242"
+    try:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["primus_site"] = module
+        spec.loader.exec_module(module)  # _primus_setup ran with the real prctl: no error either way
+        assert "PRIMUS_PTRACER_PID" not in os.environ
+        assert module._primus_ptracer(4242, lambda *args: calls.append(args) or 0) is True
+        assert calls == [(0x59616D61, 4242, 0, 0, 0)]
+        assert module._primus_ptracer(1, lambda *args: -1) is False
+    finally:
+        sys.modules.pop("primus_site", None)
+        os.environ.clear()
+        os.environ.update(saved)

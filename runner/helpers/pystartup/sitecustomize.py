@@ -9,7 +9,12 @@ the launcher's package: the rank may run on another interpreter):
   node's other ranks read (python -m primus_runner.diagnose dump, by PRIMUS_PYTHON)
   while they still wait for this rank, then goes on to the previous sys.excepthook.
 
-Both variables are removed from os.environ so the rank's own children do not take
+* PRIMUS_PTRACER_PID=<launcher pid>: prctl(PR_SET_PTRACER) lets that process and
+  its descendants (the run monitor and the py-spy it starts) read this rank's
+  stacks where Yama's ptrace_scope=1 (Ubuntu's default) would refuse a process
+  that is not this rank's ancestor; without Yama the call fails harmlessly.
+
+The variables are removed from os.environ so the rank's own children do not take
 them. A sitecustomize of the user's further on sys.path is imported after this one.
 """
 from __future__ import annotations
@@ -61,7 +66,25 @@ def _primus_failure_hook(rc_dir: str, root: str) -> None:
     sys.excepthook = hook
 
 
+PR_SET_PTRACER = 0x59616D61  # <linux/prctl.h>: "Yama"
+
+
+def _primus_ptracer(pid: int, prctl: object = None) -> bool:
+    """Allow PID (and its descendants) to ptrace this process; False when the kernel refused."""
+    if prctl is None:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    try:
+        return prctl(PR_SET_PTRACER, pid, 0, 0, 0) == 0  # type: ignore[operator,no-any-return]
+    except (OSError, AttributeError):
+        return False
+
+
 def _primus_setup() -> None:
+    tracer = os.environ.pop("PRIMUS_PTRACER_PID", "")
+    if tracer.isdigit():
+        _primus_ptracer(int(tracer))
     path = os.environ.pop("PRIMUS_FAULTHANDLER_FILE", "")
     if path:
         _primus_faulthandler(path)
