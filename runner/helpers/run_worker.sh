@@ -50,6 +50,11 @@ if [[ $# -eq 0 ]]; then
   exit 2
 fi
 
+# torchrun's line prefix, when torchrun_quiet.py set it (not the user): torchrun's
+# business, not the rank's.
+if [[ ${PRIMUS_PREFIX_TEMPLATE_OURS:-} == 1 ]]; then
+  unset TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE PRIMUS_PREFIX_TEMPLATE_OURS
+fi
 __primus_local_rank=${LOCAL_RANK:-0}
 # Values reach shell arithmetic below: digits only.
 for __primus_value in "$__primus_local_rank" "${PRIMUS_NEURON_CORES_PER_PROC:-1}"; do

@@ -162,7 +162,17 @@ def line_buffered() -> None:
                 reconfigure(line_buffering=True)
 
 
+# The prefix of an echoed rank line: torchrun's own "[<role><local rank>]:" names
+# the local rank, so on every node but the first, "[default0]:" hid which rank
+# spoke. torch.distributed.run reads this variable (run.py: "use global rank
+# instead of the local rank ... [${rank}]"); a value of the user's is kept.
+PREFIX_TEMPLATE = "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"
+
+
 def main() -> None:
+    if PREFIX_TEMPLATE not in os.environ:
+        os.environ[PREFIX_TEMPLATE] = "[${role_name}${rank}]:"
+        os.environ["PRIMUS_PREFIX_TEMPLATE_OURS"] = "1"  # run_worker.sh drops both for the rank
     line_buffered()
     fast_exit(run_torchrun())
 
