@@ -33,10 +33,12 @@
 # /dev/dri (ROCm) or /dev/neuron0..N-1 (Neuron), /dev/infiniband when present.
 #
 # Forwarded from the host by name when set: the container allowlist
-# (config container.options.env; `env explain NAME` says whether NAME is on it)
-# and every PRIMUS_*, NCCL_*, RCCL_*, GLOO_*, IONIC_*, HIPBLASLT_* variable
-# (NEURON_*, FI_* on Neuron hosts). Any other registered variable that is set
-# gets a warning with the --env that passes it. Under Slurm, OpenMPI or
+# (config container.options.env; `env explain NAME` says whether NAME is on it),
+# every PRIMUS_*, NCCL_*, RCCL_*, GLOO_*, IONIC_*, HIPBLASLT_* variable, and the
+# families the references use: TORCH_NCCL_*, TORCH_FR_*, TORCH_COMPILE_*, HSA_*,
+# HIP_*, ROCBLAS_*, NVTE_*, XLA_*, UCCL_*, MSCCLPP_*, NEURON_*, FI_* (the summary
+# names those the registry does not know). Any other registered variable that is
+# set gets a warning with the --env that passes it. Under Slurm, OpenMPI or
 # PyTorchJob the ranks are mapped here and passed in.
 #
 # Everything after `--` goes to `primus-cli direct` inside (its --env values are

@@ -138,18 +138,23 @@ EOF
   refute_output --partial /dev/kfd
 }
 
-@test "NEURON_* and FI_* are forwarded on Neuron hosts only" {
-  mkdir -p "$PRIMUS_DEV_ROOT/dev"
-  touch "$PRIMUS_DEV_ROOT/dev/neuron0"
-  NEURON_RT_LOG_LEVEL=INFO FI_PROVIDER=efa PRIMUS_ACCELERATOR=neuron PRIMUS_NEURON_INSTANCE=trn1.2xlarge \
+@test "the families the references use are forwarded on every host; the summary names the ones the registry does not know" {
+  NEURON_RT_LOG_LEVEL=INFO FI_PROVIDER=efa FI_LOG_LEVEL=warn TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_FR_BUFFER_SIZE=2000 \
+    NVTE_SOME_NEW_KNOB=0 HSA_FORCE_FINE_GRAIN_PCIE=1 TE_UNKNOWN_KNOB=1 \
     run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
   assert_success
-  assert_output --partial "--env FI_PROVIDER"
-  assert_output --partial "--env NEURON_RT_LOG_LEVEL"
-  NEURON_RT_LOG_LEVEL=INFO FI_PROVIDER=efa run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
-  assert_success
   command_line=$(grep 'command: ' <<<"$output")
-  [[ $command_line != *"--env FI_PROVIDER"* && $command_line != *"--env NEURON_RT_LOG_LEVEL"* ]]
+  local name
+  for name in FI_PROVIDER FI_LOG_LEVEL NEURON_RT_LOG_LEVEL TORCH_NCCL_ASYNC_ERROR_HANDLING TORCH_FR_BUFFER_SIZE \
+    NVTE_SOME_NEW_KNOB HSA_FORCE_FINE_GRAIN_PCIE; do
+    [[ $command_line == *"--env $name "* ]]
+  done
+  # Names only, never values; the registered FI_PROVIDER and NEURON_RT_LOG_LEVEL are not listed.
+  assert_output --partial "forwarding 5 host variable(s) the registry does not know (under a forwarded prefix or family; \`primus-cli env list\` has the known ones): FI_LOG_LEVEL HSA_FORCE_FINE_GRAIN_PCIE NVTE_SOME_NEW_KNOB TORCH_FR_BUFFER_SIZE TORCH_NCCL_ASYNC_ERROR_HANDLING"
+  # Outside every family: not forwarded, named with the fix.
+  [[ $command_line != *"--env TE_UNKNOWN_KNOB "* ]]
+  assert_output --partial "1 host variable(s) do not reach the container"
+  assert_output --regexp "do not reach the container.*: TE_UNKNOWN_KNOB\. Fix: pass them with --env NAME"
 }
 
 @test "a configured device that does not exist is exit 2 naming it (flag and config)" {
@@ -164,14 +169,15 @@ EOF
 
 @test "registered variables that are not forwarded get a WARNING with the --env fix; prefixes are forwarded" {
   value='a "b" $(touch pwned) ; *'
-  TE_HIPBLASLT_ALGO_SELECTION=1 HIP_VISIBLE_DEVICES=0 NCCL_NET_PLUGIN=none PRIMUS_SKIP_VALIDATION=0 \
+  TE_HIPBLASLT_ALGO_SELECTION=1 OMP_NUM_THREADS=4 HIP_VISIBLE_DEVICES=0 NCCL_NET_PLUGIN=none PRIMUS_SKIP_VALIDATION=0 \
     PRIMUS_ACCELERATOR=rocm run "$PRIMUS_CLI" container --runtime docker --image img --env "MY_VAR=$value" -- preflight
   assert_success
-  assert_output --regexp "WARNING HIP_VISIBLE_DEVICES=.*--env HIP_VISIBLE_DEVICES"
+  assert_output --regexp "WARNING OMP_NUM_THREADS=.*--env OMP_NUM_THREADS"
   assert_output --partial "TE_HIPBLASLT_ALGO_SELECTION"
   local args
   args=$(recorded_args)
-  refute grep -qx HIP_VISIBLE_DEVICES <<<"$args"
+  refute grep -qx OMP_NUM_THREADS <<<"$args"
+  grep -qx HIP_VISIBLE_DEVICES <<<"$args"
   grep -qx NCCL_NET_PLUGIN <<<"$args"
   grep -qx PRIMUS_SKIP_VALIDATION <<<"$args"
   mapfile -d '' -t envs <"$STUB_RECORD_DIR/env.nul"

@@ -1,5 +1,6 @@
-"""Issue 30 item 11: container mode names the host variables it does not
-forward (python/primus_runner/launch/container_env.py) and takes MASTER_PORT=auto."""
+"""Container mode names the host variables it does not forward and the forwarded
+ones the registry does not know (python/primus_runner/launch/container_env.py),
+and takes MASTER_PORT=auto."""
 from __future__ import annotations
 
 import pytest
@@ -11,20 +12,31 @@ from primus_runner.launch import container_env
 
 def test_unregistered_job_settings_outside_the_forwarding_list_are_named() -> None:
     reg = registry.load()
-    env = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NVTE_SOME_NEW_KNOB": "0",
+    env = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",  # forwarded family (TORCH_NCCL_)
+           "NVTE_SOME_NEW_KNOB": "0",               # forwarded family (NVTE_)
+           "TORCHINDUCTOR_CACHE_DIR": "/c", "TE_NEW_KNOB": "1",  # no forwarded family
            "NCCL_DEBUG": "INFO",            # forwarded prefix (upstream's)
            "HIPBLASLT_X": "1",              # forwarded prefix
-           "NVTE_FRAMEWORK": "pytorch",     # registered: env check's not_forwarded rule says so
+           "FI_NEW": "1",                   # forwarded family on every accelerator
+           "OMP_NUM_THREADS": "4",          # registered: env check's not_forwarded rule says so
            "TORCH_PASSED": "1",             # given with --env
            "TORCH_EMPTY": "",               # not set
            "HOME": "/root", "PATH": "/bin"}  # not a job setting
-    names = container_env.unforwarded(env, {"TORCH_PASSED"}, reg, neuron=False)
-    assert names == ["NVTE_SOME_NEW_KNOB", "TORCH_NCCL_ASYNC_ERROR_HANDLING"]
+    names = container_env.unforwarded(env, {"TORCH_PASSED"}, reg)
+    assert names == ["TE_NEW_KNOB", "TORCHINDUCTOR_CACHE_DIR"]
     note = container_env.unforwarded_note(names)
     assert "2 host variable(s) do not reach the container" in note and "--env NAME" in note
-    # NEURON_ and FI_ are forwarded on Neuron hosts only.
-    assert container_env.unforwarded({"FI_NEW": "1"}, set(), reg, neuron=True) == []
-    assert container_env.unforwarded({"FI_NEW": "1"}, set(), reg, neuron=False) == ["FI_NEW"]
+
+
+def test_the_summary_names_forwarded_names_the_registry_does_not_know() -> None:
+    reg = registry.load()
+    forwarded = ["NCCL_IB_HCA", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NEURON_RT_LOG_LEVEL", "FI_NEW"]
+    assert container_env.unregistered(forwarded, reg) == ["FI_NEW", "TORCH_NCCL_ASYNC_ERROR_HANDLING"]
+    lines = container_env.notes({"TE_NEW": "1", "FI_NEW": "1"}, forwarded, set(), reg)
+    assert [level for level, _ in lines] == ["INFO", "WARN"]
+    assert lines[0][1].startswith("forwarding 2 host variable(s) the registry does not know")
+    assert lines[0][1].endswith(": FI_NEW TORCH_NCCL_ASYNC_ERROR_HANDLING")
+    assert container_env.notes({}, ["NCCL_IB_HCA"], set(), reg) == []
 
 
 def test_master_port_auto_is_a_free_port_for_the_check_and_single_node_only() -> None:

@@ -47,9 +47,9 @@ def scope_words(var: Any) -> str:
 def container_cell(reg: Any, var: Any, long: bool) -> str:
     """How a host value of ``var`` reaches a container launch."""
     if reg.container_forwards(var.name):
-        return "forwarded (container allowlist)" if var.forwarded else "forwarded (prefix)"
-    if reg.container_forwards(var.name, neuron=True):
-        return "forwarded on Neuron hosts (prefix)"
+        if var.forwarded:
+            return "forwarded (container allowlist)"
+        return "forwarded (prefix)" if var.name.startswith(reg.forward_prefixes) else "forwarded (family)"
     if var.host:
         return "not needed (read by the launcher on the host)" if long else "host only"
     return "not forwarded: pass it with --env NAME" if long else "not forwarded (use --env)"
@@ -139,8 +139,11 @@ def render_docs(reg: Registry) -> str:
     add(", ".join(f"`{name}`" for name in reg.container_forwarded()))
     add("")
     add("Also forwarded when set: every name starting with "
-        + ", ".join(f"`{p}`" for p in reg.forward_prefixes) + "; on Neuron hosts also "
-        + ", ".join(f"`{p}`" for p in reg.forward_prefixes_neuron) + ". Never forwarded (the "
+        + ", ".join(f"`{p}`" for p in reg.forward_prefixes) + " (the reference launcher's "
+        "prefixes) or with " + ", ".join(f"`{p}`" for p in reg.forward_families)
+        + " (the families of job settings the references use; the reference launcher drops "
+        "them). The launch summary names each forwarded name the registry does not know. "
+        "Never forwarded (the "
         "container launcher sets them): " + ", ".join(f"`{n}`" for n in sorted(reg.container_own))
         + ". Anything else, `TE_*` included, needs `--env NAME` or `--env NAME=VALUE`.")
     add("")

@@ -193,8 +193,7 @@ class Registry:
         self._forwarded: list[str] = list(data["container_forwarded"])
         self._forward_set = frozenset(self._forwarded)
         self.forward_prefixes: tuple[str, ...] = tuple(data.get("container_forwarded_prefixes", ()))
-        self.forward_prefixes_neuron: tuple[str, ...] = tuple(
-            data.get("container_forwarded_prefixes_neuron", ()))
+        self.forward_families: tuple[str, ...] = tuple(data.get("container_forwarded_families", ()))
         self.container_own: frozenset[str] = frozenset(data.get("container_own", ()))
         forwarded = set(self._forwarded)
         self.rules: dict[str, Rule] = {}
@@ -264,15 +263,14 @@ class Registry:
         """The container allowlist, in reference section 11 order."""
         return list(self._forwarded)
 
-    def container_forwards(self, name: str, neuron: bool = False) -> bool:
+    def container_forwards(self, name: str) -> bool:
         """True when a host variable ``name`` that is set reaches a container by
-        itself: on the allowlist, or under a forwarded prefix (the Neuron ones
-        only when ``neuron``), and not one the container launcher sets itself."""
+        itself: on the allowlist, under the reference launcher's prefixes or in a
+        family the references use, and not one the container launcher sets itself."""
         if name in self.container_own:
             return False
-        if name in self._forward_set or name.startswith(self.forward_prefixes):
-            return True
-        return neuron and name.startswith(self.forward_prefixes_neuron)
+        return (name in self._forward_set or name.startswith(self.forward_prefixes)
+                or name.startswith(self.forward_families))
 
     def launcher_defaults(self) -> dict[str, str]:
         """Variables base_env.sh / the direct launcher export with a literal default."""

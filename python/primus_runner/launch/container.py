@@ -254,7 +254,6 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     from primus_runner.env import registry
 
     reg = registry.load()
-    neuron = accel == "neuron"
     inner_env: list[str] = []    # names the inner direct gets as --env NAME (top precedence)
     for entry in copts.as_list(cfg.get("container.options.env")):
         key, sep, value = entry.partition("=")
@@ -264,7 +263,7 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
         elif key and key not in reg.container_own and env.get(key):
             plan.forwarded.append(key)
     for key in sorted(env):
-        if env[key] and key not in plan.forwarded and reg.container_forwards(key, neuron):
+        if env[key] and key not in plan.forwarded and reg.container_forwards(key):
             plan.forwarded.append(key)
     for item in opts.env_items:
         for key, value in env_item(item, "--env", env):
@@ -274,9 +273,8 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     plan.forwarded = [n for n in plan.forwarded if n not in plan.env]
     from primus_runner.launch import container_env
 
-    dropped = container_env.unforwarded(env, {*plan.forwarded, *plan.env}, reg, neuron)
-    if dropped:
-        plan.log("WARN", container_env.unforwarded_note(dropped))
+    for level, line in container_env.notes(env, plan.forwarded, set(plan.env), reg):
+        plan.log(level, line)
 
     mounts = [f"{root}:{root}"]
     if cwd != root and not cwd.startswith(root + os.sep):

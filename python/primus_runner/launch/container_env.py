@@ -1,14 +1,16 @@
-"""What ``primus-cli container`` says about host variables it does not forward,
-and how it takes ``MASTER_PORT=auto`` (issue 30, item 11).
+"""What ``primus-cli container`` says about the host variables it forwards or
+does not, and how it takes ``MASTER_PORT=auto``.
 
-Owns two decisions of the container plan (python/primus_runner/launch/container.py):
-- which set host variables that look like job settings (``TORCH_*``, ``NVTE_*``,
-  ``HSA_*`` ...: REPORT_PREFIXES) reach no container: neither on the allowlist
-  nor under a forwarded prefix (the registry's ``container_forwarded*`` data:
-  reference section 11 and the upstream Primus prefixes PRIMUS_, NCCL_, RCCL_,
-  GLOO_, IONIC_, HIPBLASLT_), not given with ``--env``, and not registered
-  (a registered one gets its own warning from env check's ``not_forwarded``
-  rule). They are named in one warning with the fix, never dropped silently.
+Owns three decisions of the container plan (python/primus_runner/launch/container.py):
+- which forwarded names the registry does not know (a name under a forwarded
+  prefix or family, the registry's ``container_forwarded*`` data): the launch
+  summary names them (names only), so a typo or a stray setting is seen.
+- which set host variables that look like job settings (``TORCH_*``, ``TE_*``,
+  ``CUDA_*`` ...: REPORT_PREFIXES) reach no container: neither on the allowlist
+  nor under a forwarded prefix or family, not given with ``--env``, and not
+  registered (a registered one gets its own warning from env check's
+  ``not_forwarded`` rule). They are named in one warning with the fix, never
+  dropped silently.
 - ``MASTER_PORT=auto`` (accepted by direct, rendezvous.auto_port): forwarded as
   ``auto``, so the direct launcher inside picks the free port; the host's check
   sees a free port in its place; more than one node is refused as in direct.
@@ -26,30 +28,57 @@ if TYPE_CHECKING:
 
 # Name prefixes of the training stack's own settings: PyTorch, Transformer
 # Engine, ROCm/HIP runtime and libraries, CUDA, JAX/XLA, UCX/UCCL, OpenMP, Triton.
+# Those of a forwarded family (NVTE_, HSA_, ...) reach the container anyway.
 REPORT_PREFIXES = ("TORCH_", "TORCHINDUCTOR_", "NVTE_", "TE_", "HSA_", "HIP_", "ROCM_", "ROCR_",
                    "ROCBLAS_", "MIOPEN_", "AITER_", "MSCCLPP_", "CUDA_", "XLA_", "JAX_", "UCX_",
                    "UCCL_", "OMP_", "TRITON_", "NEURON_", "FI_")
 
 
-def unforwarded(env: Mapping[str, str], passed: set[str], reg: Registry,
-                neuron: bool) -> list[str]:
+def unforwarded(env: Mapping[str, str], passed: set[str], reg: Registry) -> list[str]:
     """Set, unregistered job-setting names that reach no container (sorted)."""
     names = []
     for name, value in env.items():
         if not value or name in passed or not name.startswith(REPORT_PREFIXES):
             continue
-        if reg.get(name) is not None or reg.container_forwards(name, neuron):
+        if reg.get(name) is not None or reg.container_forwards(name):
             continue
         names.append(name)
     return sorted(names)
 
 
+def _listed(names: list[str]) -> str:
+    return " ".join(names[:20]) + (f" (and {len(names) - 20} more)" if len(names) > 20 else "")
+
+
 def unforwarded_note(names: list[str]) -> str:
-    shown = " ".join(names[:20]) + (f" (and {len(names) - 20} more)" if len(names) > 20 else "")
     return (f"{len(names)} host variable(s) do not reach the container (not on the forwarding "
-            f"list nor under a forwarded prefix; the image's own values apply): {shown}. "
-            "Fix: pass them with --env NAME (the host value) or list them in "
+            f"list nor under a forwarded prefix or family; the image's own values apply): "
+            f"{_listed(names)}. Fix: pass them with --env NAME (the host value) or list them in "
             "container.options.env.")
+
+
+def unregistered(forwarded: list[str], reg: Registry) -> list[str]:
+    """The forwarded names the registry does not know (sorted)."""
+    return sorted(name for name in forwarded if reg.get(name) is None)
+
+
+def unregistered_note(names: list[str]) -> str:
+    return (f"forwarding {len(names)} host variable(s) the registry does not know (under a "
+            f"forwarded prefix or family; `primus-cli env list` has the known ones): "
+            f"{_listed(names)}")
+
+
+def notes(env: Mapping[str, str], forwarded: list[str], passed: set[str],
+          reg: Registry) -> list[tuple[str, str]]:
+    """(level, line) for the launch summary: what is forwarded unknown, what is not forwarded."""
+    out = []
+    unknown = unregistered(forwarded, reg)
+    if unknown:
+        out.append(("INFO", unregistered_note(unknown)))
+    dropped = unforwarded(env, {*forwarded, *passed}, reg)
+    if dropped:
+        out.append(("WARN", unforwarded_note(dropped)))
+    return out
 
 
 def master_port_view(env: Mapping[str, str], nnodes: str) -> dict[str, str] | None:

@@ -207,13 +207,12 @@ def _unknown_primus(s: _State) -> Iterator[Finding]:
 def _not_forwarded(s: _State) -> Iterator[Finding]:
     if not s.ctx.container:
         return
-    neuron = s.accel == "neuron"
     explicit = set(s.ctx.forwarded or ())
     for name, value in s.env.items():
         if not value or name == "TE_HIPBLASLT_ALGO_SELECTION" or name in explicit:
             continue
         var = s.reg.get(name)
-        if var is None or var.host or s.reg.container_forwards(name, neuron):
+        if var is None or var.host or s.reg.container_forwards(name):
             continue
         yield s.found("warning", name,
                       "is set on the host but is neither on the container allowlist (Primus "
