@@ -70,7 +70,7 @@ primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
 PRIMUS_CT_RUN_CMD=() PRIMUS_CT_FORWARDED=() PRIMUS_CT_ENV_NAMES=()
 declare -A PRIMUS_CT_PLAN=()
-PRIMUS_CT_CHILD="" PRIMUS_CT_WATCH_FD=""
+PRIMUS_CT_CHILD="" PRIMUS_CT_WATCH_FD="" PRIMUS_CT_VERDICT=()
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -106,7 +106,7 @@ read_plan() {
   local -a __primus_fields
   local __primus_i __primus_rc=0
   exec 3>&1
-  mapfile -d '' -t __primus_fields < <(primus_python container plan --console-fd 3 "$@")
+  mapfile -d '' -t __primus_fields < <(primus_python container plan --console-fd 3 "${PRIMUS_CT_VERDICT[@]}" "$@")
   wait "$!" || __primus_rc=$?
   exec 3>&-
   # Values first, so the log lines carry the mapped NODE_RANK in their prefix.
@@ -226,7 +226,14 @@ main() {
     if [[ $__primus_word == -h || $__primus_word == --help ]]; then usage; exit 0; fi
   done
   hide_secret_args "$@"
+  # --verdict WORDS (first, from runner/primus-cli-env-check.sh): env check
+  # --container, the plan and its check alone; nothing is started.
+  if [[ ${1-} == --verdict && $# -ge 2 ]]; then
+    PRIMUS_CT_VERDICT=(--verdict "$2")
+    shift 2
+  fi
   read_plan "$@"
+  ((${#PRIMUS_CT_VERDICT[@]} == 0)) || exit 0
   local __primus_quoted
   printf -v __primus_quoted '%q ' "${PRIMUS_CT_RUN_CMD[@]}"
   LOG_INFO "forwarding ${#PRIMUS_CT_FORWARDED[@]} host variable(s): ${PRIMUS_CT_FORWARDED[*]:-none}; by --env: ${PRIMUS_CT_ENV_NAMES[*]:-none}"

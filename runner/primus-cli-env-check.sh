@@ -19,8 +19,13 @@
 #                           output says they were skipped
 #   --strict                warnings block too (exit 2)
 #   --format text|json      findings as text lines (default) or one JSON object
-#   --container             the launch goes into a container: report what the
-#                           allowlist does not forward
+#   --container             the launch is `primus-cli container`: the host's side
+#                           of it, exactly what `primus-cli container --dry-run`
+#                           checks (its plan: config, --env, the scheduler
+#                           mapping, forwarding, then every rule in container
+#                           context), with no image or runtime needed; the
+#                           layers, hooks and workload checks run in the
+#                           container, where its direct launch gives their verdict
 #   -h, --help              this help
 #
 # Exit codes: 0 no error; 1 a missing file (--config, --env FILE); 2 an error
@@ -33,8 +38,8 @@ PRIMUS_CLI_DIR=${BASH_SOURCE[0]%/*}
 # env_check_main ARGS...: translate env check's options into the direct
 # launcher's (--verdict WORDS, --config, --env, --accelerator) and run it.
 env_check_main() {
-  local -a launch=() words=()
-  local format=text
+  local -a launch=() words=() outer=() inner=()
+  local format=text container=0
   while (($# > 0)); do
     case $1 in
       -h | --help) usage_exit ;;
@@ -43,14 +48,16 @@ env_check_main() {
       --config | --env | --env-file | --accelerator | --format)
         (($# >= 2)) || bad_usage "option $1 needs a value."
         case $1 in
-          --env-file) launch+=(--env "$2") ;;
+          --env-file) launch+=(--env "$2"); outer+=(--env "$2") ;;
           --format) format=$2 ;;
-          *) launch+=("$1" "$2") ;;
+          --accelerator) launch+=("$1" "$2"); inner=("$1" "$2") ;;
+          *) launch+=("$1" "$2"); outer+=("$1" "$2") ;;
         esac
         shift 2 ;;
       --config=* | --env=* | --env-file=* | --accelerator=* | --format=*)
         set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
-      --strict | --container | --no-host-probes | --say-ok) words+=("${1#--}"); shift ;;
+      --container) container=1; shift ;;
+      --strict | --no-host-probes | --say-ok) words+=("${1#--}"); shift ;;
       *) bad_usage "unknown option '$1' for 'primus-cli env check'; accepted: --config FILE, --env KEY=VALUE|FILE|NAME, --env-file FILE, --accelerator A, --no-host-probes, --strict, --format text|json, --container." ;;
     esac
   done
@@ -62,6 +69,11 @@ env_check_main() {
   local IFS=,
   # The launcher's own progress lines are not findings: warnings and errors only.
   export PRIMUS_LOG_LEVEL=${PRIMUS_LOG_LEVEL:-WARN}
+  if ((container)); then
+    # --config and --env mean the same to the container launcher; --accelerator
+    # is the inner direct's, which the plan reads.
+    exec "$BASH" "$PRIMUS_CLI_DIR/primus-cli-container.sh" --verdict "${words[*]:-text}" "${outer[@]}" -- "${inner[@]}"
+  fi
   exec "$BASH" "$PRIMUS_CLI_DIR/primus-cli-direct.sh" --verdict "${words[*]:-text}" "${launch[@]}"
 }
 

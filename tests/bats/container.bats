@@ -296,3 +296,42 @@ EOF
   [[ $(grep -cx -- seccomp=unconfined <<<"$output") == 1 ]]
   [[ $(grep -cx -- "$REPO_ROOT:$REPO_ROOT" <<<"$output") == 1 ]]
 }
+
+# findings: the env check lines of $output (the findings and their count).
+findings() {
+  grep '^\[env check\]' <<<"$output" || true
+}
+
+@test "env check --container gives exactly the findings of container --dry-run (clean: none; with problems: the same)" {
+  export PRIMUS_ACCELERATOR=rocm PRIMUS_SYSFS_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu
+  # Clean: the launcher's own defaults (base_env.sh's layer, set inside the
+  # container) are not the host's variables: no finding either way.
+  run "$PRIMUS_CLI" env check --container
+  assert_success
+  local check=$output
+  assert_output "[env check] no problems found"
+  run "$PRIMUS_CLI" --dry-run container --runtime docker --image img -- preflight
+  assert_success
+  [[ -z $(findings) ]]
+  refute_output --partial WARN
+  [[ $check != *WARNING* ]]
+  # With problems: one error, warnings; the same lines and the same exit code.
+  export OMP_NUM_THREADS=4 TE_HIPBLASLT_ALGO_SELECTION=1 MASTER_PORT=80 TE_UNKNOWN_KNOB=1
+  run "$PRIMUS_CLI" env check --container --env NCCL_PXN_DISABLE=7
+  assert_failure 2
+  check=$(findings)
+  [[ $check == *"ERROR MASTER_PORT='80'"* && $check == *"ERROR NCCL_PXN_DISABLE='7'"* ]]
+  [[ $check == *"WARNING OMP_NUM_THREADS='4'"* && $check == *"WARNING TE_HIPBLASLT_ALGO_SELECTION='1'"* ]]
+  assert_output --partial "do not reach the container"
+  run "$PRIMUS_CLI" --dry-run container --runtime docker --image img --env NCCL_PXN_DISABLE=7 -- preflight
+  assert_failure 2
+  [[ $(findings) == "$check" ]]
+  # No image and no runtime needed by env check.
+  mkdir bin
+  for f in /usr/bin/* /bin/*; do
+    case ${f##*/} in docker | podman) ;; *) ln -sf "$f" "bin/${f##*/}" ;; esac
+  done
+  PATH=$PWD/bin run "$PRIMUS_CLI" env check --container --format json --strict
+  assert_failure 2
+  [[ $output == *'"exit_code": 2'* && $output == *'"strict": true'* ]]
+}

@@ -8,7 +8,7 @@ import pytest
 
 from primus_runner.config.files import Config
 from primus_runner.errors import MissingError, UsageError
-from primus_runner.launch import container, container_opts
+from primus_runner.launch import container, container_opts, container_runtime
 
 
 class _Plan:
@@ -117,7 +117,7 @@ def test_pick_runtime_skips_docker_without_engine(tmp_path):
     podman = _exe(tmp_path, "podman")
     plan = container.Plan()
     env = {"PATH": str(tmp_path), "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
-    assert container.pick_runtime("", "", env, plan) == ("podman", podman)
+    assert container_runtime.pick_runtime("", "", env, plan.log) == ("podman", podman)
     assert any("skipped" in r[2] for r in plan.records)
 
 
@@ -130,18 +130,18 @@ def test_pick_runtime_prefers_docker_whose_engine_answers(tmp_path):
     server.listen(1)
     try:
         env = {"PATH": str(tmp_path), "DOCKER_HOST": f"unix://{sock_path}"}
-        assert container.pick_runtime("", "", env, container.Plan()) == ("docker", docker)
+        assert container_runtime.pick_runtime("", "", env, container.Plan().log) == ("docker", docker)
     finally:
         server.close()
 
 
 def test_pick_runtime_missing_is_exit_1_with_the_fix(tmp_path):
     with pytest.raises(MissingError, match="apt-get install podman"):
-        container.pick_runtime("", "", {"PATH": str(tmp_path)}, container.Plan())
+        container_runtime.pick_runtime("", "", {"PATH": str(tmp_path)}, container.Plan().log)
     with pytest.raises(MissingError, match=r"'podman' \(--runtime\) not found"):
-        container.pick_runtime("podman", "--runtime", {"PATH": str(tmp_path)}, container.Plan())
+        container_runtime.pick_runtime("podman", "--runtime", {"PATH": str(tmp_path)}, container.Plan().log)
     with pytest.raises(UsageError, match="accepted: docker, podman"):
-        container.pick_runtime("lxc", "--runtime", {"PATH": str(tmp_path)}, container.Plan())
+        container_runtime.pick_runtime("lxc", "--runtime", {"PATH": str(tmp_path)}, container.Plan().log)
 
 
 def test_devices_by_existence(tmp_path):

@@ -23,25 +23,25 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import sys
 import time
 from collections.abc import Mapping
 
 from primus_runner.config import files as cfgmod
 from primus_runner.env.refusals import raise_early_value_problem
-from primus_runner.errors import MissingError, UsageError
+from primus_runner.errors import UsageError
 from primus_runner.facts import CHECKED_BEFORE_VERDICT
-from primus_runner.hardware.sysfs import which
 from primus_runner.launch import container_bytes
 from primus_runner.launch import container_opts as copts
+from primus_runner.launch.container_runtime import runtime_for
 from primus_runner.shellfmt import nul_records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-RUNTIMES = ("docker", "podman")
+    from primus_runner.launch.verdict import Verdict
+
 DEFAULT_NAME = "primus-training"  # reference .primus.yaml name (behaviour sheet section 9)
 LABEL = "io.primus-runner.managed"
 LABEL_NAME = "io.primus-runner.name"
@@ -51,8 +51,6 @@ _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # .primus.yaml device list: /dev/kfd, /dev/dri, /dev/infiniband).
 ACCEL_DEVICES = {"rocm": ("/dev/kfd", "/dev/dri")}
 RDMA_DEVICE = "/dev/infiniband"
-INSTALL_FIX = ("install one: apt-get install podman runc catatonit (or docker.io), or pass "
-               "--runtime docker|podman / set container.runtime naming one that is on PATH")
 
 
 class Plan:
@@ -74,54 +72,6 @@ class Plan:
         self.env[name] = value
         if name not in self.explicit:
             self.explicit.append(name)
-
-
-# --------------------------------------------------------------------------- runtime
-
-
-def docker_engine_answers(env: Mapping[str, str]) -> tuple[bool, str]:
-    """(reachable, where): the docker client needs a daemon (podman does not)."""
-    host = env.get("DOCKER_HOST", "")
-    if host and not host.startswith("unix://"):
-        return True, host                    # tcp/ssh: the client finds out itself
-    path = host[len("unix://"):] if host else "/var/run/docker.sock"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(1.0)
-    try:
-        sock.connect(path)
-        return True, path
-    except OSError:
-        return False, path
-    finally:
-        sock.close()
-
-
-def pick_runtime(wanted: str, origin: str, env: Mapping[str, str], plan: Plan) -> tuple[str, str]:
-    """(name, path) of the runtime: the one asked for, else docker when its engine
-    answers, else podman. Missing -> MissingError (exit 1), in dry-run too."""
-    if wanted:
-        if wanted not in RUNTIMES:
-            raise UsageError(f"container runtime '{wanted}' ({origin}) is not supported; "
-                             f"accepted: {', '.join(RUNTIMES)}.")
-        path = which(wanted, env)
-        if path is None:
-            raise MissingError(f"container runtime '{wanted}' ({origin}) not found on PATH. "
-                               f"Fix: {INSTALL_FIX}.")
-        return wanted, path
-    for name in RUNTIMES:
-        path = which(name, env)
-        if path is None:
-            continue
-        if name == "docker":
-            ok, where = docker_engine_answers(env)
-            if not ok:
-                plan.log("INFO", f"runtime: docker ({path}) skipped: its engine does not answer "
-                                 f"at {where} (start the docker daemon, or set DOCKER_HOST)")
-                continue
-        plan.log("INFO", f"runtime: {name} ({path}), auto-detected (--runtime to choose)")
-        return name, path
-    raise MissingError("no container runtime found: neither docker (with a running engine) nor "
-                       f"podman is on PATH. Fix: {INSTALL_FIX}.")
 
 
 # --------------------------------------------------------------------------- devices
@@ -198,8 +148,11 @@ def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> 
     return values
 
 
-def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]:
-    """The plan for ``primus-cli container ARGV``; (plan, env check exit code)."""
+def build(argv: list[str], env: Mapping[str, str], cwd: str,
+          verdict: Verdict | None = None) -> tuple[Plan, int]:
+    """The plan for ``primus-cli container ARGV``; (plan, env check exit code).
+    ``verdict`` (``env check --container``): the same plan and check, with no
+    image and no runtime needed (nothing starts)."""
     plan = Plan()
     opts = copts.parse_args(argv)
     cfg = cfgmod.load(opts.config or None)
@@ -217,12 +170,14 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
 
     image = (opts.image or env.get("DOCKER_IMAGE") or conf("container.image")
              or conf("container.options.image"))
+    if not image and verdict is not None:
+        image = "(image)"
     if not image:
         raise UsageError("no container image: pass --image IMAGE, export DOCKER_IMAGE, or set "
                          "container.image (or container.options.image) in the config.")
     wanted, origin = (opts.runtime, "--runtime") if opts.runtime else (conf("container.runtime"),
                                                                        "config container.runtime")
-    runtime, runtime_path = pick_runtime(wanted, origin, env, plan)
+    runtime, runtime_path = runtime_for(wanted, origin, env, plan.log, verdict is not None)
     base = opts.name or conf("container.name") or conf("container.options.name") or DEFAULT_NAME
     if not _NAME_RE.match(base):
         raise UsageError(f"container name '{base}' is not accepted; accepted: letters, digits, "
@@ -294,7 +249,7 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     # main./container.dry_run, and slurm.dry_run under the slurm entry (issue 30,
     # item 6; the keys upstream Primus reads; runner/lib/mode_config.sh for bash).
     sections = ["main", "container"] + (["slurm"] if env.get("PRIMUS_VIA_SLURM_ENTRY") == "1" else [])
-    dry = opts.dry_run
+    dry = opts.dry_run or verdict is not None
     for section in sections:
         if not dry and cfg.get(f"{section}.dry_run") is True:
             dry = True
@@ -335,13 +290,13 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
               "direct", *direct]
 
     code = 0
-    if env.get("PRIMUS_SKIP_VALIDATION") == "1":
+    if env.get("PRIMUS_SKIP_VALIDATION") == "1" and verdict is None:
         plan.log("WARN", "PRIMUS_SKIP_VALIDATION=1: environment checks skipped.")
     else:
         view = {**env, **plan.env}
         # MASTER_PORT=auto goes in as auto: the inner direct picks the port (container_env).
         view = container_env.master_port_view(view, view.get("NNODES", "1")) or view
-        code = _check(view, accel, tuple(plan.explicit))
+        code = _check(view, accel, tuple(plan.explicit), verdict)
 
     for key, value in (("runtime", runtime), ("runtime_path", runtime_path), ("image", image),
                        ("name", name), ("label", f"{LABEL}=1"), ("label_name", f"{LABEL_NAME}={base}"),
@@ -354,23 +309,28 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str) -> tuple[Plan, int]
     return plan, code
 
 
-def _check(env: dict[str, str], accel: str, explicit: tuple[str, ...]) -> int:
-    """The registry's checks in container context (findings to the console). The
-    host probes (does MASTER_ADDR resolve, ...) are left to the direct launch
-    inside the container, which runs the full verdict where the ranks run."""
+def _check(env: dict[str, str], accel: str, explicit: tuple[str, ...], verdict: Verdict | None) -> int:
+    """The registry's checks in container context (findings to the console), the
+    same for a launch and ``env check --container`` (``verdict``: --strict,
+    --format). The host probes (does MASTER_ADDR resolve, ...) are left to the
+    direct launch inside the container, which runs the full verdict where the ranks run."""
     from types import SimpleNamespace
 
     from primus_runner.env import commands as env_cmd
 
-    args = SimpleNamespace(env_file=[], container=True, strict=False, format="text",
-                           accelerator=accel)
-    return env_cmd.cmd_check(args, env, forwarded=explicit, host_probes=False)
+    args = SimpleNamespace(env_file=[], container=True, strict=bool(verdict and verdict.strict),
+                           format=verdict.format if verdict else "text", accelerator=accel)
+    code = env_cmd.cmd_check(args, env, forwarded=explicit, host_probes=False)
+    if verdict is not None:
+        verdict.closing(args, code)
+    return code
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] != "plan":
-        print("usage: python3 -m primus_runner container plan [--console-fd N] ARGS...\n"
-              "internal: the plan of `primus-cli container ARGS` as NUL records",
+        print("usage: python3 -m primus_runner container plan [--console-fd N] [--verdict WORDS] "
+              "ARGS...\ninternal: the plan of `primus-cli container ARGS` as NUL records "
+              "(--verdict: env check --container's words, launch/verdict.py)",
               file=sys.stderr if argv[:1] not in (["-h"], ["--help"]) else sys.stdout)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     rest = argv[1:]
@@ -378,10 +338,15 @@ def main(argv: list[str]) -> int:
     if rest[:1] == ["--console-fd"] and len(rest) >= 2 and rest[1].isdigit():
         console = os.fdopen(int(rest[1]), "w", closefd=False)
         rest = rest[2:]
+    verdict = None
+    if rest[:1] == ["--verdict"] and len(rest) >= 2:
+        from primus_runner.launch.verdict import Verdict
+
+        verdict, rest = Verdict.parse(rest[1]), rest[2:]
     saved = sys.stdout
     sys.stdout = console          # the check's findings go to the console, records to stdout
     try:
-        plan, code = build(rest, os.environ, os.getcwd())
+        plan, code = build(rest, os.environ, os.getcwd(), verdict)
     finally:
         console.flush()
         sys.stdout = saved
