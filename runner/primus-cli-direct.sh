@@ -279,7 +279,7 @@ on_launcher_exit() {
 # run_workload: start PRIMUS_LAUNCH_CMD and supervise it (runner/lib/supervise.sh);
 # exits with the workload's code, or 128+N when stopped by signal N.
 run_workload() {
-  PRIMUS_SUPERVISE_CLEANUP=primus_launch_log_flush
+  PRIMUS_SUPERVISE_CLEANUP=primus_launch_log_flush PRIMUS_SUPERVISE_LOST=primus_launch_log_lost
   local __primus_nproc=$GPUS_PER_NODE
   [[ $PRIMUS_WL_RUN_MODE != single ]] || __primus_nproc=1
   [[ -z ${PRIMUS_LAUNCH_RANK_DIR:-} ]] || export PRIMUS_RANK_LOG_DIR=$PRIMUS_LAUNCH_RANK_DIR

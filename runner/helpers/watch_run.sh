@@ -10,6 +10,8 @@
 # sends it on to every worker), so this waits GRACE seconds for every process
 # of the run (environment PRIMUS_RUN_ID=RUN_ID), sends SIGKILL to the rest and
 # prints the closing line. Signals that end a process group are ignored here.
+# Meanwhile it wakes once a second and says so when the run monitor
+# ($PRIMUS_RC_DIR/monitor.pid) died.
 set -uo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -25,15 +27,54 @@ fi
 trap '' TERM INT HUP USR1 USR2 PIPE
 run_id=$1 launcher=$2 grace=$((10#$3))
 
+WATCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+monitor=""  # the run monitor's pid, from $PRIMUS_RC_DIR/monitor.pid once it wrote it
+
+# monitor_died: true once when the run monitor (python/primus_runner/monitor/) is gone.
+monitor_died() {
+  local stat=""
+  if [[ -z $monitor ]]; then
+    [[ -n ${PRIMUS_RC_DIR:-} && -s $PRIMUS_RC_DIR/monitor.pid ]] || return 1
+    read -r monitor <"$PRIMUS_RC_DIR/monitor.pid" || return 1
+    [[ $monitor =~ ^[0-9]+$ ]] || { monitor=dead; return 1; }
+  fi
+  [[ $monitor != dead ]] || return 1
+  { read -r stat <"/proc/$monitor/stat"; } 2>/dev/null || stat=""
+  stat=${stat##*) }
+  [[ -z $stat || $stat == [ZX]* ]] || return 1
+  # The launcher closes the monitor's pipe before it writes "done": a monitor
+  # that ended then ended on purpose.
+  read -r -t 0.2 line && [[ $line == "done" ]] && exit 0
+  return 0
+}
+
+# Wake once a second: the launcher's "done" or end of file, or the monitor gone.
 line=""
-while IFS= read -r line; do
-  [[ $line == "done" ]] && exit 0
+while :; do
+  status=0
+  IFS= read -r -t 1 line || status=$?
+  if ((status == 0)); then
+    [[ $line == "done" ]] && exit 0
+    continue
+  fi
+  ((status > 128)) || break  # end of file: the launcher is gone
+  if monitor_died; then
+    if ! declare -F LOG_WARN >/dev/null; then
+      # shellcheck source=runner/lib/common.sh
+      source "$WATCH_DIR/lib/common.sh"
+    fi
+    LOG_WARN "run monitor: the run monitor (pid $monitor) died (killed: SIGKILL or the OOM killer): no hang," \
+      "stopped-rank, mismatch or straggler verdict for the rest of this run; the run and its output go on" \
+      "(primus-cli stacks still reads the ranks on demand)."
+    monitor=dead
+  fi
 done
 [[ $line == "done" ]] && exit 0
 
-WATCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=runner/lib/common.sh
-source "$WATCH_DIR/lib/common.sh"
+if ! declare -F LOG_WARN >/dev/null; then
+  # shellcheck source=runner/lib/common.sh
+  source "$WATCH_DIR/lib/common.sh"
+fi
 # shellcheck source=runner/lib/processes.sh
 source "$WATCH_DIR/lib/processes.sh"
 

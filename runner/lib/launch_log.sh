@@ -18,6 +18,10 @@
 #       to FILE); the console stays on descriptors 3 and 4
 #   primus_launch_log_flush
 #       close the copies so every line is written before the launcher exits
+#   primus_launch_log_lost LOG_FILE RC
+#       the closing lines of a run whose copies lost output (a log writer
+#       died: $PRIMUS_RC_DIR/lost-output, noted by the run monitor), written
+#       to the console and to LOG_FILE directly, never through the copies
 #
 # The copies are python/primus_runner/launch/logwriter.py (issue 27 item 6): a
 # log file that cannot be written (a full disk) never fails the workload nor
@@ -101,6 +105,10 @@ primus_launch_log_tee() {
     once=(--once "$PRIMUS_LOG_ONCE")
   fi
   [[ $2 != 1 ]] || console=()  # --silent: stdout only to the file
+  # A copy that dies (kill -9) leaves a pipe without a reader: a write then
+  # fails instead of ending the launcher with SIGPIPE (a trap, not an ignore,
+  # so the workload still starts with the default action).
+  trap ':' PIPE
   exec > >(trap '' INT TERM HUP USR1 USR2
     exec "$PRIMUS_PYTHON" -I -S "$writer" --log "$file" "${console[@]}" --warn-fd 4 "${once[@]}")
   PRIMUS_LOG_TEE_PID=$!
@@ -119,4 +127,17 @@ primus_launch_log_flush() {
   done
   PRIMUS_LOG_TEE_PID=""
   [[ -z ${PRIMUS_LOG_ONCE:-} ]] || rm -f -- "$PRIMUS_LOG_ONCE"
+}
+
+# primus_launch_log_lost LOG_FILE RC: see the header.
+primus_launch_log_lost() {
+  local log=$1 rc=$2 line how="finished successfully (exit code 0)"
+  ((rc == 0)) || how="failed with exit code $rc"
+  local -a lines=()
+  mapfile -t lines <"$PRIMUS_RC_DIR/lost-output" 2>/dev/null || true
+  lines+=("workload $how, but its console and log are incomplete (above); the full per-rank output is in ${log%.log}.ranks/; log: $log")
+  for line in "${lines[@]}"; do
+    { LOG_WARN "$line" 2>&4; } 2>/dev/null || true
+    { LOG_WARN "$line" 2>>"$log"; } 2>/dev/null || true
+  done
 }

@@ -22,6 +22,9 @@
 #       SIGTERM of a cancel or time limit: Slurm signals every process of the
 #       step), so it already reached every rank and is not sent again.
 #   PRIMUS_SUPERVISE_CLEANUP names a function run before every exit.
+#   PRIMUS_SUPERVISE_LOST names a function called LOG_FILE RC before the closing
+#       line when the run monitor noted a helper of the launch that died
+#       ($PRIMUS_RC_DIR/lost-output: what the console and the log lack).
 #   primus_default_sigint SCRIPT ARGS...: runner/lib/launch_start.sh (sourced
 #       here), which a launcher may read alone before this file.
 
@@ -40,6 +43,8 @@ PRIMUS_TRAPPED=0
 PRIMUS_RUN_STARTING=0    # the workload is being forked: PRIMUS_RUN_PID is not known yet
 PRIMUS_RUN_PENDING=()    # stop:N / notice:SIG trapped meanwhile
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
+PRIMUS_SUPERVISE_LOST=${PRIMUS_SUPERVISE_LOST:-}
+PRIMUS_WATCH_PID=""
 primus_dir_of PRIMUS_SUPERVISE_DIR "${BASH_SOURCE[0]}"
 primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
 # shellcheck source=runner/lib/launch_start.sh
@@ -252,6 +257,7 @@ primus_start_watcher() {
   primus_kill_grace grace
   exec {PRIMUS_WATCH_FD}> >(exec setsid "$PRIMUS_SUPERVISE_DIR/helpers/watch_run.sh" \
     "$PRIMUS_RUN_ID" "$$" "$grace")
+  PRIMUS_WATCH_PID=$!
 }
 
 # primus_spawn_command VAR CMD...: VAR = CMD started through spawn.py; a
@@ -341,7 +347,10 @@ primus_run_workload() {
   if ((rc != 0)) && [[ $PRIMUS_RUN_MODE != single || $rc != "$(primus_requeue_code)" ]]; then
     rc=$(primus_failure_report "$rc" "$__primus_log_file")
   fi
-  if ((rc == 0)); then
+  # A helper that died (a log writer): the run is not reported clean.
+  if [[ -s $PRIMUS_RC_DIR/lost-output && -n $PRIMUS_SUPERVISE_LOST ]]; then
+    "$PRIMUS_SUPERVISE_LOST" "$__primus_log_file" "$rc"
+  elif ((rc == 0)); then
     LOG_INFO "workload finished successfully; log: $__primus_log_file"
   elif [[ $rc == "$(primus_requeue_code)" ]]; then
     LOG_WARN "workload exited with the requeue code $rc (PRIMUS_REQUEUE_EXIT_CODE); log: $__primus_log_file"

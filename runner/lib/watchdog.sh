@@ -39,8 +39,14 @@ primus_watchdog_start() {
   [[ $timeout =~ ^[0-9]{1,7}$ ]] || timeout=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_TIMEOUT]}
   ((10#$timeout > 0)) || return 0
   [[ $action == report || $action == stop ]] || action=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_ACTION]}
+  # The launch's helpers it watches too (python/primus_runner/monitor/helpers.py).
+  local helpers="" pids
+  read -r -a pids <<<"${PRIMUS_LOG_TEE_PID:-}"
+  ((${#pids[@]} != 2)) || helpers="stdout-writer=${pids[0]};stderr-writer=${pids[1]};"
+  [[ -z ${PRIMUS_WATCH_PID:-} ]] || helpers+="watcher=$PRIMUS_WATCH_PID"
   # stdin: a pipe only the launcher writes (end of file: the launch ended).
-  exec {PRIMUS_HANG_FD}> >(PYTHONPATH=$PRIMUS_SUPERVISE_DIR/../python exec setsid "${PRIMUS_PYTHON:-python3}" \
+  exec {PRIMUS_HANG_FD}> >(PYTHONPATH=$PRIMUS_SUPERVISE_DIR/../python PRIMUS_MONITOR_HELPERS=$helpers \
+    exec setsid "${PRIMUS_PYTHON:-python3}" \
     -m primus_runner.monitor "$1" "$2" "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE")
 }
 

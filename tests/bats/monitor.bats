@@ -133,8 +133,8 @@ verdicts() {
   poll_until 180 grep -q "run monitor: straggler: rank 3 is the one the others wait for" "$TEST_DIR/slow.out" ||
     { cat "$TEST_DIR/slow.out"; false; }
   echo "named after $((SECONDS - start)) s"
-  wait "$slow"
-  wait "$even"
+  wait "$slow" || { cat "$TEST_DIR/slow.out"; false; }
+  wait "$even" || { cat "$TEST_DIR/even.out"; false; }
   run ! grep -q "run monitor: straggler" "$TEST_DIR/even.out"
   run ! grep -qE "run monitor: straggler: rank [0-2] " "$TEST_DIR/slow.out"
   # The scores are in the log every few rounds, never on the console.

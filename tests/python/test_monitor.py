@@ -152,3 +152,15 @@ def test_settings_refuse_bad_arguments() -> None:
         settings(["/w/run.log", "id", "1800", "kill", "42", "torchrun"], {})
     with pytest.raises(ValueError, match="expected 6 arguments"):
         settings(["/w/run.log"], {})
+
+
+def test_helpers_parse_and_say_what_a_death_means() -> None:
+    from primus_runner.monitor import helpers
+
+    assert helpers.parse("stdout-writer=12;stderr-writer=13;watcher=14;bogus=1;watcher2=x") == {
+        "stdout-writer": 12, "stderr-writer": 13, "watcher": 14}
+    assert helpers.parse("") == {}
+    line = helpers.death_line("stdout-writer", 12, "10:00:01", "/w/run.ranks")
+    assert line.startswith("the launcher's log writer for stdout (pid 12) died at 10:00:01")
+    assert "every rank's full output is in /w/run.ranks/rank-<RANK>.log" in line
+    assert "full output" not in helpers.death_line("watcher", 14, "10:00:01", "/w/run.ranks")

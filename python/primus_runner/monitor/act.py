@@ -23,13 +23,17 @@ from primus_runner.diagnose.cli import cmd_gather
 from primus_runner.diagnose.pyspy import sample_stacks
 from primus_runner.diagnose.runs import scan
 from primus_runner.diagnose.summary import RankPlace, place_of
-from primus_runner.monitor import straggler, verdicts
+from primus_runner.monitor import helpers, straggler, verdicts
+from primus_runner.monitor.procstat import read_sample
 from primus_runner.monitor.watch import OWN, Counted, Monitor
 
 PREFIX = "run monitor: "
 
 
-def log_only(path: str, message: str) -> None:
+CONSOLE_FD = 4  # the console's stderr, saved by runner/lib/launch_log.sh before the tee
+
+
+def log_only(path: str, message: str, level: str = "INFO") -> None:
     """One line in the launcher's format to the log file only (not the console)."""
     try:
         handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -39,11 +43,31 @@ def log_only(path: str, message: str) -> None:
     counted = Counted(handle)
     try:
         sys.stderr = counted
-        log.info(message)
+        log.emit(level, message)
     finally:
         sys.stderr = saved
         handle.close()
         OWN.written += counted.written
+
+
+def say(level: str, message: str, log_file: str) -> None:
+    """A line on the launcher's stderr (its console and log); when that stream is
+    gone (its log writer died), to the log file and the console directly."""
+    try:
+        log.emit(level, message)
+        return
+    except OSError:
+        pass
+    log_only(log_file, message, level)
+    saved = sys.stderr
+    try:
+        sys.stderr = os.fdopen(os.dup(CONSOLE_FD), "w", encoding="utf-8", errors="replace")
+        log.emit(level, message)
+        sys.stderr.close()
+    except OSError:
+        pass
+    finally:
+        sys.stderr = saved
 
 
 class Judge:
@@ -52,6 +76,29 @@ class Judge:
     def __init__(self, monitor: Monitor) -> None:
         self.m = monitor
 
+    def say(self, level: str, message: str) -> None:
+        say(level, message, self.m.s.log_file)
+
+    def note_pid(self) -> None:
+        """$PRIMUS_RC_DIR/monitor.pid: the parent-death watcher watches this process."""
+        if self.m.s.rc_dir:
+            with contextlib.suppress(OSError), open(os.path.join(self.m.s.rc_dir, "monitor.pid"), "w") as handle:
+                handle.write(f"{os.getpid()}\n")
+
+    def helpers(self) -> None:
+        """Each helper of the launch that died since the last look: said once; a log writer
+        also noted for the launcher's closing lines ($PRIMUS_RC_DIR/lost-output)."""
+        for name, pid in list((self.m.s.helpers or {}).items()):
+            sample = read_sample(pid)
+            if sample is not None and sample.state not in ("Z", "X"):
+                continue
+            del self.m.s.helpers[name]  # type: ignore[union-attr]
+            line = helpers.death_line(name, pid, time.strftime("%H:%M:%S"), self.m.s.ranks_dir)
+            self.say("WARN", PREFIX + line)
+            if self.m.s.rc_dir and name in helpers.LOST_OUTPUT:
+                with contextlib.suppress(OSError), open(os.path.join(self.m.s.rc_dir, "lost-output"), "a") as handle:
+                    handle.write(line + "\n")
+
     def tick(self, now: float) -> None:
         views = self.m.views(now)
         stopped = verdicts.stopped_verdict(views)
@@ -59,7 +106,7 @@ class Judge:
             key: object = ("stopped", stopped.suspects)
             if key not in self.m.reported:
                 self.m.reported.add(key)
-                log.warn(PREFIX + stopped.line)
+                self.say("WARN", PREFIX + stopped.line)
             if stopped.actionable:
                 self.act(stopped)
             return
@@ -70,7 +117,7 @@ class Judge:
             key = ("settled", tuple((w.rank, w.signature) for w in self.m.ranks.values()))
             if key not in self.m.reported:
                 self.m.reported.add(key)
-                log.warn(PREFIX + settled.line)
+                self.say("WARN", PREFIX + settled.line)
                 self.dump(f"{PREFIX}stacks of every local rank ({settled.kind} verdict)", now)
                 if settled.actionable:
                     self.act(settled)
@@ -93,7 +140,7 @@ class Judge:
         self.m.rebaseline()
         verdict = verdicts.working_verdict(views, places)
         if verdict is not None:
-            log.info(PREFIX + verdict.line)
+            self.say("INFO", PREFIX + verdict.line)
             self.m.working_at = now + verdicts.WORKING_REPEAT
 
     def last_resort(self, views: list[verdicts.RankView], now: float) -> None:
@@ -112,8 +159,9 @@ class Judge:
         else:
             why = (f"the stacks were not yet the same in {verdicts.SETTLE_SAMPLES} samples "
                    f"{verdicts.SAMPLE_GAP:.0f} s apart")
-        log.warn(f"{PREFIX}no progress signal (output, heartbeat, CPU, context switches, I/O) from any local rank "
-                 f"for {silent:.0f} s (PRIMUS_HANG_TIMEOUT={self.m.s.timeout:.0f}) and no hang verdict: {why}; "
+        self.say("WARN", f"{PREFIX}no progress signal (output, heartbeat, CPU, context switches, I/O) from any "
+                 f"local rank for {silent:.0f} s (PRIMUS_HANG_TIMEOUT={self.m.s.timeout:.0f}) and no hang verdict: "
+                 f"{why}; "
                  "a report only, nothing is stopped")
         self.dump(f"{PREFIX}stacks of every local rank (no progress for {silent:.0f} s)", now)
 
@@ -124,12 +172,13 @@ class Judge:
         bundle = new_bundle(run.log or self.m.s.log_file, "hang")
         places, lines, _ = dump_run(run, bundle)
         live = sum(1 for p in places if p.exit_code < 0)
-        log.warn("\n".join([f"{heading}: {live} live rank(s)", *lines]))
+        self.say("WARN", "\n".join([f"{heading}: {live} live rank(s)", *lines]))
         self.m.rebaseline()
         if self.m.s.nnodes > 1 and self.m.s.node == 0:
             start = min((w.moved_at for w in self.m.ranks.values()), default=now)
             since = time.time() - (time.monotonic() - start) - 60.0
-            cmd_gather(["--log", self.m.s.log_file, "--nodes", str(self.m.s.nnodes), "--since", f"{since:.0f}"])
+            with contextlib.suppress(OSError):  # its lines go to stderr: gone with its writer
+                cmd_gather(["--log", self.m.s.log_file, "--nodes", str(self.m.s.nnodes), "--since", f"{since:.0f}"])
             self.m.rebaseline()
 
     def act(self, verdict: verdicts.Verdict) -> None:
@@ -139,8 +188,8 @@ class Judge:
         if self.m.s.rc_dir and os.path.isdir(self.m.s.rc_dir):
             with contextlib.suppress(OSError):
                 open(os.path.join(self.m.s.rc_dir, "hang-stop"), "w").close()
-        log.warn(f"{PREFIX}PRIMUS_HANG_ACTION=stop: stopping the run on the {verdict.kind} verdict (SIGTERM to the "
-                 f"launcher, pid {self.m.s.launcher}); exit code 86.")
+        self.say("WARN", f"{PREFIX}PRIMUS_HANG_ACTION=stop: stopping the run on the {verdict.kind} verdict "
+                 f"(SIGTERM to the launcher, pid {self.m.s.launcher}); exit code 86.")
         with contextlib.suppress(OSError):
             os.kill(self.m.s.launcher, signal.SIGTERM)
 
@@ -165,8 +214,9 @@ class Judge:
         for rank in straggler.flagged(self.m.history):
             if rank not in self.m.named:
                 self.m.named.add(rank)
-                log.warn(f"{PREFIX}straggler: rank {rank} is the one the others wait for: its score stayed at or "
-                         f"above {straggler.THRESHOLD} for {straggler.ROUNDS} rounds of {straggler.ROUND_S:.0f} s "
+                self.say("WARN", f"{PREFIX}straggler: rank {rank} is the one the others wait for: its score "
+                         f"stayed at or above {straggler.THRESHOLD} for {straggler.ROUNDS} rounds of "
+                         f"{straggler.ROUND_S:.0f} s "
                          f"(now {scores[rank]:.2f}: the others wait in "
                          f"{straggler.median([v for r, v in shares.items() if r != rank]):.0%} "
                          f"of their looks, it in {shares[rank]:.0%}); " + straggler.table(shares, scores))

@@ -6,7 +6,8 @@ stdin is a pipe only the launcher writes: end of file means the launch ended,
 and the monitor exits. TIMEOUT is PRIMUS_HANG_TIMEOUT (the last resort: that
 long without any progress signal is reported even when no verdict is
 possible), ACTION is PRIMUS_HANG_ACTION (report | stop), RUN_MODE torchrun or
-single. NNODES, NODE_RANK and PRIMUS_RC_DIR come from the environment. Stop
+single. NNODES, NODE_RANK, PRIMUS_RC_DIR and PRIMUS_MONITOR_HELPERS (the
+launch's helper processes, monitor/helpers.py) come from the environment. Stop
 signals (INT, TERM, HUP, USR1, USR2) are ignored: the launcher's stop must not
 cut the monitor's last lines; it ends with the launcher's pipe.
 """
@@ -20,7 +21,7 @@ import time
 from collections.abc import Sequence
 
 from primus_runner.facts import EXIT_INVALID
-from primus_runner.monitor import verdicts
+from primus_runner.monitor import helpers, verdicts
 from primus_runner.monitor.act import Judge
 from primus_runner.monitor.watch import OWN, Monitor, Settings
 
@@ -40,7 +41,7 @@ def settings(argv: Sequence[str], env: dict[str, str]) -> Settings:
     return Settings(log_file, run_id, float(timeout), action, int(launcher), mode,
                     int(nnodes) if nnodes.isdigit() else 1, int(node) if node.isdigit() else 0,
                     env.get("PRIMUS_RC_DIR", ""), log_file[:-4] + ".ranks" if log_file.endswith(".log")
-                    else log_file + ".ranks")
+                    else log_file + ".ranks", helpers.parse(env.get("PRIMUS_MONITOR_HELPERS", "")))
 
 
 def run(monitor: Monitor, judge: Judge) -> None:
@@ -50,6 +51,7 @@ def run(monitor: Monitor, judge: Judge) -> None:
         if ready and not os.read(sys.stdin.fileno(), 4096):
             return  # end of file: the launch ended
         now = time.monotonic()
+        judge.helpers()
         monitor.discover(now)
         monitor.look(now)
         if monitor.stopping:
@@ -74,5 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     OWN.stream = sys.stderr
     sys.stderr = OWN
     monitor = Monitor(chosen)
-    run(monitor, Judge(monitor))
+    judge = Judge(monitor)
+    judge.note_pid()
+    run(monitor, judge)
     return 0

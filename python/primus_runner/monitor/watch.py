@@ -54,6 +54,7 @@ class Settings:
     node: int = 0
     rc_dir: str = ""
     ranks_dir: str = ""
+    helpers: dict[str, int] | None = None   # NAME -> pid (monitor/helpers.py)
 
 
 def _signature(threads: list[Thread]) -> tuple[tuple[str, str, int], ...]:

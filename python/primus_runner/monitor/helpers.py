@@ -1,0 +1,42 @@
+"""The launch's own helper processes, watched by the run monitor: what each one's
+death means for the run, and the note the launcher's closing lines repeat.
+
+A helper is given as ``NAME=PID`` in PRIMUS_MONITOR_HELPERS (``;`` between them,
+set by runner/lib/watchdog.sh): ``stdout-writer`` and ``stderr-writer`` (the
+launcher's log writers, python/primus_runner/launch/logwriter.py) and
+``watcher`` (runner/helpers/watch_run.sh, the parent-death guard). The texts
+are pure functions; the looking is act.py's.
+"""
+from __future__ import annotations
+
+MEANING = {
+    "stdout-writer": ("the launcher's log writer for stdout",
+                      "the console and the log lack every line torchrun echoed from the ranks and every INFO line "
+                      "of the launcher from then on"),
+    "stderr-writer": ("the launcher's log writer for stderr",
+                      "the console and the log lack the launcher's and torchrun's warnings and errors from then on "
+                      "(the run monitor writes its own lines to the log file directly)"),
+    "watcher": ("the launcher's parent-death watcher (runner/helpers/watch_run.sh)",
+                "if the launcher is killed now, its ranks still get SIGTERM from the parent-death signal, but "
+                "nothing SIGKILLs one that ignores it after PRIMUS_KILL_GRACE"),
+}
+LOST_OUTPUT = ("stdout-writer", "stderr-writer")
+
+
+def parse(text: str) -> dict[str, int]:
+    """NAME -> pid from ``NAME=PID;NAME=PID`` (unknown names and bad pids dropped) (pure)."""
+    out: dict[str, int] = {}
+    for item in text.split(";"):
+        name, _, pid = item.partition("=")
+        if name in MEANING and pid.isdigit():
+            out[name] = int(pid)
+    return out
+
+
+def death_line(name: str, pid: int, when: str, ranks_dir: str) -> str:
+    """The one line that says which helper died and what it means (pure)."""
+    what, meaning = MEANING[name]
+    line = f"{what} (pid {pid}) died at {when} (killed: SIGKILL or the OOM killer): {meaning}"
+    if name in LOST_OUTPUT:
+        line += f"; every rank's full output is in {ranks_dir}/rank-<RANK>.log"
+    return line

@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# Every helper process of a launch is watched: kill -9 of the launcher's log
+# writer for stdout or stderr, of the run monitor or of the parent-death
+# watcher, while a 2-rank job prints 40 lines per rank. The console and the
+# log hold all 80 lines, or the launcher names the loss and where the full
+# output is; never a silent exit 0 with lines missing. The one who notices is
+# the run monitor (python/primus_runner/monitor/helpers.py), and for the
+# monitor itself runner/helpers/watch_run.sh.
+
+setup() {
+  load helpers/launcher
+  launcher_setup
+  export GPUS_PER_NODE=2
+  printf '%s\n' 'import os, time' 'r = os.environ.get("RANK", "0")' \
+    'for i in range(40):' '    print(f"rank {r} line {i}", flush=True)' '    time.sleep(0.25)' >"$TEST_DIR/forty.py"
+}
+
+teardown() {
+  [[ -z ${LAUNCHER:-} ]] || kill -TERM "$LAUNCHER" 2>/dev/null || true
+  launcher_teardown
+}
+
+# helper_pid WHICH: the pid of one helper of this test's launch.
+helper_pid() {
+  local pid args
+  case $1 in
+    monitor) pgrep -f -- "primus_runner.monitor $PRIMUS_WORKSPACE/" | head -n1 ;;
+    watcher)
+      for pid in $(pgrep -f watch_run.sh); do
+        tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "PRIMUS_WORKSPACE=$PRIMUS_WORKSPACE" && echo "$pid"
+      done | head -n1 ;;
+    stdout | stderr)
+      for pid in $(pgrep -f -- "logwriter.py --log $PRIMUS_WORKSPACE/"); do
+        args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+        if [[ $1 == stdout && $args == *"--console-fd 3 "* ]] || [[ $1 == stderr && $args == *"--console-fd 4 "* ]]; then
+          echo "$pid"
+        fi
+      done | head -n1 ;;
+  esac
+}
+
+# kill_helper WHICH NOTICE: start the job, kill WHICH once the ranks print,
+# time how long until the console shows NOTICE (NOTICED_AFTER, seconds), wait
+# for the launcher; STATUS, OUT.
+kill_helper() {
+  OUT=$TEST_DIR/$1.out
+  "$PRIMUS_CLI" direct --script "$TEST_DIR/forty.py" >"$OUT" 2>&1 &
+  LAUNCHER=$!
+  poll_until 60 grep -q "rank 1 line 4" "$OUT"
+  local pid
+  pid=$(helper_pid "$1")
+  [[ -n $pid ]]
+  local start=$EPOCHREALTIME
+  kill -KILL "$pid"
+  poll_until 10 grep -q "$2" "$OUT"
+  NOTICED_AFTER=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+  echo "noticed after $NOTICED_AFTER s"
+  STATUS=0
+  wait "$LAUNCHER" || STATUS=$?
+  LAUNCHER=""
+  cat "$OUT"
+}
+
+# noticed_within S: the notice came within S seconds of the kill (a 1 s look,
+# plus the poll's own 0.1 s and a busy machine's slack).
+noticed_within() {
+  awk -v n="$NOTICED_AFTER" -v s="$1" 'BEGIN { exit !(n <= s) }'
+}
+
+lines_in() {
+  grep -c "rank [01] line" "$1" || true
+}
+
+log_of() {
+  echo "$PRIMUS_WORKSPACE"/logs/primus-*-node0.log
+}
+
+@test "kill -9 of the stdout log writer: named within a second; the closing lines say the console and the log are incomplete and where the full output is" {
+  kill_helper stdout "the launcher's log writer for stdout (pid [0-9]*) died at"
+  noticed_within 2
+  [[ $STATUS -eq 0 ]]
+  grep -q "run monitor: the launcher's log writer for stdout (pid [0-9]*) died at" "$OUT"
+  grep -q "workload finished successfully (exit code 0), but its console and log are incomplete (above); the full per-rank output is in .*\.ranks/" "$OUT"
+  grep -q "but its console and log are incomplete" "$(log_of)"
+  run grep -q "INFO\] workload finished successfully" "$OUT"
+  assert_failure
+  # The per-rank files hold everything.
+  [[ $(cat "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-0.log | grep -c "rank 0 line") -eq 40 ]]
+}
+
+@test "kill -9 of the stderr log writer: the launcher is not ended by SIGPIPE; the loss is named on the console and in the log" {
+  kill_helper stderr "the launcher's log writer for stderr (pid [0-9]*) died at"
+  noticed_within 2
+  [[ $STATUS -eq 0 ]]
+  [[ $(lines_in "$OUT") -eq 80 ]]
+  grep -q "the launcher's log writer for stderr (pid [0-9]*) died at" "$OUT"
+  grep -q "the launcher's log writer for stderr (pid [0-9]*) died at" "$(log_of)"
+  grep -q "but its console and log are incomplete" "$OUT"
+}
+
+@test "kill -9 of the run monitor: named within a second by the parent-death watcher; the run and its 80 lines go on, exit 0" {
+  kill_helper monitor "run monitor: the run monitor (pid [0-9]*) died"
+  noticed_within 2
+  [[ $STATUS -eq 0 ]]
+  [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
+  grep -q "run monitor: the run monitor (pid [0-9]*) died" "$OUT"
+  grep -q "INFO\] workload finished successfully" "$OUT"
+}
+
+@test "kill -9 of the parent-death watcher: named with what it means; 80 lines, exit 0, reported clean (no output lost)" {
+  kill_helper watcher "parent-death watcher (runner/helpers/watch_run.sh) (pid [0-9]*) died"
+  noticed_within 2
+  [[ $STATUS -eq 0 ]]
+  [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
+  grep -q "run monitor: the launcher's parent-death watcher (runner/helpers/watch_run.sh) (pid [0-9]*) died" "$OUT"
+  grep -q "INFO\] workload finished successfully" "$OUT"
+}
