@@ -77,6 +77,18 @@ print(len(rows))')
   [[ -z $stderr ]]
 }
 
+@test "env check of Neuron variables on a CPU host names the accelerator they are for and --accelerator neuron" {
+  NEURON_LOGICAL_NC_CONFIG=2 run "$PRIMUS_CLI" env check
+  assert_success
+  assert_output --partial "NEURON_LOGICAL_NC_CONFIG='2': is a setting of the Neuron runtime (Trainium/Inferentia), but this host's accelerator is cpu"
+  assert_output --partial "primus-cli env check --accelerator neuron"
+  # The flag it names checks them: on trn1 an LNC of 2 is an error.
+  NEURON_LOGICAL_NC_CONFIG=2 PRIMUS_NEURON_INSTANCE=trn1.32xlarge run "$PRIMUS_CLI" env check --accelerator neuron
+  assert_failure 2
+  assert_output --partial "ERROR NEURON_LOGICAL_NC_CONFIG='2'"
+  refute_output --partial "accelerator is cpu"
+}
+
 @test "env check: an error exits 2 and names variable, value, reason and fix on stderr" {
   # env check resolves the accelerator as a launch does (issue 29): a Neuron host.
   run --separate-stderr clean_env "${TRN1[@]}" NEURON_RT_DBG_DMA_PACKETIZATION_SIZE=2000000 "$PRIMUS_CLI" env check

@@ -990,3 +990,16 @@ def test_master_port_ephemeral(tmp_path):
     clean({"MASTER_PORT": "40000", "PRIMUS_SYSFS_ROOT": root}, "MASTER_PORT", "master_port_ephemeral")
     # No readable range (a fixture tree without it): no finding.
     clean({"MASTER_PORT": "40000", "PRIMUS_SYSFS_ROOT": str(tmp_path / "none")}, "MASTER_PORT")
+
+
+def test_neuron_variables_on_a_host_without_neuron_name_the_flag_that_checks_them():
+    env = {"NEURON_LOGICAL_NC_CONFIG": "2", "NEURON_RT_LOG_LEVEL": "INFO", "NCCL_DEBUG": "WARN"}
+    for accel in ("cpu", "rocm", "cuda"):
+        f = expect(env, "info", "NEURON_LOGICAL_NC_CONFIG", "accelerator_elsewhere", UNKNOWN, accel)
+        assert f"accelerator is {accel}" in f.message and "NEURON_RT_LOG_LEVEL" in f.message
+        assert "--accelerator neuron" in f.fix and "PRIMUS_NEURON_INSTANCE" in f.fix
+    # On a Neuron host, with the accelerator unknown, or without Neuron names: nothing.
+    for accel in ("neuron", "auto"):
+        assert [f for f in run(env, UNKNOWN, accel) if f.rule == "accelerator_elsewhere"] == []
+    assert [f for f in run({"NCCL_DEBUG": "WARN"}, UNKNOWN, "cpu")
+            if f.rule == "accelerator_elsewhere"] == []

@@ -222,6 +222,31 @@ def _not_forwarded(s: _State) -> Iterator[Finding]:
                       f"--env {name}=...")
 
 
+@rule("accelerator_elsewhere")
+def _accelerator_elsewhere(s: _State) -> Iterator[Finding]:
+    # Neuron variables checked on a host without Neuron (a login node, a CPU CI
+    # box): the rules that need the instance's facts could not run, and the
+    # ones that did drop to info. Name the accelerator and the flag that checks them.
+    if s.accel not in ("cpu", "rocm", "cuda"):
+        return
+    names = sorted(name for name, value in s.env.items() if value and _for_neuron(s.reg.get(name)))
+    if not names:
+        return
+    others = f" and {len(names) - 1} other Neuron variable(s): {' '.join(names[1:6])}" + (
+        " ..." if len(names) > 6 else "") if len(names) > 1 else ""
+    yield s.found("info", names[0],
+                  f"is a setting of the Neuron runtime (Trainium/Inferentia){others}, but this "
+                  f"host's accelerator is {s.accel}: what needs a Neuron host (the instance's "
+                  "cores, logical core size, EFA) was not checked here",
+                  "check them for the nodes they will run on: primus-cli env check "
+                  "--accelerator neuron, with PRIMUS_NEURON_INSTANCE=<type> (e.g. trn2.48xlarge) "
+                  "for that instance's facts")
+
+
+def _for_neuron(var: Variable | None) -> bool:
+    return var is not None and var.subsystem.startswith("neuron-")
+
+
 # --------------------------------------------------------------------------- driver
 _ROCM_GROUP = ("rocm", "nccl", "hipblaslt", "transformer-engine")
 
