@@ -21,7 +21,11 @@ Run as a script by runner/lib/supervise.sh (never imported on the launch path):
   process of a Slurm step does not kill torchrun: torchrun handles only
   SIGINT/SIGTERM/SIGHUP/SIGQUIT (https://github.com/pytorch/pytorch/issues/154849)
   and the default action of SIGUSR1 ends a process (signal(7)). Its workers get
-  the default dispositions back at their own ``execve``.
+  the default dispositions back at their own ``execve``. It is also a child
+  subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): a process of the run whose
+  parent ends early (each rank's log writer, started by run_worker.sh in a
+  process substitution that ends at once) is re-parented here, inside the run,
+  never to init.
 Otherwise PROGRAM replaces this process (``execvp``), keeping its pid.
 """
 
@@ -34,13 +38,18 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def _prctl(option: int, value: int, name: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        sys.stderr.write(f"spawn.py: prctl({name}) failed: {os.strerror(err)}\n")
 
 
 def _set_parent_death_signal(sig: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
-        err = ctypes.get_errno()
-        sys.stderr.write(f"spawn.py: prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}\n")
+    _prctl(PR_SET_PDEATHSIG, sig, "PR_SET_PDEATHSIG")
 
 
 def _usage() -> int:
@@ -71,6 +80,7 @@ def main(argv: list[str]) -> int:
         # The launcher died before the prctl: nobody would ever stop us.
         return 128 + signal.SIGTERM
     if in_process:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1, "PR_SET_CHILD_SUBREAPER")
         for sig in (signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, lambda _num, _frame: None)
         sys.argv = [program, *args]
