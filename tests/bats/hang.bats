@@ -139,6 +139,20 @@ has_summary() {
   [[ $output == *"stacks of the launch writing $PRIMUS_WORKSPACE/logs/primus-"*"-node0.log"*"2 live rank(s)"* ]]
   [[ $output == *"----- rank 0 -----"*"all_reduce (/"*"----- rank 1 -----"*"stuck_here (/"* ]]
   [[ $output == *"SUSPECT rank 1: stuck_here"* ]]
+  [[ $output == *"run monitor: (no run monitor verdict: the monitor is off, PRIMUS_HANG_TIMEOUT=0"* ]]
+}
+
+@test "primus-cli stacks gives the run monitor's verdict of now beside the stacks" {
+  "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang >"$TEST_DIR/launch.out" 2>&1 &
+  launcher=$!
+  poll_until 60 test -f "$OUT/ready.1"
+  poll_until 60 grep -q "run monitor: hang: rank 1" "$TEST_DIR/launch.out" || { cat "$TEST_DIR/launch.out"; false; }
+  run "$PRIMUS_CLI" stacks
+  kill -TERM "$launcher"
+  wait "$launcher" || true
+  echo "$output"
+  [[ $status -eq 0 ]]
+  [[ $output == *"run monitor: hang: rank 1 (pid "*") in stuck_here (hang_rank.py:"*"), not in the collective"* ]]
 }
 
 @test "primus-cli stacks with no launch of this workspace and a --log nobody writes: exit 1 naming the log" {

@@ -74,4 +74,9 @@ merged_summary() {
   grep -q "run monitor: hang: rank 3 (pid [0-9]*) in stuck_here (hang_rank.py:[0-9]*)" "$TEST_DIR/job.out"
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt
   grep -q "stuck_here" "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt
+  # slurm stacks gives each node's run monitor verdict beside the stacks.
+  run timeout 120 "$PRIMUS_CLI" slurm stacks "$job"
+  echo "$output"
+  assert_success
+  assert_output --regexp "run monitor of node 1 \(node2\): hang: rank 3 \(pid [0-9]+\) in stuck_here"
 }

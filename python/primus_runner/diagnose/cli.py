@@ -99,6 +99,21 @@ the one launch running on this host. The bundle is <log without .log>.stacks-<n>
 Exit codes: 0 ok; 1 no running launch found; 2 bad arguments or several launches."""
 
 
+def monitor_verdict(run: Run) -> str:
+    """The run monitor's verdict of now for RUN ($PRIMUS_RC_DIR/verdict.json, written by
+    python/primus_runner/monitor/act.py): its line, "" for none, or why it is unknown."""
+    path = os.path.join(run.rc_dir, "verdict.json") if run.rc_dir else ""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            doc = json.load(handle)
+    except FileNotFoundError:
+        return "(no run monitor verdict: the monitor is off, PRIMUS_HANG_TIMEOUT=0, or has seen nothing yet)"
+    except (OSError, ValueError):
+        return "(the run monitor's verdict cannot be read)"
+    line = doc.get("line") if isinstance(doc, dict) else ""
+    return str(line) if line else ""
+
+
 def cmd_stacks(args: list[str]) -> int:
     if args[:1] in (["-h"], ["--help"]):
         print(STACKS_HELP)
@@ -113,16 +128,19 @@ def cmd_stacks(args: list[str]) -> int:
     except LookupError as exc:
         log.error(f"stacks: {exc}")
         return EXIT_MISSING
+    verdict = monitor_verdict(run)  # before the dump: its pauses read as progress to the monitor
     bundle = new_bundle(run.log, "stacks")
     places, lines, texts = dump_run(run, bundle)
     if opts["--json"]:
         with open(os.path.join(bundle, "summary.json"), encoding="utf-8") as handle:
             document = json.load(handle)
         document["bundle"] = bundle
+        document["verdict"] = verdict
         print(json.dumps(document))
         return 0
     print(f"stacks of the launch writing {run.log or '(no log)'} (run {run.run_id}): "
           f"{sum(1 for p in places if p.exit_code < 0)} live rank(s)")
+    print(f"  run monitor: {verdict or 'no verdict (the ranks progress)'}")
     print("\n".join(lines))
     for rank in sorted(texts):
         print(f"\n----- rank {rank} -----\n{texts[rank].rstrip()}")
@@ -137,12 +155,17 @@ def merge_lines(documents: Sequence[object]) -> list[str]:
         node = doc.get("node") if isinstance(doc, dict) else None
         return node if isinstance(node, int) else 1 << 30
 
+    verdicts: list[str] = []
     for doc in sorted(documents, key=node_of):
         if isinstance(doc, dict):
             places.extend(from_json(doc.get("places")))
             if doc.get("bundle"):
                 bundles.append(f"node {doc.get('node')}: {doc.get('bundle')}")
-    return summary_lines(places, "", [f"bundle {b}" for b in bundles], with_nodes=True)
+            if "verdict" in doc:
+                verdicts.append(f"run monitor of node {doc.get('node')} ({doc.get('host')}): "
+                                f"{doc.get('verdict') or 'no verdict (the ranks progress)'}")
+    return [*summary_lines(places, "", [f"bundle {b}" for b in bundles], with_nodes=True),
+            *(f"  {line}" for line in verdicts)]
 
 
 def cmd_merge(args: list[str]) -> int:

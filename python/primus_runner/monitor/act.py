@@ -12,6 +12,7 @@ rounds. It must not decide what a verdict is (verdicts.py, straggler.py).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -99,9 +100,24 @@ class Judge:
                 with contextlib.suppress(OSError), open(os.path.join(self.m.s.rc_dir, "lost-output"), "a") as handle:
                     handle.write(line + "\n")
 
+    def current(self, verdict: verdicts.Verdict | None) -> None:
+        """$PRIMUS_RC_DIR/verdict.json: the verdict of now, for `primus-cli stacks`."""
+        line = verdict.line if verdict is not None else ""
+        if not self.m.s.rc_dir or line == self.m.current:
+            return
+        self.m.current = line
+        doc = {"kind": verdict.kind if verdict else "", "line": line, "suspects": list(verdict.suspects) if verdict
+               else [], "time": time.time()}
+        path = os.path.join(self.m.s.rc_dir, "verdict.json")
+        with contextlib.suppress(OSError):
+            with open(path + ".tmp", "w", encoding="utf-8") as handle:
+                json.dump(doc, handle)
+            os.replace(path + ".tmp", path)
+
     def tick(self, now: float) -> None:
         views = self.m.views(now)
         stopped = verdicts.stopped_verdict(views)
+        self.current(stopped or verdicts.settled_verdict(views) or verdicts.working_verdict(views, {}))
         if stopped is not None:
             key: object = ("stopped", stopped.suspects)
             if key not in self.m.reported:

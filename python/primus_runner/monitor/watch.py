@@ -118,6 +118,7 @@ class Monitor:
         self.rounds = 0
         self.stopping = False
         self.hung = False
+        self.current = ""   # the verdict line of now (act.py writes it for primus-cli stacks)
 
     # ----- finding and looking -------------------------------------------------
     def _outputs(self, rank: int) -> list[str]:
