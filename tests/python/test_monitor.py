@@ -109,11 +109,13 @@ def test_no_verdict_while_one_rank_is_unsettled_or_all_idle() -> None:
     assert verdicts.settled_verdict(idle) is None
 
 
-def test_all_waiting_in_one_collective_is_a_hang_without_local_suspect() -> None:
+def test_all_waiting_in_one_collective_is_a_hang_on_one_node_and_only_a_report_on_several() -> None:
     views = [view(0, place(0, "main (t.py:9)", AR, True)), view(1, place(1, "main (t.py:9)", AR, True))]
     found = verdicts.settled_verdict(views)
-    assert found is not None and found.kind == "hang" and found.suspects == ()
-    assert "another node" in found.line
+    assert found is not None and found.kind == "hang" and found.suspects == () and found.actionable
+    several = verdicts.settled_verdict(views, nnodes=2)
+    assert several is not None and several.kind == "waiting" and not several.actionable
+    assert "a rank on another node" in several.line
 
 
 def test_stopped_verdict_and_when_stop_may_act() -> None:

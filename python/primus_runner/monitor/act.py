@@ -117,7 +117,8 @@ class Judge:
     def tick(self, now: float) -> None:
         views = self.m.views(now)
         stopped = verdicts.stopped_verdict(views)
-        self.current(stopped or verdicts.settled_verdict(views) or verdicts.working_verdict(views, {}))
+        self.current(stopped or verdicts.settled_verdict(views, self.m.s.nnodes)
+                     or verdicts.working_verdict(views, {}))
         if stopped is not None:
             key: object = ("stopped", stopped.suspects)
             if key not in self.m.reported:
@@ -127,7 +128,7 @@ class Judge:
                 self.act(stopped)
             return
         self.m.reported = {k for k in self.m.reported if not (isinstance(k, tuple) and k[0] == "stopped")}
-        settled = verdicts.settled_verdict(views)
+        settled = verdicts.settled_verdict(views, self.m.s.nnodes)
         self.m.hung = settled is not None
         if settled is not None:
             key = ("settled", tuple((w.rank, w.signature) for w in self.m.ranks.values()))

@@ -16,8 +16,10 @@ The verdicts (README "Hangs and stacks" documents them and these thresholds):
   collectives or at different call sites of one.
 - **hang**: every live rank settled, some wait in one collective at one call site
   and nothing moves; the ranks not waiting there (idle elsewhere, or ended) are
-  the suspects. All of them waiting there is a hang too: the rank they wait for
-  is on another node, or the network stalls.
+  the suspects. On one node, all of them waiting there is a hang too (the
+  network or the collective library stalls); on one node of several it is
+  *waiting* (reported, never acted on: the rank they wait for may be busy on
+  another node, whose own monitor names it if it is hung).
 - **working**: some ranks have waited settled for ``WORKING_AFTER`` seconds while
   another rank still moves (computes, switches, reads or writes): a report that
   names the busy rank, never a hang.
@@ -99,8 +101,10 @@ def _sites(waiting: Sequence[RankView]) -> dict[tuple[str, str], list[RankView]]
     return sites
 
 
-def settled_verdict(views: Sequence[RankView]) -> Verdict | None:
-    """hang or mismatch when every live rank has settled; None otherwise (pure)."""
+def settled_verdict(views: Sequence[RankView], nnodes: int = 1) -> Verdict | None:
+    """hang or mismatch when every live rank has settled; None otherwise (pure). With
+    NNODES > 1, every local rank waiting in one collective is reported but not acted
+    on: the rank they wait for may be busy on another node (its own monitor names it)."""
     live = [v for v in views if v.exit_code < 0]
     if not live or not all(v.settled for v in live):
         return None
@@ -129,8 +133,13 @@ def settled_verdict(views: Sequence[RankView]) -> Verdict | None:
         line = (f"hang: {'; '.join(blame)}, not in the collective, while {_who(group)} wait for it in {op} "
                 f"at {where}; no progress for {still:.0f} s")
         return Verdict("hang", line, tuple(sorted([v.rank for v in idle] + [v.rank for v in ended])), True)
-    line = (f"hang: every local rank ({rank_list(v.rank for v in group)}) waits in {op} at {where} with no "
-            f"progress for {still:.0f} s: the rank they wait for is on another node, or the network stalls")
+    if nnodes > 1:
+        line = (f"waiting: every local rank ({rank_list(v.rank for v in group)}) waits in {op} at {where} with no "
+                f"progress for {still:.0f} s: for a rank on another node (its node's monitor names it when it is "
+                "hung), or the network stalls; not acted on here")
+        return Verdict("waiting", line, (), False)
+    line = (f"hang: every rank ({rank_list(v.rank for v in group)}) waits in {op} at {where} with no "
+            f"progress for {still:.0f} s: the network or the collective library stalls")
     return Verdict("hang", line, (), True)
 
 
