@@ -161,6 +161,22 @@ has_summary() {
   [[ $output == *"--log $TEST_DIR/none.log: no running launch writes that log on this node"* ]]
 }
 
+@test "primus-cli stacks given hostile input: a --log path with a space and a newline is quoted on one line; another user's pid and a pid that is not a number are clear errors" {
+  run "$PRIMUS_CLI" stacks --log $'/tmp/a b\nc.log'
+  [[ $status -eq 1 ]]
+  [[ ${#lines[@]} -eq 1 ]]
+  [[ $output == *"--log '/tmp/a b\\nc.log': no running launch writes that log on this node"* ]]
+  setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60 &
+  other=$!
+  run "$PRIMUS_CLI" stacks --pid "$other"
+  kill "$other"
+  [[ $status -eq 1 ]]
+  [[ $output == *"--pid $other: no running launch has that process (launcher or rank) on this node"* ]]
+  run "$PRIMUS_CLI" stacks --pid '1;id'
+  [[ $status -eq 2 ]]
+  [[ $output == *"--pid '1;id' is not a process id"* ]]
+}
+
 @test "a dry run on a ROCm host (mi300x-2gpu fixture) shows the flight-recorder variables with the dump path under the workspace; user values are kept" {
   export PRIMUS_SYSFS_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu PRIMUS_DEV_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu
   run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang

@@ -61,6 +61,12 @@ def cmd_dump(args: list[str]) -> int:
     return 0
 
 
+def shown(path: str) -> str:
+    """PATH for one log line: as it is when plain, else quoted with its escapes
+    (a newline or a control character in a path must not split or forge a line) (pure)."""
+    return path if path.isprintable() and " " not in path else repr(path)
+
+
 def _pick(runs: dict[str, Run], log_path: str, pid: str, workspace: str) -> Run:
     if pid:
         if not pid.isdigit():
@@ -74,7 +80,7 @@ def _pick(runs: dict[str, Run], log_path: str, pid: str, workspace: str) -> Run:
         for run in runs.values():
             if run.log and os.path.realpath(run.log) == wanted:
                 return run
-        raise LookupError(f"--log {log_path}: no running launch writes that log on this node")
+        raise LookupError(f"--log {shown(log_path)}: no running launch writes that log on this node")
     logs_dir = os.path.realpath(os.path.join(workspace, "logs")) + os.sep
     inside = [r for r in runs.values() if os.path.realpath(r.log or "/").startswith(logs_dir)]
     chosen = inside or list(runs.values())
@@ -84,7 +90,8 @@ def _pick(runs: dict[str, Run], log_path: str, pid: str, workspace: str) -> Run:
         raise LookupError("no running launch on this node (no process with PRIMUS_RUN_ID in its environment); "
                           "start one with primus-cli direct, or name it with --log PATH or --pid PID")
     names = ", ".join(sorted(r.log or f"run {r.run_id}" for r in chosen))
-    where = f"under workspace '{workspace}'" if inside else f"on this host (none under workspace '{workspace}')"
+    place = shown(workspace)
+    where = f"under workspace {place}" if inside else f"on this host (none under workspace {place})"
     raise LookupError(f"{len(chosen)} running launches {where}: {names}; pick one with --log PATH or --pid PID")
 
 
