@@ -207,3 +207,20 @@ env POST_PY=1"
   run stub_calls
   assert_output "args=--config $EXP/posttrain.yaml --x 1"
 }
+
+@test "every framework checks what a dry run can know before its first install step" {
+  printf 'jax==0.4.35\n' >"$T/repo/requirements-jax.txt"
+  mkdir -p "$T/repo/examples/maxdiffusion" "$T/third/torchtitan"
+  echo 'echo setup ran >>"$STUB_LOG"' >"$T/repo/examples/maxdiffusion/setup_maxdiffusion_env.sh"
+  local framework
+  for framework in maxtext maxdiffusion; do  # no pre_trainer dataset_type
+    hooks train pretrain --config "$EXP/no_framework.yaml" --backend "$framework"
+    assert_failure 2
+  done
+  hooks train pretrain --config "$EXP/torchtitan.yaml"  # no tokenizer assets
+  assert_failure 1
+  hooks train pretrain --config "$EXP/megatron.yaml"  # no Megatron-LM checkout
+  assert_failure 1
+  run stub_calls
+  assert_output ""
+}

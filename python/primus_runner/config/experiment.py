@@ -17,7 +17,9 @@ different: exit 78); none -> nothing runs. Then every
 --data_path D --primus_path R --patch_args F`` [``--backend_path P``]
 [``--backend B``] and the remaining arguments, its stdout going straight to the
 protocol; a non-zero exit stops with that code. Then ``prepare.py`` of that folder
-(if any) runs in this process with the same arguments.
+(if any) runs in this process with the same arguments. Fail fast: the ``check``
+of ``prepare.py`` (what a dry run can know: config keys, backend paths, files;
+no side effect) runs first, before any step installs, builds or downloads.
 
 posttrain: framework = ``post_trainer.framework``; every
 ``hooks/train/posttrain/<framework>/*.sh|*.py`` (sorted) runs with the unchanged
@@ -219,17 +221,10 @@ def _run_steps(folder: Path, step_argv: list[str], env: Mapping[str, str], pytho
     return 0
 
 
-def _run_prepare(script: Path, step_argv: list[str]) -> int:
-    saved = sys.argv
-    sys.argv = [str(script), *step_argv]
-    try:
-        runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
-    finally:
-        sys.argv = saved
-    return 0
+def _load_step(script: Path) -> dict[str, Any]:
+    """The functions of a framework's ``prepare.py`` (``check``, ``main``): its
+    module body runs, its ``if __name__ == "__main__"`` part does not."""
+    return runpy.run_path(str(script), run_name="primus_prepare_step")
 
 
 def pretrain(argv: list[str], env: Mapping[str, str] = os.environ, hooks: Path = HOOKS) -> int:
@@ -264,12 +259,18 @@ def pretrain(argv: list[str], env: Mapping[str, str] = os.environ, hooks: Path =
     if backend:
         step_argv += ["--backend", backend]
     step_argv += rest
+    prepare = folder / "prepare.py"
+    step = _load_step(prepare) if prepare.is_file() else {}
+    ctx = Context(step_argv, env) if step else None
+    if ctx is not None and callable(step.get("check")):
+        step["check"](ctx)  # before any step installs, builds or downloads
     say(f"framework {framework}: preparing with {folder}")
     rc = _run_steps(folder, step_argv, env, python_too=False)
     if rc != 0:
         return rc
-    prepare = folder / "prepare.py"
-    return _run_prepare(prepare, step_argv) if prepare.is_file() else 0
+    if ctx is not None and callable(step.get("main")):
+        step["main"](ctx)
+    return 0
 
 
 def posttrain(argv: list[str], env: Mapping[str, str] = os.environ, hooks: Path = HOOKS) -> int:
@@ -310,10 +311,14 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
-def step_main(body: Any) -> None:
-    """Entry point for a framework's prepare.py: ``step_main(lambda ctx: ...)``."""
+def step_main(body: Any, check: Any = None) -> None:
+    """A framework's prepare.py run by hand: ``step_main(main, check)`` (its
+    check, then its body; the dispatch above runs the check before the steps)."""
     try:
-        body(Context(sys.argv[1:]))
+        ctx = Context(sys.argv[1:])
+        if check is not None:
+            check(ctx)
+        body(ctx)
     except HookExit as exc:
         if exc.message:
             print(f"[prepare] ERROR: {exc.message}", file=sys.stderr, flush=True)
@@ -322,4 +327,7 @@ def step_main(body: Any) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # The package's copy, the one prepare.py imports: one HookExit class for both.
+    from primus_runner.config import experiment as _package_copy
+
+    sys.exit(_package_copy.main())

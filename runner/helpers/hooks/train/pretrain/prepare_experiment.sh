@@ -11,7 +11,8 @@
 # exit 2); none: nothing runs (no python3 at all when the launcher already
 # found so, see known_without_framework). Then the steps of
 # hooks/train/pretrain/<framework>/
-# (*.sh sorted, then prepare.py), all in one python3 process
+# (the check of prepare.py first: what a dry run can know, no side effect; then
+# *.sh sorted, then prepare.py), all in one python3 process
 # (python/primus_runner/config/experiment.py):
 #   megatron      pip flash-linear-attention==0.5.2 causal-conv1d~=1.5; Emerging-
 #                 Optimizers when PRIMUS_INSTALL_EMERGING_OPTIMIZERS is on; data

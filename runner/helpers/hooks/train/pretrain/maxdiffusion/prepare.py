@@ -13,8 +13,12 @@ import os
 from primus_runner.config.experiment import Context, emit_env, emit_extra, require_dataset_type, step_main
 
 
-def main(ctx: Context) -> None:
+def check(ctx: Context) -> None:
+    """What a dry run can know, before the set-up step (no side effect)."""
     require_dataset_type(ctx, "maxdiffusion")
+
+
+def main(ctx: Context) -> None:
     path = ctx.backend_path(["MAXDIFFUSION_PATH"], "maxdiffusion")
     if os.path.isdir(path):
         emit_extra("backend_path", path)
@@ -33,4 +37,5 @@ def main(ctx: Context) -> None:
             emit_env("JAX_COORDINATOR_PORT", port)
 
 
-step_main(main)
+if __name__ == "__main__":
+    step_main(main, check)

@@ -12,10 +12,15 @@ from __future__ import annotations
 from primus_runner.config.experiment import Context, emit_env, emit_extra, require_dataset_type, step_main
 
 
-def main(ctx: Context) -> None:
+def check(ctx: Context) -> None:
+    """What a dry run can know, before the set-up step (no side effect)."""
     require_dataset_type(ctx, "maxtext")
+
+
+def main(ctx: Context) -> None:
     emit_extra("backend_path", ctx.backend_path(["MAXTEXT_PATH"], "maxtext"))
     emit_env("RUN_MODE", "single")
 
 
-step_main(main)
+if __name__ == "__main__":
+    step_main(main, check)

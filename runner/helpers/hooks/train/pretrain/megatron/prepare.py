@@ -10,8 +10,9 @@ reason; other nodes wait for a marker, PRIMUS_DATA_PREP_TIMEOUT_SECONDS) at
 TOKENIZED_DATA_PATH, default <data_path>/bookcorpus/<tokenizer_type>/
 bookcorpus_text_sentence, and extra.train_data_path=<prefix> is emitted.
 Always emits extra.backend_path (BACKEND_PATH, then MEGATRON_PATH, dir
-Megatron-LM): a missing or empty directory is exit 66; `make` in
-megatron/core/datasets (when present) failing is exit 1.
+Megatron-LM): a missing or empty directory is exit 66, found by ``check``
+before any step installs; `make` in megatron/core/datasets (when present)
+failing is exit 1.
 """
 from __future__ import annotations
 
@@ -58,12 +59,23 @@ def prepare_data(ctx: Context) -> None:
     emit_extra("train_data_path", prefix)
 
 
-def check_backend(ctx: Context) -> str:
+def backend(ctx: Context) -> str:
+    """The Megatron-LM checkout; missing or empty is exit 66."""
     path = ctx.backend_path(["BACKEND_PATH", "MEGATRON_PATH"], "Megatron-LM")
     if not os.path.isdir(path) or not os.listdir(path):
         raise HookExit(HOOK_EXIT_MISSING, f"megatron: the Megatron-LM checkout {path} is missing or empty; set "
                        "MEGATRON_PATH (or --backend_path) to a Megatron-LM checkout, or put one in "
                        "third_party/Megatron-LM.")
+    return path
+
+
+def check(ctx: Context) -> None:
+    """What a dry run can know, before any step installs (no side effect)."""
+    backend(ctx)
+
+
+def build_helpers(ctx: Context) -> str:
+    path = backend(ctx)
     datasets = os.path.join(path, "megatron", "core", "datasets")
     if os.path.isdir(datasets):
         if dry_run(ctx.env):
@@ -79,7 +91,8 @@ def check_backend(ctx: Context) -> str:
 
 def main(ctx: Context) -> None:
     prepare_data(ctx)
-    emit_extra("backend_path", check_backend(ctx))
+    emit_extra("backend_path", build_helpers(ctx))
 
 
-step_main(main)
+if __name__ == "__main__":
+    step_main(main, check)

@@ -9,7 +9,8 @@ else an HF repo id whose tokenizer is already at
 downloads missing assets with the checkout's downloader; that script is not
 named by the behaviour sheet, so a missing download is exit 66 here, naming the
 directory to fill.) Emits extra.model.hf_assets_path=<dir> and
-extra.backend_path. Stays torchrun.
+extra.backend_path. Stays torchrun. The checkout and the assets are
+checked (``check``) before anything is installed.
 """
 from __future__ import annotations
 
@@ -27,11 +28,41 @@ from primus_runner.config.experiment import (
 from primus_runner.facts import HOOK_EXIT_CONFIG, HOOK_EXIT_MISSING
 
 
-def main(ctx: Context) -> None:
+def backend(ctx: Context) -> str:
     path = ctx.backend_path(["TORCHTITAN_PATH"], "torchtitan")
     if not os.path.isdir(path):
         raise HookExit(HOOK_EXIT_MISSING, f"torchtitan: the checkout {path} does not exist; set TORCHTITAN_PATH or "
                        "--backend_path.")
+    return path
+
+
+def assets_dir(ctx: Context) -> str:
+    """model.hf_assets_path: a directory, or the tokenizer already downloaded
+    to <data_path>/torchtitan/<last id part>."""
+    assets = lookup(ctx.section(), "model.hf_assets_path")
+    if not assets:
+        raise HookExit(HOOK_EXIT_CONFIG, f"torchtitan: {ctx.config} sets no pre_trainer model.hf_assets_path; "
+                       "set it to a tokenizer directory or a Hugging Face repo id.")
+    assets = str(assets)
+    if os.path.isdir(assets):
+        return assets
+    local = os.path.join(ctx.data_path, "torchtitan", assets.rstrip("/").split("/")[-1])
+    if not os.path.isfile(os.path.join(local, "tokenizer.json")):
+        raise HookExit(HOOK_EXIT_MISSING, f"torchtitan: model.hf_assets_path '{assets}' is neither a directory "
+                       f"nor downloaded to {local} (no tokenizer.json there); download the tokenizer "
+                       f"assets of {assets} into {local} (HF_TOKEN may be needed).")
+    return local
+
+
+def check(ctx: Context) -> None:
+    """What a dry run can know, before the editable install (no side effect)."""
+    backend(ctx)
+    assets_dir(ctx)
+
+
+def main(ctx: Context) -> None:
+    path = backend(ctx)
+    assets = assets_dir(ctx)
     if not ctx.skip_pip():
         ctx.pip("install", "-e", path, "--config-settings", "editable_mode=compat")
     if ctx.patch_args and os.path.exists(ctx.patch_args):
@@ -39,20 +70,9 @@ def main(ctx: Context) -> None:
             say(f"dry run: would delete {ctx.patch_args}")
         else:
             os.remove(ctx.patch_args)
-    assets = lookup(ctx.section(), "model.hf_assets_path")
-    if not assets:
-        raise HookExit(HOOK_EXIT_CONFIG, f"torchtitan: {ctx.config} sets no pre_trainer model.hf_assets_path; "
-                       "set it to a tokenizer directory or a Hugging Face repo id.")
-    assets = str(assets)
-    if not os.path.isdir(assets):
-        local = os.path.join(ctx.data_path, "torchtitan", assets.rstrip("/").split("/")[-1])
-        if not os.path.isfile(os.path.join(local, "tokenizer.json")):
-            raise HookExit(HOOK_EXIT_MISSING, f"torchtitan: model.hf_assets_path '{assets}' is neither a directory "
-                           f"nor downloaded to {local} (no tokenizer.json there); download the tokenizer "
-                           f"assets of {assets} into {local} (HF_TOKEN may be needed).")
-        assets = local
     emit_extra("model.hf_assets_path", assets)
     emit_extra("backend_path", path)
 
 
-step_main(main)
+if __name__ == "__main__":
+    step_main(main, check)
