@@ -166,3 +166,15 @@ def test_helpers_parse_and_say_what_a_death_means() -> None:
     assert line.startswith("the launcher's log writer for stdout (pid 12) died at 10:00:01")
     assert "every rank's full output is in /w/run.ranks/rank-<RANK>.log" in line
     assert "full output" not in helpers.death_line("watcher", 14, "10:00:01", "/w/run.ranks")
+
+
+def test_table_has_one_line_per_rank_with_its_state() -> None:
+    views = [view(0, place(0, "main (t.py:9)", AR, True)), view(1, place(1, "stuck_here (t.py:3)"), still=14.0),
+             verdicts.RankView(2, 0, exit_code=1), view(3, None, still=1.0, settled=False),
+             view(4, None, settled=False, stopped_for=5.0)]
+    lines = verdicts.table(views, 1, "n2")
+    assert lines[0] == "  node 1 n2  rank 0  pid 100  waits in all_reduce 20 s  main (t.py:9)"
+    assert lines[1] == "  node 1 n2  rank 1  pid 101  idle 14 s  stuck_here (t.py:3)"
+    assert lines[2] == "  node 1 n2  rank 2  -  exited (code 1)"
+    assert lines[3] == "  node 1 n2  rank 3  pid 103  progressing"
+    assert lines[4] == "  node 1 n2  rank 4  pid 104  stopped 5 s"

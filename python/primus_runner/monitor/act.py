@@ -134,7 +134,8 @@ class Judge:
             key = ("settled", tuple((w.rank, w.signature) for w in self.m.ranks.values()))
             if key not in self.m.reported:
                 self.m.reported.add(key)
-                self.say("WARN", PREFIX + settled.line)
+                self.say("WARN", "\n".join([PREFIX + settled.line,
+                                             *verdicts.table(views, self.m.s.node, self.m.host)]))
                 self.dump(f"{PREFIX}stacks of every local rank ({settled.kind} verdict)", now)
                 if settled.actionable:
                     self.act(settled)

@@ -143,6 +143,26 @@ def settled_verdict(views: Sequence[RankView], nnodes: int = 1) -> Verdict | Non
     return Verdict("hang", line, (), True)
 
 
+def table(views: Sequence[RankView], node: int, host: str) -> list[str]:
+    """One line per rank of this node: ``node 0 host  rank 2  pid 4242  idle 14 s  stuck_here (t.py:3)`` (pure)."""
+    lines = []
+    for v in sorted(views, key=lambda x: x.rank):
+        if v.exit_code >= 0:
+            state = f"exited (code {v.exit_code})"
+        elif v.stopped_for > 0:
+            state = f"stopped {v.stopped_for:.0f} s"
+        elif v.settled:
+            state = f"{'waits in ' + v.op if v.op else 'idle'} {v.still_for:.0f} s"
+        elif v.still_for >= STILL_AFTER:
+            state = f"still {v.still_for:.0f} s"
+        else:
+            state = "progressing"
+        where = v.place.where if v.place is not None and v.place.where else ""
+        pid = f"pid {v.pid}" if v.pid else "-"
+        lines.append(f"  node {node} {host}  rank {v.rank}  {pid}  {state}" + (f"  {where}" if where else ""))
+    return lines
+
+
 def working_verdict(views: Sequence[RankView], busy_places: dict[int, RankPlace]) -> Verdict | None:
     """Ranks waiting settled for WORKING_AFTER seconds while another moves (pure)."""
     live = [v for v in views if v.exit_code < 0 and v.stopped_for <= 0]
