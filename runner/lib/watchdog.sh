@@ -16,10 +16,9 @@
 #       monitor) and PRIMUS_HANG_ACTION (report|stop, default report)
 #   primus_watchdog_stop        the launch ends: the monitor exits
 #   primus_watchdog_exit_code VAR CODE
-#       VAR = 86 when the monitor stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
+#       VAR = PRIMUS_EXIT_HANG_STOPPED (86) when the monitor stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
 
 PRIMUS_HANG_FD=""
-PRIMUS_HANG_EXIT_CODE=86
 # shellcheck source=runner/lib/flight_recorder.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/flight_recorder.sh"
 
@@ -59,5 +58,5 @@ primus_watchdog_stop() {
 primus_watchdog_exit_code() {
   local -n __primus_code=$1
   __primus_code=$2
-  [[ -z ${PRIMUS_RC_DIR:-} || ! -f $PRIMUS_RC_DIR/hang-stop ]] || __primus_code=$PRIMUS_HANG_EXIT_CODE
+  [[ -z ${PRIMUS_RC_DIR:-} || ! -f $PRIMUS_RC_DIR/hang-stop ]] || __primus_code=$PRIMUS_EXIT_HANG_STOPPED
 }

@@ -59,7 +59,6 @@ if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every lau
     from typing import Any, TextIO
 
 PROTOCOL = "primus-cluster-check/1"
-EXIT_MISMATCH = EXIT_INVALID
 MAX_REPORT = 4 << 20
 
 
@@ -240,7 +239,7 @@ def serve(mine: dict[str, Any], count: int, port: int, timeout: float) -> list[s
         listener.bind(("", port))
     except OSError as exc:
         listener.close()
-        raise CheckFailed(EXIT_MISMATCH, f"cannot listen on port {port} for the cluster check "
+        raise CheckFailed(EXIT_INVALID, f"cannot listen on port {port} for the cluster check "
                           f"({exc.strerror}). Fix: export PRIMUS_CLUSTER_CHECK_PORT=<a free port "
                           "on node 0, the same on every node>, or PRIMUS_CLUSTER_CHECK=0") from None
     listener.listen(min(count, 1024))
@@ -347,7 +346,7 @@ def run(env: Mapping[str, str], console: TextIO) -> int:
                     f"was started on any node:\n{text}\n  Fix: make these agree on every node (per-node "
                     "env files, hooks, container images), or leave a name out with "
                     "PRIMUS_CLUSTER_CHECK_IGNORE=NAME,...")
-        return EXIT_MISMATCH
+        return EXIT_INVALID  # the nodes disagree: a configuration error, like any other
     shown = ", ".join(f"{k} {v}" for k, v in mine["versions"].items()) or "no versions readable"
     _emit(env, console, "INFO", f"cluster check: {count} nodes agree on {len(mine['uniform'])} "
                 f"cluster-uniform variables, the meaning of {len(mine['meaning'])} per-node "

@@ -30,8 +30,6 @@ from typing import Any
 
 from primus_runner.facts import EXIT_INVALID
 
-EXIT_MISMATCH = EXIT_INVALID
-
 
 def comm_vars(env: Mapping[str, str]) -> dict[str, str]:
     """The variables that must agree on every rank: the registry's cluster-uniform ones
@@ -167,7 +165,7 @@ def run(env: Mapping[str, str]) -> int:
     if distributed:
         dist.barrier()      # every rank has printed its verdict before any exits
         dist.destroy_process_group()
-    return EXIT_MISMATCH if problems else 0
+    return EXIT_INVALID if problems else 0  # the ranks disagree: a configuration error
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,112 @@
+"""One of each: an exit code is defined once (the registry's shared_facts, read by
+Python through the generated python/primus_runner/facts.py and by bash through
+runner/lib/facts.sh).
+
+Each scan has a test that plants the breach and shows the scan reports it.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATED = (ROOT / "python" / "primus_runner" / "facts.py", ROOT / "runner" / "lib" / "facts.sh")
+_EXIT_NAME = r"(?:[A-Z0-9]+_)*EXIT(?:_[A-Z0-9]+)*"
+_BASH_SET = re.compile(r"^\s*(?:(?:export|readonly|local|declare(?:\s+-\w+)*)\s+)?(" + _EXIT_NAME + r")=(\S*)")
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.Assign):
+        return [t for target in node.targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        return [node.target]
+    return []
+
+
+def python_definitions(path: Path) -> list[tuple[str, bool]]:
+    """The exit-code names ``path`` defines (assigned, or imported under a new name),
+    each with whether its value is a literal number."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        value = getattr(node, "value", None)
+        items = value.elts if isinstance(value, ast.Tuple) else [value]
+        literal = any(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in items)
+        for target in _targets(node):
+            if isinstance(target, ast.Name) and re.fullmatch(_EXIT_NAME, target.id):
+                found.append((target.id, literal))
+        if isinstance(node, ast.ImportFrom):
+            found += [(a.asname, False) for a in node.names
+                      if a.asname and a.asname != a.name and re.fullmatch(_EXIT_NAME, a.asname)]
+    return found
+
+
+def bash_definitions(path: Path) -> list[tuple[str, bool]]:
+    """The exit-code names a bash file assigns, with whether the value is a number.
+    ``NAME=$PRIMUS_NAME`` (the hook protocol's spelling of a generated fact) reads
+    the fact; it defines nothing."""
+    found = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _BASH_SET.match(line)
+        if match and match.group(2) not in (f"$PRIMUS_{match.group(1)}", f"${{PRIMUS_{match.group(1)}}}"):
+            found.append((match.group(1), match.group(2).strip("'\"").isdigit()))
+    return found
+
+
+def sources() -> list[Path]:
+    import archscan
+
+    return [p for p in archscan.sources(ROOT) if p.suffix == ".py" or archscan.is_bash(p)]
+
+
+def exit_code_breaches(files: list[Path], generated: tuple[Path, ...] = GENERATED) -> list[str]:
+    """Names defined in more than one place (the generated pair counts as one: bash
+    spells the names with a PRIMUS_ prefix) and literal values outside the pair."""
+    places: dict[str, set[str]] = {}
+    out = []
+    for path in files:
+        scan = python_definitions if path.suffix == ".py" else bash_definitions
+        for name, literal in scan(path):
+            own = path in generated
+            key = name.removeprefix("PRIMUS_") if own and path.suffix != ".py" else name
+            places.setdefault(key, set()).add("the registry's shared_facts" if own else str(path))
+            if literal and not own:
+                out.append(f"{path}: {name} is a number written outside the registry's shared_facts")
+    out += [f"{name} is defined in {len(where)} places: {', '.join(sorted(where))}"
+            for name, where in sorted(places.items()) if len(where) > 1]
+    return out
+
+
+def test_no_exit_code_name_is_defined_twice_nor_written_outside_the_registry() -> None:
+    files = sources()
+    assert ROOT / "runner" / "lib" / "watchdog.sh" in files and GENERATED[1] in files
+    assert exit_code_breaches(files) == []
+
+
+def test_the_exit_code_scan_finds_each_breach(tmp_path: Path) -> None:
+    one, two, sh = tmp_path / "one.py", tmp_path / "two.py", tmp_path / "lib"
+    one.write_text("from primus_runner.facts import EXIT_INVALID\nEXIT_MISMATCH = EXIT_INVALID\n")
+    two.write_text("from primus_runner.facts import EXIT_INVALID as EXIT_MISMATCH\nEXIT_UNFIT, X = 3, 1\n")
+    sh.write_text("#!/bin/bash\nPRIMUS_HANG_EXIT_CODE=86\nHOOK_EXIT_MISSING=$PRIMUS_HOOK_EXIT_MISSING\n"
+                  "  local EXIT_UNFIT=3\n")
+    found = exit_code_breaches([one, two, sh], generated=())
+    assert found == [f"{two}: EXIT_UNFIT is a number written outside the registry's shared_facts",
+                     f"{sh}: PRIMUS_HANG_EXIT_CODE is a number written outside the registry's shared_facts",
+                     f"{sh}: EXIT_UNFIT is a number written outside the registry's shared_facts",
+                     f"EXIT_MISMATCH is defined in 2 places: {one}, {two}",
+                     f"EXIT_UNFIT is defined in 2 places: {sh}, {two}"]
+
+
+def test_bash_reads_the_hang_stop_code_from_the_facts() -> None:
+    from primus_runner import facts
+
+    text = GENERATED[1].read_text(encoding="utf-8")
+    assert f"PRIMUS_EXIT_HANG_STOPPED={facts.EXIT_HANG_STOPPED}\n" in text
+    assert "$PRIMUS_EXIT_HANG_STOPPED" in (ROOT / "runner" / "lib" / "watchdog.sh").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["EXIT_MISMATCH"])
+def test_a_name_the_package_once_defined_twice_is_gone(name: str) -> None:
+    assert not [p for p in sources() if p.suffix == ".py" and any(n == name for n, _ in python_definitions(p))]
