@@ -10,12 +10,13 @@
 #   --config FILE           config file (over ~/.primus.yaml and runner/.primus.yaml)
 #   --debug                 debug logging (PRIMUS_LOG_LEVEL=DEBUG)
 #   --dry-run               print the configuration and the final command; run
-#                           nothing and write nothing (hooks get PRIMUS_DRY_RUN=1)
+#                           nothing and write nothing (hooks get PRIMUS_DRY_RUN=1);
+#                           a missing interpreter, torch or script is a note (the
+#                           node checks it when the launch starts), not a failure
 #   --single                run mode single: one process per node, no torchrun
 #                           (same as direct.run_mode: single; a hook's env.RUN_MODE wins)
 #   --script FILE           training script (default: config direct.script,
-#                           primus/cli/main.py; missing or unreadable -> exit 1,
-#                           nothing runs)
+#                           primus/cli/main.py; missing or unreadable -> exit 1)
 #   --module NAME           run `python -m NAME` instead of a script (direct.module);
 #                           the built-in CPU workload is --module primus_runner
 #   --python PATH           the workload's interpreter (default: PRIMUS_WORKLOAD_PYTHON,
@@ -52,8 +53,7 @@
 # Everything after `--` reaches the workload verbatim, whatever it starts with.
 # SIGTERM/SIGINT/SIGHUP stop the ranks (PRIMUS_KILL_GRACE, then SIGKILL), exit
 # 128+N; SIGINT works even when the launcher started with it ignored (`cmd &`).
-# Run mode: env RUN_MODE > --single > direct.run_mode > node_smoke -> single,
-# else torchrun.
+# Run mode: env RUN_MODE > --single > direct.run_mode > node_smoke -> single, else torchrun.
 #
 # Exit codes: 0 ok; 1 missing file or dependency; 2 invalid option, variable or
 # configuration; 3 hook or patch failed; otherwise the workload's own code;
@@ -150,7 +150,6 @@ setting() {
 
 resolve_settings() {
   local numa all
-  primus_mode_config_flags direct PRIMUS_OPT_DRY_RUN PRIMUS_OPT_DEBUG  # main./direct.dry_run, debug
   [[ $PRIMUS_OPT_DEBUG != 1 ]] || export PRIMUS_LOG_LEVEL=DEBUG
   primus_config_get_into numa direct.numa ""
   primus_numa_decide "$PRIMUS_OPT_NUMA" "$numa"  # runner/lib/numa_decision.sh
@@ -329,6 +328,8 @@ main() {
 launch() {
   primus_hook_runner_preload "${PRIMUS_WORKLOAD_ARGS[0]-}" "${PRIMUS_WORKLOAD_ARGS[1]-}"  # while Python starts
   primus_helper_prepared
+  primus_mode_config_flags direct PRIMUS_OPT_DRY_RUN PRIMUS_OPT_DEBUG  # main./direct.dry_run, debug
+  ((PRIMUS_OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1  # before the workload checks: notes then
   primus_venv_activate
   # Later values from user input come as records that note their names: the
   # secret names are the helper's list of the inherited ones and the noted

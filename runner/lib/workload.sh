@@ -22,7 +22,10 @@
 #   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* (run mode single)
 #   primus_workload_jax_coordinator           JAX_COORDINATOR_* as launch/jax_layer.py decides
 # Every failure exits (1 missing, 2 invalid) with the culprit, how it was
-# chosen and the fix (SPEC section 3).
+# chosen and the fix (SPEC section 3). What only the node that runs the
+# workload can judge (its interpreter, torch, the script or module, the Primus
+# checkout) is a note in a dry run instead (__primus_wl_fail): a dry run may
+# run on a submit host, and it judges only what the run would judge there.
 
 if [[ -n ${__PRIMUS_WORKLOAD_SH:-} ]]; then
   return 0
@@ -35,9 +38,20 @@ source "${BASH_SOURCE[0]%/*}/torchrun_words.sh"
 PRIMUS_WL_PYTHON="" PRIMUS_WL_PYTHON_ORIGIN="" PRIMUS_WL_EXE=""
 PRIMUS_WL_TORCH_VERSION="" PRIMUS_WL_TORCH_PATH="" PRIMUS_WL_PROBE_FD=""
 PRIMUS_WL_RUN_MODE="" PRIMUS_WL_RUN_MODE_ORIGIN=""
-PRIMUS_WL_ENTRY=() PRIMUS_WL_ENTRY_ORIGIN="" PRIMUS_WL_ENTRY_FALLBACK=0
+PRIMUS_WL_ENTRY=() PRIMUS_WL_ENTRY_ORIGIN="" PRIMUS_WL_ENTRY_FALLBACK=0 PRIMUS_WL_NO_PYTHON=0
 
 readonly PRIMUS_WL_FIX_PYTHON="activate the environment that holds your training stack (source <venv>/bin/activate, conda activate <env>), or pass --python /path/to/python, or export PRIMUS_WORKLOAD_PYTHON=/path/to/python, or set direct.python in the config"
+
+# __primus_wl_fail CODE MESSAGE: a workload check failed: exit CODE before
+# anything starts; in a dry run (PRIMUS_DRY_RUN=1) a WARN note that the node
+# checks it when the launch starts, and the dry run goes on (status 1).
+__primus_wl_fail() {
+  if [[ ${PRIMUS_DRY_RUN:-0} == 1 ]]; then
+    LOG_WARN "dry run: checked on the node, not here (a launch there stops with exit $1 unless fixed): ${2/; nothing was started/}"
+    return 1
+  fi
+  primus_die "$1" "$2"
+}
 
 # primus_workload_python_pick CLI_PYTHON: choose the workload interpreter.
 primus_workload_python_pick() {
@@ -59,7 +73,9 @@ primus_workload_python_pick() {
     if hash -- "$PRIMUS_WL_PYTHON" 2>/dev/null; then found=${BASH_CMDS[$PRIMUS_WL_PYTHON]-}; fi
   fi
   if [[ -z $found ]]; then
-    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) not found or not executable; nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
+    __primus_wl_fail "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) not found or not executable; nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON." ||
+      PRIMUS_WL_NO_PYTHON=1
+    return 0
   fi
   PRIMUS_WL_PYTHON=$found
 }
@@ -136,6 +152,7 @@ if len(sys.argv) > 1:
 # With a module entry (PRIMUS_WL_ENTRY=(-m NAME)), the probe also says whether
 # NAME is importable.
 primus_workload_probe_start() {
+  ((PRIMUS_WL_NO_PYTHON == 0)) || return 0
   local -a names=() nice=()
   [[ ${PRIMUS_WL_ENTRY[0]-} != -m ]] || names=("${PRIMUS_WL_ENTRY[1]}")
   # Below the launch's own work (nice 10): its answer is read last, and on a
@@ -156,14 +173,22 @@ primus_workload_probe_finish() {
     PRIMUS_WL_PROBE_FD=""
   fi
   if [[ -z $exe ]]; then
-    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) does not run as Python ('$PRIMUS_WL_PYTHON -c ...' failed); nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON."
+    PRIMUS_WL_EXE=$PRIMUS_WL_PYTHON
+    ((PRIMUS_WL_NO_PYTHON == 1)) ||
+      __primus_wl_fail "$PRIMUS_EXIT_MISSING" "workload interpreter '$PRIMUS_WL_PYTHON' (chosen by $PRIMUS_WL_PYTHON_ORIGIN) does not run as Python ('$PRIMUS_WL_PYTHON -c ...' failed); nothing was started. Fix: $PRIMUS_WL_FIX_PYTHON." ||
+      PRIMUS_WL_NO_PYTHON=1
+    primus_workload_module_fallback_check ""
+    return 0
   fi
   PRIMUS_WL_EXE=$exe PRIMUS_WL_TORCH_VERSION=$version PRIMUS_WL_TORCH_PATH=$path
   primus_workload_module_fallback_check "$module"
   if [[ $need == 1 && -z $path ]]; then
-    primus_die "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with its torch.distributed.run ('$exe runner/helpers/torchrun_quiet.py'); nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single."
+    __primus_wl_fail "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with its torch.distributed.run ('$exe runner/helpers/torchrun_quiet.py'); nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single." ||
+      true
   fi
-  [[ ${PRIMUS_WL_ENTRY[0]-} != -m || $found == 1 ]] || __primus_wl_module_recheck
+  # (the default's fallback to an installed module that is missing was noted above)
+  [[ ${PRIMUS_WL_ENTRY[0]-} != -m || $found == 1 || ($PRIMUS_WL_ENTRY_FALLBACK == 1 && -z $module) ]] ||
+    __primus_wl_module_recheck
 }
 
 # __primus_wl_module_recheck: the probe did not find the module with the
@@ -177,7 +202,7 @@ import sys
 sys.exit(0 if primus_module_found(sys.argv[1]) else 1)" "$module" </dev/null >/dev/null 2>&1; then
     return 0
   fi
-  primus_die "$PRIMUS_EXIT_MISSING" "module '$module' (--module / config direct.module) cannot be imported (or is a package without __main__.py) by the workload interpreter $PRIMUS_WL_EXE (chosen by $PRIMUS_WL_PYTHON_ORIGIN; PYTHONPATH=${PYTHONPATH:-<unset>}, working directory $PWD); nothing was started. Fix: install the package into that environment (pip install -e <your project>), run from the directory that holds it, add its parent to PYTHONPATH, or $PRIMUS_WL_FIX_PYTHON."
+  __primus_wl_fail "$PRIMUS_EXIT_MISSING" "module '$module' (--module / config direct.module) cannot be imported (or is a package without __main__.py) by the workload interpreter $PRIMUS_WL_EXE (chosen by $PRIMUS_WL_PYTHON_ORIGIN; PYTHONPATH=${PYTHONPATH:-<unset>}, working directory $PWD); nothing was started. Fix: install the package into that environment (pip install -e <your project>), run from the directory that holds it, add its parent to PYTHONPATH, or $PRIMUS_WL_FIX_PYTHON." || true
 }
 
 # __primus_wl_find_script PATH: sets __PRIMUS_WL_SCRIPT to PATH when it exists
@@ -203,8 +228,11 @@ primus_workload_entry() {
     primus_bad_usage "primus-cli direct" "--script '$script' and --module '$module' both name the workload; give one of them."
   fi
   if [[ -n $script ]]; then
-    [[ -f $script ]] || primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' (--script) not found; nothing was started. Fix: pass an existing file, or $how_fix."
-    __primus_wl_script_readable "$script" --script
+    if [[ -f $script ]]; then
+      __primus_wl_script_readable "$script" --script
+    else
+      __primus_wl_fail "$PRIMUS_EXIT_MISSING" "training script '$script' (--script) not found; nothing was started. Fix: pass an existing file, or $how_fix." || true
+    fi
     PRIMUS_WL_ENTRY=("$script") PRIMUS_WL_ENTRY_ORIGIN="--script"
     return 0
   fi
@@ -236,7 +264,9 @@ primus_workload_entry() {
       PRIMUS_WL_ENTRY_ORIGIN="installed module: primus/cli/main.py not in $PWD or $PRIMUS_ROOT"
       return 0
     fi
-    primus_die "$PRIMUS_EXIT_MISSING" "training script '$script' ($origin) not found in $PWD or $PRIMUS_ROOT; nothing was started. Fix: $how_fix."
+    __primus_wl_fail "$PRIMUS_EXIT_MISSING" "training script '$script' ($origin) not found in $PWD or $PRIMUS_ROOT; nothing was started. Fix: $how_fix." || true
+    PRIMUS_WL_ENTRY=("$script") PRIMUS_WL_ENTRY_ORIGIN=$origin
+    return 0
   fi
   __primus_wl_script_readable "$__PRIMUS_WL_SCRIPT" "$origin"
   PRIMUS_WL_ENTRY=("$__PRIMUS_WL_SCRIPT") PRIMUS_WL_ENTRY_ORIGIN=$origin
@@ -257,7 +287,9 @@ __primus_wl_script_readable() {
 primus_workload_module_fallback_check() {
   [[ $PRIMUS_WL_ENTRY_FALLBACK == 1 ]] || return 0
   if [[ -z $1 ]]; then
-    primus_die "$PRIMUS_EXIT_MISSING" "training script 'primus/cli/main.py' (the default) not found in $PWD or $PRIMUS_ROOT, and the workload interpreter $PRIMUS_WL_EXE (chosen by $PRIMUS_WL_PYTHON_ORIGIN) has no installed module primus.cli.main to fall back to (upstream Primus runs 'python -m primus.cli.main' then); nothing was started. Fix: run from your Primus checkout, pip install Primus into that environment, or name what to run: --script path/to/train.py or --module package.module."
+    __primus_wl_fail "$PRIMUS_EXIT_MISSING" "training script 'primus/cli/main.py' (the default) not found in $PWD or $PRIMUS_ROOT, and the workload interpreter $PRIMUS_WL_EXE (chosen by $PRIMUS_WL_PYTHON_ORIGIN) has no installed module primus.cli.main to fall back to (upstream Primus runs 'python -m primus.cli.main' then); nothing was started. Fix: run from your Primus checkout, pip install Primus into that environment, or name what to run: --script path/to/train.py or --module package.module." ||
+      PRIMUS_WL_ENTRY_ORIGIN="installed module primus.cli.main (as upstream Primus runs it when primus/cli/main.py is missing; not on this host)"
+    return 0
   fi
   PRIMUS_WL_ENTRY_ORIGIN="installed module $1, because primus/cli/main.py is not in $PWD or $PRIMUS_ROOT"
 }

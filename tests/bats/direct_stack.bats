@@ -28,8 +28,12 @@ teardown() {
   run find "$PRIMUS_WORKSPACE" -type f
   assert_output --regexp "^$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]+-node0\.log$"
   grep -q "training script 'primus/cli/main.py'" "$PRIMUS_WORKSPACE"/logs/*.log
+  # A dry run (which may run on a submit host without the checkout) notes it
+  # and prints the command upstream Primus would run.
   run "$PRIMUS_CLI" direct --dry-run -- train pretrain
-  assert_failure 1
+  assert_success
+  assert_output --partial "dry run: checked on the node, not here (a launch there stops with exit 1 unless fixed): training script 'primus/cli/main.py' (the default) not found"
+  assert_output --regexp "command: .*-m primus.cli.main train pretrain"
 }
 
 @test "the default primus/cli/main.py runs when it exists in the working directory" {
@@ -43,9 +47,12 @@ teardown() {
 
 @test "a configured direct.script that does not exist: exit 1 naming it" {
   printf 'direct:\n  script: %s\n' "$TEST_DIR/missing_train.py" >cfg.yaml
-  run "$PRIMUS_CLI" direct --config cfg.yaml --dry-run -- x
+  run "$PRIMUS_CLI" direct --config cfg.yaml -- x
   assert_failure 1
   assert_output --partial "'$TEST_DIR/missing_train.py' (config direct.script) not found"
+  run "$PRIMUS_CLI" direct --config cfg.yaml --dry-run -- x
+  assert_success
+  assert_output --partial "dry run: checked on the node, not here (a launch there stops with exit 1 unless fixed): training script '$TEST_DIR/missing_train.py' (config direct.script) not found"
 }
 
 @test "config direct.module runs python -m; --script and --module together exit 2" {
@@ -59,12 +66,18 @@ teardown() {
 }
 
 @test "a workload interpreter that does not exist: exit 1 naming it and how it was chosen" {
-  run "$PRIMUS_CLI" direct --dry-run --python "$TEST_DIR/no/python" --module primus_runner -- preflight
+  run "$PRIMUS_CLI" direct --python "$TEST_DIR/no/python" --module primus_runner -- preflight
   assert_failure 1
   assert_output --partial "workload interpreter '$TEST_DIR/no/python' (chosen by --python) not found"
-  PRIMUS_WORKLOAD_PYTHON=no-such-python-$RANDOM run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
+  PRIMUS_WORKLOAD_PYTHON=no-such-python-$RANDOM run "$PRIMUS_CLI" direct --module primus_runner -- preflight
   assert_failure 1
   assert_output --partial "(chosen by PRIMUS_WORKLOAD_PYTHON) not found"
+  # A dry run notes it as the node's check (once) and prints the command.
+  run "$PRIMUS_CLI" direct --dry-run --python "$TEST_DIR/no/python" --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "dry run: checked on the node, not here (a launch there stops with exit 1 unless fixed): workload interpreter '$TEST_DIR/no/python' (chosen by --python) not found"
+  [[ $(grep -c "checked on the node" <<<"$output") == 1 ]]
+  assert_output --regexp "command: $TEST_DIR/no/python .*-m primus_runner preflight"
 }
 
 @test "PRIMUS_TORCHRUN replaces '<python> runner/helpers/torchrun_quiet.py'" {

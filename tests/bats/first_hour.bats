@@ -27,11 +27,15 @@ teardown() {
   refute_output --partial "command:"
   run compgen -G "$PRIMUS_WORKSPACE/logs/*.ranks"  # no rank ever started
   assert_failure
-  # The same in a dry run, and for a package without __main__.py.
+  # The same for a package without __main__.py; a dry run notes it as the node's check.
   mkdir -p mypkg && touch mypkg/__init__.py
-  run "$PRIMUS_CLI" direct --dry-run --module mypkg -- x
+  run "$PRIMUS_CLI" direct --module mypkg -- x
   assert_failure 1
   assert_output --partial "module 'mypkg' (--module / config direct.module) cannot be imported (or is a package without __main__.py)"
+  run "$PRIMUS_CLI" direct --dry-run --module mypkg -- x
+  assert_success
+  assert_output --partial "dry run: checked on the node, not here (a launch there stops with exit 1 unless fixed): module 'mypkg' (--module / config direct.module) cannot be imported"
+  assert_output --regexp "command: .*-m mypkg x"
 }
 
 @test "--module found in the working directory, or through a PYTHONPATH given with --env, is accepted" {

@@ -86,10 +86,33 @@ teardown() {
   [[ -z $(ls -A out) ]]
   # an early stop still leaves a complete log (issue 14) holding the same error
   grep -q "cannot import torch" "$TEST_DIR/run.log"
-  # dry-run too: the check comes before anything is printed as runnable
+  # A dry run (which may run on a submit host) notes it as the node's check.
   run "$PRIMUS_CLI" direct --dry-run --script "$WORKLOADS/whoami.py" -- "$PWD/out"
+  assert_success
+  assert_output --partial "[WARN] dry run: checked on the node, not here (a launch there stops with exit 1 unless fixed): workload interpreter $USERENV_NOTORCH/bin/python3 (chosen by python3 on PATH) cannot import torch"
+  assert_output --partial "command: "
+  [[ -z $(ls -A out) ]]
+}
+
+@test "a dry run on a host without torch or a Primus checkout prints the command and exits 0, running nothing" {
+  userenv_activate "$USERENV_NOTORCH"
+  printf 'open("%s/ran", "w")\n' "$PWD/out" >x.py
+  # The global --dry-run before the mode, as the upstream runner accepts it.
+  run "$PRIMUS_CLI" --dry-run direct --script x.py
+  assert_success
+  assert_output --partial "checked on the node, not here (a launch there stops with exit 1 unless fixed): workload interpreter $USERENV_NOTORCH/bin/python3 (chosen by python3 on PATH) cannot import torch"
+  assert_line --regexp "command: .* x\.py$"
+  assert_output --partial "dry run: nothing was started"
+  run "$PRIMUS_CLI" --dry-run direct -- echo hi
+  assert_success
+  assert_output --partial "training script 'primus/cli/main.py' (the default) not found"
+  assert_line --regexp "command: .*-m primus\.cli\.main echo hi$"
+  [[ -z $(ls -A out) ]]
+  [[ ! -e "$PRIMUS_WORKSPACE/logs" ]]
+  # The launch itself still stops there, before anything starts.
+  run "$PRIMUS_CLI" direct --script x.py
   assert_failure 1
-  assert_output --partial "cannot import torch"
+  [[ -z $(ls -A out) ]]
 }
 
 @test "an env without torch runs in single mode (no torchrun, nothing needs torch)" {
