@@ -210,15 +210,20 @@ teardown() {
 @test "item 11: container names the job settings it does not forward, once; MASTER_PORT=auto is accepted as in direct" {
   export STUB_RECORD_DIR=$TEST_DIR/stub PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
   mkdir -p "$STUB_RECORD_DIR"
-  TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NVTE_SOME_NEW_KNOB=0 NCCL_DEBUG=INFO MASTER_PORT=auto \
+  # TORCH_NCCL_* and NVTE_* are families the references use: forwarded, named as
+  # unknown to the registry; TE_* and TORCHINDUCTOR_* are not forwarded: named once.
+  TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NVTE_SOME_NEW_KNOB=0 TE_SOME_NEW_KNOB=1 TORCHINDUCTOR_X=1 \
+    NCCL_DEBUG=INFO MASTER_PORT=auto \
     run "$PRIMUS_CLI" container --runtime docker --image img:1 -- --single --script "$TEST_DIR/show.py"
   assert_success
   [[ $(grep -c 'do not reach the container' <<<"$output") == 1 ]]
-  assert_output --partial "NVTE_SOME_NEW_KNOB TORCH_NCCL_ASYNC_ERROR_HANDLING. Fix: pass them with --env NAME"
+  assert_output --partial "TE_SOME_NEW_KNOB TORCHINDUCTOR_X. Fix: pass them with --env NAME"
+  assert_output --partial "the registry does not know (under a forwarded prefix or family; \`primus-cli env list\` has the known ones): NVTE_SOME_NEW_KNOB TORCH_NCCL_ASYNC_ERROR_HANDLING"
   values=$(tr '\0' '\n' <"$STUB_RECORD_DIR/env.nul")
   grep -qx 'MASTER_PORT=auto' <<<"$values"   # the inner direct picks the free port
   grep -qx 'NCCL_DEBUG=INFO' <<<"$values"
-  grep -q '^TORCH_NCCL_ASYNC_ERROR_HANDLING=' <<<"$values" && false
+  grep -qx 'TORCH_NCCL_ASYNC_ERROR_HANDLING=1' <<<"$values"
+  grep -q '^TE_SOME_NEW_KNOB=' <<<"$values" && false
   NNODES=2 MASTER_PORT=auto run "$PRIMUS_CLI" container --runtime docker --image img:1 -- --single --script "$TEST_DIR/show.py"
   assert_failure 2
   assert_output --partial "MASTER_PORT=auto with NNODES=2"
