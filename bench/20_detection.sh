@@ -42,7 +42,7 @@ done
 # In-process cost of the same calls (no interpreter start).
 "$py" - "$work" <<'PY'
 import sys, timeit
-from primus_runner.cluster import hostlist
+from primus_runner.scheduler import hostlist
 work = sys.argv[1]
 for n in (1024, 16384):
     for kind in ("contig", "frag"):

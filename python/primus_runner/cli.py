@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "layer": ("primus_runner.launch.layers", "internal: the values of the Neuron and JAX layers"),
     "container": ("primus_runner.launch.container", "internal: plan a container launch (runtime argv, env)"),
     "env": ("primus_runner.env.commands", "list, explain, check, show and document environment variables"),
-    "hostlist": ("primus_runner.cluster.hostlist", "expand or compress Slurm hostlist expressions"),
+    "hostlist": ("primus_runner.scheduler.hostlist", "expand or compress Slurm hostlist expressions"),
     "detect": ("primus_runner.launch.detect", "what a launch on this host uses: ranks, devices, NICs, GPUS_PER_NODE"),
     "ranks": ("primus_runner.cluster.ranks", "map scheduler variables to NNODES/NODE_RANK/MASTER_ADDR"),
     "nics": ("primus_runner.network", "detect RDMA HCAs, RoCE GID index and the socket interface"),

@@ -77,7 +77,7 @@ ephemeral_tree() {
   run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
   assert_output --partial "--master_port 29533 "
   rm "$HOME/.primus.yaml"
-  # A one-node Slurm step: the job-derived port (schedulers.py), not a picked one.
+  # A one-node Slurm step: the job-derived port (scheduler/variables.py), not a picked one.
   SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_NNODES=1 SLURM_NODELIST=localhost SLURM_NODEID=0 SLURM_PROCID=0 \
     run "$PRIMUS_CLI" direct --dry-run --module primus_runner -- preflight
   assert_success

@@ -254,7 +254,7 @@ EOF
   recorded_args | grep -q -- '-1$'
 }
 
-@test "a training-operator v1 pod (MASTER_ADDR, WORLD_SIZE, RANK, no PET_*) is mapped on the host too (schedulers.detect_source)" {
+@test "a training-operator v1 pod (MASTER_ADDR, WORLD_SIZE, RANK, no PET_*) is mapped on the host too (scheduler/variables.py detect_source)" {
   MASTER_ADDR=job-master-0 MASTER_PORT=23456 WORLD_SIZE=2 RANK=1 KUBERNETES_SERVICE_HOST=10.0.0.1 \
     run "$PRIMUS_CLI" container --runtime docker --image img -- preflight
   assert_success

@@ -152,8 +152,8 @@ def test_the_registry_reads_its_copies_from_shared_facts():
         assert reg.get(name).launcher_default == facts.DISTRIBUTED_DEFAULTS[name]
     assert reg.get("PRIMUS_GPU_MODEL").values == facts.GPU_MODELS      # a YAML alias
     from primus_runner import errors
-    from primus_runner.cluster import schedulers
     from primus_runner.hardware import devices
+    from primus_runner.scheduler import variables as schedulers
 
     assert devices.GPU_MODELS is facts.GPU_MODELS
     assert schedulers.BUILTIN_DEFAULTS == facts.DISTRIBUTED_DEFAULTS

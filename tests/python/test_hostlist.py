@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from primus_runner.cluster.hostlist import HostlistError, compress, count, expand, first_host
 from primus_runner.errors import UsageError
+from primus_runner.scheduler.hostlist import HostlistError, compress, count, expand, first_host
 
 ROOT = Path(__file__).resolve().parents[2]
 

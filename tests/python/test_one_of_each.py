@@ -1,6 +1,7 @@
 """One of each: an exit code is defined once (the registry's shared_facts, read by
 Python through the generated python/primus_runner/facts.py and by bash through
-runner/lib/facts.sh).
+runner/lib/facts.sh), and the package's floors have no exception for one module
+(a room stands on one floor, so no import runs back up to reach it).
 
 Each scan has a test that plants the breach and shows the scan reports it.
 """
@@ -110,3 +111,31 @@ def test_bash_reads_the_hang_stop_code_from_the_facts() -> None:
 @pytest.mark.parametrize("name", ["EXIT_MISMATCH"])
 def test_a_name_the_package_once_defined_twice_is_gone(name: str) -> None:
     assert not [p for p in sources() if p.suffix == ".py" and any(n == name for n, _ in python_definitions(p))]
+
+
+def floor_exceptions(floors: dict[str, int]) -> list[str]:
+    """Keys of the floor table that give one module of a room its own floor."""
+    return [f"{key} (floor {level}) stands apart from its room {key.split('.')[0]}"
+            for key, level in floors.items() if "." in key]
+
+
+def test_no_module_has_a_floor_of_its_own_and_no_import_runs_back_up() -> None:
+    import archscan
+    from test_architecture import FLOORS
+
+    assert floor_exceptions(FLOORS) == []
+    assert archscan.upward(ROOT, FLOORS) == []
+    # The room the env rules used to reach upward for is a floor below them now.
+    assert FLOORS["scheduler"] < FLOORS["env"] < FLOORS["cluster"]
+
+
+def test_the_floor_scan_finds_an_exception_and_the_arrow_it_hid() -> None:
+    import archscan
+    from test_architecture import FLOORS
+
+    old = {**FLOORS, "cluster.hostlist": 1, "cluster.schedulers": 1}
+    assert floor_exceptions(old) == ["cluster.hostlist (floor 1) stands apart from its room cluster",
+                                     "cluster.schedulers (floor 1) stands apart from its room cluster"]
+    # Without the exception, an env rule importing from the cluster room runs back up.
+    assert archscan.floor("primus_runner.cluster.schedulers", FLOORS) > archscan.floor(
+        "primus_runner.env.rules.launch_inputs", FLOORS)

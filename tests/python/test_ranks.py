@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from primus_runner.cluster.ranks import RankMap, resolve
-from primus_runner.cluster.schedulers import parse_tasks_per_node
 from primus_runner.errors import UsageError
+from primus_runner.scheduler.variables import parse_tasks_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
 

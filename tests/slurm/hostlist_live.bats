@@ -26,7 +26,7 @@ PY=$REPO_ROOT/.venv/bin/python
   # prefix[ranges]mid[ranges], ranges padded or not, singles and lo-hi mixed.
   PYTHONPATH="$REPO_ROOT/python" "$PY" - "$lists" "$ours" <<'EOF'
 import random, sys
-from primus_runner.cluster import hostlist
+from primus_runner.scheduler import hostlist
 rng = random.Random(11)
 prefixes = ["n", "node", "gpu", "r", "a.b", "x-", "c0"]
 def ranges():

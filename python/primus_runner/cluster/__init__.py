@@ -1,4 +1,4 @@
-"""The cluster around this host: Slurm hostlists, scheduler variables, rank mapping,
-rendezvous, and the comparison of nodes at launch (cluster check). Must not start
-processes of the job itself.
+"""The cluster around this host: rank mapping (from what the scheduler package
+reads), rendezvous, and the comparison of nodes at launch (cluster check). Must
+not start processes of the job itself.
 """

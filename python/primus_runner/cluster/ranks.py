@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from primus_runner.cluster.schedulers import (
+from primus_runner.env.rules import distributed
+from primus_runner.errors import UsageError
+from primus_runner.grammar import host_for_port, is_ip_literal
+from primus_runner.records import asdict, dataclass, field
+from primus_runner.scheduler.variables import (
     BUILTIN_DEFAULTS,
     Resolver,
     get_var,
@@ -26,10 +30,6 @@ from primus_runner.cluster.schedulers import (
     take_scheduled,
     where_text,
 )
-from primus_runner.env.rules import distributed
-from primus_runner.errors import UsageError
-from primus_runner.grammar import host_for_port, is_ip_literal
-from primus_runner.records import asdict, dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch

@@ -40,7 +40,7 @@ LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp (include/net/tcp_states.h)
 
 
 # Picked ports start here: below it lie the Slurm step ports of other jobs
-# (schedulers.slurm_step_port, 10000-32766 even) and many services' own ports.
+# (scheduler/variables.py slurm_step_port, 10000-32766 even) and many services' own ports.
 PICK_LOW = 20000
 PICKED_NOTE = ("a free port for this single-node launch (no MASTER_PORT from the user or their "
                "config, no scheduler; launches with NNODES > 1 use 1234)")

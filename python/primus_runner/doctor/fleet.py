@@ -114,7 +114,7 @@ def rank(reports: Sequence[Mapping[str, Any]], ratio: float = DEFAULT_RATIO,
 
 
 def exclude_line(verdicts: Sequence[NodeVerdict]) -> str | None:
-    from primus_runner.cluster.hostlist import compress
+    from primus_runner.scheduler.hostlist import compress
 
     bad = sorted((v.host for v in verdicts if v.bad), key=_natural)
     return f"--exclude={compress(bad)}" if bad else None

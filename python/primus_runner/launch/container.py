@@ -131,10 +131,11 @@ def _container_name(base: str, env: Mapping[str, str], node_rank: str) -> str:
 
 
 def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> dict[str, str]:
-    from primus_runner.cluster import ranks, schedulers
+    from primus_runner.cluster import ranks
+    from primus_runner.scheduler.variables import detect_source
 
-    # One owner for "which scheduler is this" (schedulers.detect_source, SPEC section 5).
-    if schedulers.detect_source(env) is None:
+    # One owner for "which scheduler is this" (scheduler/variables.py detect_source, SPEC section 5).
+    if detect_source(env) is None:
         return {}
     from primus_runner.launch import detect
 

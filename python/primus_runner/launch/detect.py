@@ -44,7 +44,7 @@ def config_defaults(cfg: cfgmod.Config) -> dict[str, str]:
     for name, key in DIST_KEYS.items():
         value = cfgmod.scalar_text(cfg.get(key))
         if name == "MASTER_PORT" and cfgmod.only_system_default(cfg, key):
-            continue  # the reference default: a Slurm step derives its own (schedulers.slurm_step_port)
+            continue  # the reference default: a Slurm step derives its own (scheduler/variables.py slurm_step_port)
         if value != "":
             out[name] = value
     return out

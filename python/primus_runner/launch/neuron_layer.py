@@ -132,8 +132,8 @@ def _root_comm(layer: _Layer) -> None:
     if layer.owns("NEURON_RT_ROOT_COMM_ID") or not layer.get("MASTER_ADDR"):
         return
     from primus_runner.cluster.ranks import resolve
-    from primus_runner.cluster.schedulers import parse_int
     from primus_runner.errors import PrimusError
+    from primus_runner.scheduler.variables import parse_int
 
     try:
         raw = layer.get("PRIMUS_NEURON_ROOT_COMM_PORT").strip()

@@ -1,7 +1,7 @@
 """Rules for the launch path's refusals (issue 29): each refusal of the rank
 mapping or of detection that no value type explains is a registered rule, so
 ``env check`` and ``env explain`` name it. The conditions live once, where the
-launch raises them (env/refusals.py, cluster/schedulers.py,
+launch raises them (env/refusals.py, scheduler/variables.py,
 hardware/devices.py, hardware/neuron.py, as errors.RuleRefusal); this module
 only adapts them to the engine. ``master_addr_resolves`` is a host probe: it
 runs only when the check context allows host probes.
@@ -30,8 +30,8 @@ def _pet_rdzv(s: _State) -> Iterator[Finding]:
 
 @rule("bare_rank_world_size")
 def _bare_rank(s: _State) -> Iterator[Finding]:
-    from primus_runner.cluster.schedulers import detect_source
     from primus_runner.env.rules.primus import _launcher_set
+    from primus_runner.scheduler.variables import detect_source
 
     # NNODES/NODE_RANK a launcher or base_env default filled in are not the user's.
     view = {k: v for k, v in s.env.items() if k not in ("NNODES", "NODE_RANK") or not _launcher_set(s, k)}
@@ -65,7 +65,7 @@ def _users(s: _State, name: str) -> bool:
 def _scheduler(s: _State) -> RuleRefusal | None:
     """What the rank mapping says of the user's values against the scheduler's (once per check)."""
     if not hasattr(s, "scheduler_refusal"):
-        from primus_runner.cluster.schedulers import scheduler_refusal
+        from primus_runner.scheduler.variables import scheduler_refusal
 
         view = {k: v for k, v in s.env.items() if k not in _DISTRIBUTED or _users(s, k)}
         s.scheduler_refusal = scheduler_refusal(view)  # type: ignore[attr-defined]

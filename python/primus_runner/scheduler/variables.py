@@ -161,7 +161,7 @@ def slurm_values(r: Resolver) -> tuple[dict[str, tuple[str, str]], int, str | No
     values: dict[str, tuple[str, str]] = {}
     nnodes_v, nnodes_n = first_var(env, "SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
     list_v, list_n = first_var(env, "SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST")
-    from primus_runner.cluster import hostlist
+    from primus_runner.scheduler import hostlist
 
     try:
         listed = hostlist.count(list_v) if list_v else None
