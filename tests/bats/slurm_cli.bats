@@ -310,3 +310,43 @@ path_without_scontrol() {
   refute_output --partial "wb-secret-1"
   assert_output --partial "direct --module primus_runner --env WANDB_API_KEY -- preflight"
 }
+
+# path_without_runtime: a PATH with every command of this machine but docker and podman.
+path_without_runtime() {
+  local dir=$TEST_DIR/noruntime-bin f
+  mkdir -p "$dir"
+  for f in /usr/local/bin/* /usr/bin/* /usr/sbin/* /bin/*; do
+    case ${f##*/} in docker | podman) continue ;; esac
+    [[ -e $dir/${f##*/} || -L $dir/${f##*/} ]] || ln -s "$f" "$dir/${f##*/}" 2>/dev/null || true
+  done
+  printf '%s' "$dir"
+}
+
+@test "slurm --dry-run of a container job on a host without docker or podman exits 0: the runtime is checked on the nodes" {
+  local bin
+  bin=$(path_without_runtime)
+  PATH=$bin run "$REPO_ROOT/runner/primus-cli" slurm --dry-run srun -N 2 -- container -- train
+  assert_success
+  assert_output --partial "runtime: none on this host (neither docker with a running engine nor podman); checked on the nodes"
+  assert_output --partial "command: docker-or-podman run --rm"
+  assert_output --partial "dry run: nothing was submitted."
+  refute_output --partial "would fail"
+  # Where the container would start (the node itself), no runtime is still exit 1.
+  PATH=$bin run "$REPO_ROOT/runner/primus-cli" --dry-run container -- train
+  assert_failure 1
+  assert_output --partial "no container runtime found"
+}
+
+@test "MASTER_PORT=auto under the Slurm entry: direct and container both take the job-derived port, on 2 nodes" {
+  fake_hosts node1
+  step_env 2 'node[1-2]' 0
+  export MASTER_PORT=auto PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
+  # 10000 + 2 * ((16 * SLURM_JOB_ID + SLURM_STEP_ID) mod 11384) for job 4242 step 0
+  run "$ENTRY" --dry-run direct --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "--nnodes 2 --node_rank 0 --master_addr node1 --master_port 31904 "
+  run "$ENTRY" --dry-run container --runtime docker --image img -- --module primus_runner -- preflight
+  assert_success
+  assert_output --partial "scheduler ranks mapped on the host (slurm): MASTER_ADDR=node1 MASTER_PORT=31904 NNODES=2"
+  assert_output --regexp "command: .* --env MASTER_PORT .* img "
+}

@@ -45,3 +45,13 @@ def test_master_port_auto_is_a_free_port_for_the_check_and_single_node_only() ->
     assert view is not None and view["A"] == "1" and 1024 <= int(view["MASTER_PORT"]) <= 65535
     with pytest.raises(UsageError, match="MASTER_PORT=auto with NNODES=2"):
         container_env.master_port_view({"MASTER_PORT": "AUTO"}, "2")
+
+
+def test_master_port_auto_under_slurm_is_the_job_port_whatever_the_node_count() -> None:
+    from primus_runner.cluster import rendezvous
+
+    env = {"MASTER_PORT": "auto", "SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0"}
+    assert rendezvous.auto_port(env) == {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0"}
+    assert container_env.master_port_view(env, "2") is None       # not refused on 2 nodes
+    assert container_env.ranks_view(env) == {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0"}
+    assert container_env.ranks_view({"MASTER_PORT": "29500", "SLURM_JOB_ID": "1"})["MASTER_PORT"] == "29500"

@@ -15,7 +15,7 @@ On the node that hosts the rendezvous (NODE_RANK 0):
 
 That MASTER_ADDR resolves on the other nodes is ``ranks.check_master_resolves``
 (at prepare time). ``MASTER_PORT=auto`` (``auto_port``) is replaced by a free
-port here, on a single node only; under Slurm a job-derived port is ranks.py's.
+port here, on a single node only; under Slurm by the job-derived port (ranks.py's).
 A launch on one node with no scheduler and no MASTER_PORT from the user or their
 config (``wants_free_port``) gets a free port too, not the reference's 1234, so
 launches side by side on one host do not collide; multi-node launches keep 1234
@@ -31,6 +31,7 @@ from collections.abc import Mapping
 # prepare step of a single-node launch needs none of them (ms of every launch).
 from primus_runner.env.rules import distributed
 from primus_runner.errors import UsageError
+from primus_runner.scheduler.variables import detect_source
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,9 +68,15 @@ def free_port(root: str = "/") -> int:
 
 
 def auto_port(env: Mapping[str, str], root: str = "/") -> dict[str, str] | None:
-    """With MASTER_PORT=auto: a copy of env with a free port in its place, else None."""
+    """With MASTER_PORT=auto ("choose for me", in every mode): a copy of env with
+    the port chosen, else None. Under Slurm the copy has no MASTER_PORT, so the
+    rank mapping derives the job's port (scheduler/variables.py slurm_step_port: the same on
+    every node, whatever NNODES); elsewhere a free port of this node, which only a
+    single node can use (check_auto_single_node)."""
     if env.get("MASTER_PORT", "").strip().lower() != "auto":
         return None
+    if detect_source(env) == "slurm":
+        return {k: v for k, v in env.items() if k != "MASTER_PORT"}
     return {**env, "MASTER_PORT": str(free_port(root))}
 
 

@@ -138,8 +138,9 @@ def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> 
     if detect_source(env) is None:
         return {}
     from primus_runner.launch import detect
+    from primus_runner.launch.container_env import ranks_view
 
-    mapping = ranks.resolve(env, detect.config_defaults(cfg))
+    mapping = ranks.resolve(ranks_view(env), detect.config_defaults(cfg))
     values = {k: v for k, v in mapping.as_env().items()
               if k in ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "GPUS_PER_NODE")}
     plan.log("INFO", f"scheduler ranks mapped on the host ({mapping.source}): "

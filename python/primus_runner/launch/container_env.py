@@ -14,6 +14,7 @@ Owns three decisions of the container plan (python/primus_runner/launch/containe
 - ``MASTER_PORT=auto`` (accepted by direct, rendezvous.auto_port): forwarded as
   ``auto``, so the direct launcher inside picks the free port; the host's check
   sees a free port in its place; more than one node is refused as in direct.
+  Under Slurm the host's rank mapping derives the job's port and passes it in.
 It must not forward anything itself nor decide the allowlist (registry.py does).
 """
 from __future__ import annotations
@@ -83,9 +84,18 @@ def notes(env: Mapping[str, str], forwarded: list[str], passed: set[str],
 
 def master_port_view(env: Mapping[str, str], nnodes: str) -> dict[str, str] | None:
     """With MASTER_PORT=auto: the environment the host's check sees (a free port
-    in its place), else None. More than one node: UsageError, as in direct."""
+    in its place), else None. More than one node: UsageError, as in direct.
+    (Under Slurm the rank mapping already put the job's port in its place.)"""
     picked = rendezvous.auto_port(env)
-    if picked is None:
+    if picked is None or "MASTER_PORT" not in picked:
         return None
     rendezvous.check_auto_single_node(int(nnodes) if nnodes.isdigit() else 1)
     return picked
+
+
+def ranks_view(env: Mapping[str, str]) -> Mapping[str, str]:
+    """The environment the host's rank mapping reads: MASTER_PORT=auto under Slurm
+    left out, so the mapping derives the job's port (rendezvous.auto_port), as
+    the direct launch under the same entry does; any other env as it is."""
+    picked = rendezvous.auto_port(env) if env.get("SLURM_JOB_ID") else None
+    return picked if picked is not None and "MASTER_PORT" not in picked else env
