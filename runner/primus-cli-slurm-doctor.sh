@@ -16,17 +16,23 @@
 # A node fails when one of its checks fails, when it is the odd one out of
 # anything that should be uniform (versions, device counts, CPU vendor,
 # accelerator, cluster-uniform variables: named against the majority), or
-# with --probe when its best pair bandwidth is below R x the fleet median.
+# with --probe when its pairs say it is slow: a pair is slow below R x the
+# median of the nodes' best pairs; a node slow in every pair it was measured
+# in, or slow with a node known to be good (a confirmation round pairs each
+# node of a slow pair with one), is excluded. A slow pair nothing explains
+# (two nodes: either end may be the slow one) names both as suspects and
+# excludes neither.
 #
 # Options (anywhere among the Slurm flags):
 #   --probe          also measure with the job's backend (gloo on CPU,
 #                    NCCL/RCCL on GPUs): node pairs in two rounds (i with
-#                    i+1, then i with i+N/2), one all_reduce, GEMM on GPUs
+#                    i+1, then i with i+N/2), a recheck of the slow
+#                    pairs, a confirmation round, one all_reduce, GEMM
+#                    on GPUs
 #   --json FILE      write the fleet report (every node, every check, figures)
-#   --ratio R        fail a node below R x the fleet median bandwidth
-#                    (default 0.8)
-#   --floor-gbps G   also fail a node whose best pair is below G GB/s
-#                    (default: none)
+#   --ratio R        a pair is slow below R x the median of the nodes'
+#                    best pairs (default 0.8)
+#   --floor-gbps G   a pair is also slow below G GB/s (default: none)
 #   --dry-run        print the srun call; run nothing
 #   -h, --help       this text
 #
@@ -64,8 +70,9 @@ doctor_parse() {
       --probe) NODE_ARGS+=(--probe) ;;
       --json) doctor_value "$1" "${2:-}" report.json; FLEET_ARGS+=(--json "$2"); shift ;;
       --json=*) FLEET_ARGS+=(--json "${1#*=}") ;;
-      --ratio | --floor-gbps) doctor_value "$1" "${2:-}"; FLEET_ARGS+=("$1" "$2"); shift ;;
-      --ratio=* | --floor-gbps=*) FLEET_ARGS+=("${1%%=*}" "${1#*=}") ;;
+      # Both ends use the limits: the nodes plan the confirmation round with them.
+      --ratio | --floor-gbps) doctor_value "$1" "${2:-}"; FLEET_ARGS+=("$1" "$2"); NODE_ARGS+=("$1" "$2"); shift ;;
+      --ratio=* | --floor-gbps=*) FLEET_ARGS+=("${1%%=*}" "${1#*=}"); NODE_ARGS+=("${1%%=*}" "${1#*=}") ;;
       -N | --nodes) doctor_value "$1" "${2:-}" 4; SLURM_FLAGS+=("$1" "$2"); EXPECT=$2; shift ;;
       --nodes=*) SLURM_FLAGS+=("$1"); EXPECT=${1#*=} ;;
       -N?*) SLURM_FLAGS+=("$1"); EXPECT=${1#-N} ;;
@@ -101,7 +108,10 @@ main() {
   out=$(mktemp "${TMPDIR:-/tmp}/primus-doctor.XXXXXX")
   # shellcheck disable=SC2064 # the file name is fixed now
   trap "rm -f -- '$out'" EXIT
-  echo "[doctor] $(date +%H:%M:%S) phase 1/3: node checks on every node (srun)" >&2
+  # The nodes print no phase of their own: node 0 says when the probe starts.
+  local phases=2
+  [[ " ${NODE_ARGS[*]} " != *" --probe "* ]] || phases=3
+  echo "[doctor] $(date +%H:%M:%S) phase 1/$phases: node checks on every node (srun)" >&2
   "${srun[@]}" >"$out" || rc=$?
   if ! grep -q '^PRIMUS-DOCTOR-REPORT ' "$out" && ((rc != 0 && rc != 3)); then
     LOG_ERROR "srun failed (exit $rc) before any node reported; see its message above."
@@ -110,6 +120,7 @@ main() {
   grep -v '^PRIMUS-DOCTOR-REPORT ' "$out" >&2 || true
   local fleet=("$PRIMUS_PYTHON" -m primus_runner doctor fleet "$out" "${FLEET_ARGS[@]}")
   [[ -z $EXPECT ]] || fleet+=(--expect "$EXPECT")
+  fleet+=(--phases "$phases")
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "${fleet[@]}"
 }
 

@@ -3,44 +3,133 @@ from __future__ import annotations
 
 from typing import Any
 
-from primus_runner.doctor import fleet
+from primus_runner.doctor import fleet, pairs
 from primus_runner.doctor.probe import pairings, round_of
 
 
-def _report(host: str, gbps: list[float] | None = None, **facts: str) -> dict[str, Any]:
+def _report(host: str, pairs: list[tuple[str, float]] | None = None, **facts: str) -> dict[str, Any]:
+    """One node's report; ``pairs``: (peer, GB/s) in rounds 1, 2, 3... in order."""
     base = {"cpu vendor": "AuthenticAMD", "version torch": "2.13.0+cpu", "devices": "0"}
     base.update(facts)
     rep: dict[str, Any] = {"host": host, "facts": base, "uniform": {}, "checks": [
         {"name": "cpu", "status": "pass", "value": "x", "wanted": "y", "fix": ""}]}
-    if gbps is not None:
-        rep["probe"] = {"pairs": [{"round": i + 1, "peer": "p", "gbps": g, "latency_us": 50.0}
-                                  for i, g in enumerate(gbps)]}
+    if pairs is not None:
+        rep["probe"] = {"pairs": [{"round": i + 1, "peer": peer, "gbps": g, "latency_us": 50.0}
+                                  for i, (peer, g) in enumerate(pairs)]}
     return rep
 
 
-# Recorded: 4 nodes of the live suite, node3 shaped to ~0.01 GB/s (slow in both rounds);
-# its partners are slow in one round only.
-RECORDED = [_report("node1", [1.9, 2.1]), _report("node2", [1.8, 0.011]),
-            _report("node3", [0.012, 0.011]), _report("node4", [0.012, 2.0])]
+def _fleet(pairs: dict[tuple[str, str, int], float], hosts: list[str]) -> list[dict[str, Any]]:
+    """Reports of ``hosts`` from one figure per (a, b, round), recorded at both ends."""
+    reps = {h: _report(h, []) for h in hosts}
+    for (a, b, rnd), gbps in pairs.items():
+        for me, peer in ((a, b), (b, a)):
+            reps[me]["probe"]["pairs"].append({"round": rnd, "peer": peer, "gbps": gbps, "latency_us": 50.0})
+    return list(reps.values())
 
 
-def test_a_node_slow_in_both_rounds_is_the_bad_one() -> None:
-    verdicts = fleet.rank(RECORDED)
+LIMITS = pairs.Limits()
+NODES = ["node1", "node2", "node3", "node4"]
+SURVEY = {("node1", "node2", 1): 1.9, ("node3", "node4", 1): 2.0,
+          ("node1", "node3", 2): 2.1, ("node2", "node4", 2): 1.8}
+
+
+def _survey(**slow: float) -> dict[tuple[str, str, int], float]:
+    """The survey of 4 nodes with the pairs named a_b (e.g. node2_node4=0.01) slowed."""
+    out = dict(SURVEY)
+    for name, gbps in slow.items():
+        a, b = name.split("_")
+        key = next(k for k in out if k[:2] == (a, b))
+        out[key] = gbps
+    return out
+
+
+def test_a_node_slow_in_every_pair_is_excluded_and_its_partners_are_not() -> None:
+    # node3 slow with everyone (recorded on the live suite: shaped to ~0.01 GB/s).
+    survey = _survey(node3_node4=0.012, node1_node3=0.011)
+    assert pairs.rechecks(pairs.measured(_fleet(survey, NODES)), LIMITS) == [[("node1", "node3")],
+                                                                             [("node3", "node4")]]
+    rechecked = {**survey, ("node1", "node3", 3): 0.012, ("node3", "node4", 3): 0.011}
+    assert pairs.confirmations(pairs.measured(_fleet(rechecked, NODES)), LIMITS) == [[("node3", "node2")]]
+    reps = _fleet({**rechecked, ("node2", "node3", 4): 0.011}, NODES)
+    verdicts = fleet.rank(reps)
     assert verdicts[0].host == "node3"
     assert [v.host for v in verdicts if v.bad] == ["node3"]
+    assert not any(v.suspect for v in verdicts)                   # the partners' slow pairs: node3's
     assert verdicts[0].ratio is not None and verdicts[0].ratio < 0.1
-    assert "0.012 GB/s" in verdicts[0].failed[0] and "fleet median" in verdicts[0].failed[0]
+    assert "slow in every pair: 0.012 GB/s with node4 (0.01x), 0.012 GB/s with node1" in verdicts[0].failed[0]
     assert fleet.exclude_line(verdicts) == "--exclude=node3"
     table = fleet.table(verdicts)
     assert table[0].split()[:2] == ["NODE", "STATUS"]
     assert table[1].startswith("node3") and "FAIL" in table[1]
 
 
-def test_ties_fail_nobody() -> None:
-    verdicts = fleet.rank([_report(f"n{i}", [1.0, 1.0]) for i in range(1, 5)])
+def test_a_node_slow_with_some_partners_is_confirmed_against_a_node_known_to_be_good() -> None:
+    # The live lab: tc shapes a node's traffic only where it listens, so node2 is fast with
+    # node1 and slow with node4; node4 is slow with node2 only. Either may be the slow one.
+    survey = _survey(node2_node4=0.03)
+    assert pairs.rechecks(pairs.measured(_fleet(survey, NODES)), LIMITS) == [[("node2", "node4")]]
+    rechecked = {**survey, ("node2", "node4", 3): 0.028}
+    plan = pairs.confirmations(pairs.measured(_fleet(rechecked, NODES)), LIMITS)
+    assert plan == [[("node2", "node3"), ("node4", "node1")]]     # each with a good node not met yet
+    reps = _fleet({**rechecked, ("node2", "node3", 4): 0.02, ("node1", "node4", 4): 1.7}, NODES)
+    verdicts = fleet.rank(reps)
+    assert [v.host for v in verdicts if v.bad] == ["node2"]
+    assert "slow with a node known to be good: 0.02 GB/s with node3" in verdicts[0].failed[0]
+    assert not any(v.suspect for v in verdicts)
+    assert fleet.exclude_line(verdicts) == "--exclude=node2"
+
+
+def test_a_slow_pair_the_recheck_finds_fast_is_noise() -> None:
+    survey = _survey(node3_node4=0.5)                             # a busy moment
+    assert pairs.rechecks(pairs.measured(_fleet(survey, NODES)), LIMITS) == [[("node3", "node4")]]
+    reps = _fleet({**survey, ("node3", "node4", 3): 2.0}, NODES)
+    assert pairs.confirmations(pairs.measured(reps), LIMITS) == []
+    verdicts = fleet.rank(reps)
+    assert not any(v.bad or v.suspect for v in verdicts)
+
+
+def test_one_slow_pair_that_no_confirmation_repeats_excludes_nobody() -> None:
+    rechecked = {**_survey(node3_node4=0.5), ("node3", "node4", 3): 0.45}
+    assert pairs.confirmations(pairs.measured(_fleet(rechecked, NODES)), LIMITS) == [
+        [("node3", "node2"), ("node4", "node1")]]
+    reps = _fleet({**rechecked, ("node2", "node3", 4): 2.0, ("node1", "node4", 4): 1.9}, NODES)
+    verdicts = fleet.rank(reps)
     assert not any(v.bad for v in verdicts)
+    assert fleet.exclude_line(verdicts) is None
+    assert sorted(v.host for v in verdicts if v.suspect) == ["node3", "node4"]
+    assert "not confirmed against a node known to be good" in verdicts[0].suspect[0]
+    assert "suspect" in fleet.table(verdicts)[1]
+
+
+def test_two_nodes_a_slow_pair_names_both_suspects_and_excludes_none() -> None:
+    reps = _fleet({("n1", "n2", 1): 0.01, ("n1", "n2", 2): 0.012}, ["n1", "n2"])
+    verdicts = fleet.rank(reps)                         # one link: it is its own reference
+    assert not any(v.bad or v.suspect for v in verdicts)
+    # Below an absolute floor, either end may be the slow one: both named, none excluded.
+    limits = pairs.Limits(0.8, 1.0)
+    assert pairs.confirmations(pairs.measured(reps), limits) == []
+    verdicts = fleet.rank(reps, floor_gbps=1.0)
+    assert not any(v.bad for v in verdicts)
+    assert fleet.exclude_line(verdicts) is None
+    assert [v.host for v in verdicts if v.suspect] == ["n1", "n2"]
+    assert "with two nodes a slow pair cannot say which end is slow" in verdicts[0].suspect[0]
+
+
+def test_two_nodes_a_node_local_failure_takes_the_blame() -> None:
+    reps = _fleet({("n1", "n2", 1): 0.01, ("n1", "n2", 2): 0.012}, ["n1", "n2"])
+    reps[1]["checks"].append({"name": "rdma ports", "status": "fail", "value": "mlx5_0/1 DOWN",
+                              "wanted": "ACTIVE", "fix": "reseat"})
+    verdicts = fleet.rank(reps, floor_gbps=1.0)
+    assert [v.host for v in verdicts if v.bad] == ["n2"]
+    assert not any(v.suspect for v in verdicts)         # n1's slow pair is n2's
+
+
+def test_ties_fail_nobody() -> None:
+    verdicts = fleet.rank(_fleet(dict.fromkeys(SURVEY, 1.0), NODES))
+    assert not any(v.bad or v.suspect for v in verdicts)
     assert [v.ratio for v in verdicts] == [1.0] * 4
-    assert [v.host for v in verdicts] == ["n1", "n2", "n3", "n4"]      # host order among equals
+    assert [v.host for v in verdicts] == NODES                          # host order among equals
     assert fleet.exclude_line(verdicts) is None
 
 
@@ -51,18 +140,26 @@ def test_one_node() -> None:
 
 
 def test_all_nodes_slow_only_an_absolute_floor_names_them() -> None:
-    slow = [_report(f"n{i}", [0.01, 0.011]) for i in range(1, 5)]
+    slow = _fleet(dict.fromkeys(SURVEY, 0.01), NODES)
     assert not any(v.bad for v in fleet.rank(slow))                     # relative: all alike
     verdicts = fleet.rank(slow, floor_gbps=300.0)
     assert all(v.bad for v in verdicts)
-    assert "below the floor 300 GB/s" in verdicts[0].failed[0]
-    assert fleet.exclude_line(verdicts) == "--exclude=n[1-4]"
+    assert "floor 300 GB/s" in verdicts[0].failed[0]
+    assert fleet.exclude_line(verdicts) == "--exclude=node[1-4]"
 
 
 def test_ratio_threshold_is_strictly_below() -> None:
-    reps = [_report("a1", [1.0]), _report("a2", [1.0]), _report("a3", [0.8])]
-    assert not any(v.bad for v in fleet.rank(reps, ratio=0.8))
-    assert [v.host for v in fleet.rank(reps, ratio=0.81) if v.bad] == ["a3"]
+    reps = _fleet({**dict.fromkeys(SURVEY, 1.0), ("node2", "node4", 2): 0.8}, NODES)
+    assert not any(v.bad or v.suspect for v in fleet.rank(reps, ratio=0.8))
+    assert sorted(v.host for v in fleet.rank(reps, ratio=0.81) if v.suspect) == ["node2", "node4"]
+
+
+def test_both_ends_of_a_pair_give_one_figure() -> None:
+    reps = _fleet(SURVEY, NODES)
+    reps[0]["probe"]["pairs"][0]["gbps"] = 0.5          # node1's own timing of node1-node2, disturbed
+    measured = pairs.measured(reps)
+    assert len(measured) == 4
+    assert next(p for p in measured if (p.a, p.b) == ("node1", "node2")).gbps == 1.9
 
 
 def test_odd_one_out_is_named_against_the_majority() -> None:

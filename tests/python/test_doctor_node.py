@@ -55,7 +55,9 @@ def test_cpu_host_is_healthy_with_at_least_8_checks(tmp_path: Path) -> None:
     assert all(set(c) == {"name", "status", "value", "wanted", "fix"} for c in report["checks"])
     assert report["facts"]["cpu vendor"] == node_versions.cpu_facts("/")[0]
     assert report["facts"]["version torch"].startswith("2.")
-    assert "phase 1/1: node checks" in proc.stderr                       # a progress line
+    # Outside a multi-node job it says it checks this node only, and how to check every node.
+    assert "phase 1/1: node checks of this node only (not in a multi-node job); every node of an " \
+        "allocation: primus-cli slurm doctor" in proc.stderr
     assert f"{len(names)} checks, 0 failed" in proc.stdout and "healthy" in proc.stdout
 
 
@@ -161,6 +163,15 @@ def test_report_line_is_what_the_fleet_reads(tmp_path: Path) -> None:
     assert "2 node(s), 0 failed - fleet healthy" in fleet.stdout
     assert "--exclude=" not in fleet.stdout
 
+    assert "phase 2/2: comparing the nodes" in fleet.stderr            # numbered once per run
+    assert "one node checked" not in fleet.stdout
+    # One report (srun outside an allocation with no -N ran on one node): said, with the way to all.
+    saved.write_text("\n".join(lines) + "\n")
+    fleet = subprocess.run([sys.executable, "-m", "primus_runner", "doctor", "fleet", str(saved),
+                            "--phases", "3"], capture_output=True, text=True, env=_env(
+                                PYTHONPATH=str(ROOT / "python")), timeout=60, check=False)
+    assert "phase 3/3: comparing the nodes" in fleet.stderr
+    assert "no other node to compare" in fleet.stdout and "primus-cli slurm doctor -N N" in fleet.stdout
 
 def test_bad_ratio_is_a_usage_error(tmp_path: Path) -> None:
     saved = tmp_path / "none"

@@ -4,8 +4,10 @@
 # on 127.0.77.1-4, each with its own hostname; run with tests/slurm/run.sh):
 # a healthy fleet exits 0; a node handed another host tree by the cluster's
 # TaskProlog is named and excluded; a node made slow with tc (htb + u32 filter
-# on the loopback, traffic to that node's address) is named by --probe with its
-# figure and excluded. The tc change is always undone in teardown.
+# on the loopback, traffic to and from that node's address) is named by --probe
+# with its figure and excluded, and nothing else is, run after run; with two
+# nodes a slow pair names both as suspects and excludes neither. The tc change
+# is always undone in teardown.
 
 REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 load "$REPO_ROOT/node_modules/bats-support/load"
@@ -13,13 +15,14 @@ load "$REPO_ROOT/node_modules/bats-assert/load"
 
 PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
 ODD_NODE=node3
-# The slowed node: node1. All "nodes" share this host's loopback, where a
+# The slowed node: node2. All "nodes" share this host's loopback, where a
 # connection's source address is 127.0.0.1 whoever opens it, so tc can only
 # tell a node's traffic by its own listening address; gloo connects the higher
-# address to the lower one, so node1 listens on every one of its connections
-# and tc slows all of them (node3 would be slowed only towards node4).
-SLOW_NODE=node1
-SLOW_ADDR=127.0.77.1
+# address to the lower one, so node2 is slowed towards node3 and node4 and not
+# towards node1: slow in some pairs only, the case where either end of a slow
+# pair may be the slow one and the confirmation round decides.
+SLOW_NODE=node2
+SLOW_ADDR=127.0.77.2
 
 setup_file() {
   [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF && -n ${PRIMUS_SLURM_DIR:-} ]] || {
@@ -70,7 +73,9 @@ last_line() { printf '%s\n' "${output##*$'\n'}"; }
   run salloc -N 4 --time=5 "$PRIMUS_CLI" slurm doctor --json "$TEST_DIR/fleet.json"
   echo "$output"
   assert_success
-  assert_output --partial "phase 1/3: node checks on every node"
+  assert_output --partial "phase 1/2: node checks on every node"
+  assert_output --partial "phase 2/2: comparing the nodes"
+  refute_output --regexp "phase [0-9]/(1|3)"
   assert_output --partial "[doctor] 4 node(s), 0 failed - fleet healthy"
   refute_output --partial -- "--exclude="
   run "$PRIMUS_PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1]))
@@ -98,7 +103,8 @@ print(sorted(x["host"] for x in r["reports"]), min(len(x["checks"]) for x in r["
   [[ $(last_line) == "--exclude=node3" ]]
 }
 
-@test "slurm doctor -N 4 --probe: a node slowed by tc (htb + u32 on lo) is named with its figure and excluded" {
+# slow_down ADDR: every packet to or from ADDR on lo through a 200 mbit/s class.
+slow_down() {
   local qdisc
   qdisc=$(tc qdisc show dev lo)
   [[ $qdisc == *"noqueue"* || -z $qdisc ]] || {
@@ -108,19 +114,43 @@ print(sorted(x["host"] for x in r["reports"]), min(len(x["checks"]) for x in r["
   tc qdisc add dev lo root handle 1: htb
   TC_ADDED=1
   tc class add dev lo parent 1: classid 1:1 htb rate 200mbit ceil 200mbit
-  tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip dst "$SLOW_ADDR/32" flowid 1:1
-  tc filter add dev lo parent 1: protocol ip prio 2 u32 match ip src "$SLOW_ADDR/32" flowid 1:1
+  tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip dst "$1/32" flowid 1:1
+  tc filter add dev lo parent 1: protocol ip prio 2 u32 match ip src "$1/32" flowid 1:1
+}
+
+@test "slurm doctor -N 4 --probe: a node slowed by tc (htb + u32 on lo) is named with its figure and excluded, alone" {
+  slow_down "$SLOW_ADDR"
   # --ratio 0.5: 4 "nodes" share 2 cores here, so healthy pairs vary by up to
-  # ~30%; the slowed node measures ~0.05x the median.
+  # ~30%; the slowed node's pairs measure ~0.02x the reference.
   run "$PRIMUS_CLI" slurm doctor -N 4 --probe --ratio 0.5 --json "$TEST_DIR/fleet.json"
   echo "$output"
   assert_failure 3
-  assert_output --partial "phase 2/2: probe (node pairs, all_reduce)"
-  assert_line --regexp "^$SLOW_NODE +FAIL +[0-9.e-]+ +[0-9]+ +0\.[0-9]+ +probe: [0-9.e-]+ GB/s is 0\.[0-9]+x the fleet median"
+  assert_output --partial "phase 1/3: node checks on every node"
+  assert_output --partial "phase 2/3: probe on every node"
+  assert_output --partial "phase 3/3: comparing the nodes"
+  refute_output --regexp "phase [0-9]/(1|2)"
+  assert_line --regexp "^$SLOW_NODE +FAIL +[0-9.e-]+ +[0-9]+ +0\.0[0-9] +probe: slow with a node known to be good: [0-9.e-]+ GB/s with node3"
+  refute_output --partial "suspect"
   [[ $(last_line) == "--exclude=$SLOW_NODE" ]]
-  # The partners of node1 were slow in one round only: not excluded.
+  # node4, slow with node2 too, was confirmed fast with node1: not excluded.
   run "$PRIMUS_PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1]))
-print(" ".join(v["host"] + ":" + format(v["ratio"], ".2f") for v in r["ranking"]))' "$TEST_DIR/fleet.json"
+print(" ".join(v["host"] + ":" + format(v["ratio"], ".2f") for v in r["ranking"]))
+print(" ".join(sorted(p["peer"] + ":" + str(p["round"]) for x in r["reports"] if x["host"] == "node4"
+                      for p in x["probe"]["pairs"])))' "$TEST_DIR/fleet.json"
   echo "$output"
-  assert_output --regexp "^$SLOW_NODE:0\.[0-7][0-9] "
+  assert_line --index 0 --regexp "^$SLOW_NODE:0\.0[0-9] "
+  assert_line --index 1 "node1:4 node2:2 node2:3 node3:1"
+}
+
+@test "slurm doctor -w node2,node3 --probe: a slow pair of two nodes names both as suspects and excludes neither" {
+  slow_down "$SLOW_ADDR"
+  # Two nodes are one pair, their own reference: only a floor calls it slow.
+  run "$PRIMUS_CLI" slurm doctor -w node2,node3 --probe --floor-gbps 0.2
+  echo "$output"
+  assert_success
+  assert_line --regexp "^node2 +suspect .*with two nodes a slow pair cannot say which end is slow"
+  assert_line --regexp "^node3 +suspect "
+  assert_output --partial "[doctor] suspect, not excluded: node2, node3"
+  assert_output --partial "[doctor] 2 node(s), 0 failed - no node to leave out"
+  refute_output --partial -- "--exclude="
 }

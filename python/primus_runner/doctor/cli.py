@@ -19,6 +19,7 @@ import json
 import sys
 import time
 
+from primus_runner.doctor.pairs import DEFAULT_RATIO, Limits
 from primus_runner.doctor.record import EXIT_HEALTHY, EXIT_UNFIT, FAIL, PASS, Check, exit_code
 from primus_runner.facts import EXIT_INVALID
 
@@ -42,6 +43,8 @@ def _node_parser() -> argparse.ArgumentParser:
                    "multi-node job node-pair bandwidth/latency and one all_reduce")
     p.add_argument("--json", metavar="FILE", help="write every check (and probe figure) to FILE")
     p.add_argument("--report-line", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--ratio", type=float, default=DEFAULT_RATIO, help=argparse.SUPPRESS)
+    p.add_argument("--floor-gbps", type=float, default=None, help=argparse.SUPPRESS)
     return p
 
 
@@ -50,11 +53,13 @@ def _fleet_parser() -> argparse.ArgumentParser:
                                 "(PRIMUS-DOCTOR-REPORT lines) of FILE, worst first.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", metavar="OUT", help="write the fleet report (every node, every check)")
-    p.add_argument("--ratio", type=float, default=0.8, help="a node fails below RATIO x the fleet "
-                   "median bandwidth (default 0.8)")
-    p.add_argument("--floor-gbps", type=float, default=None, help="absolute floor in GB/s for the "
-                   "best pair bandwidth (default: none)")
+    p.add_argument("--ratio", type=float, default=DEFAULT_RATIO, help="a node pair is slow below RATIO "
+                   "x the reference bandwidth (the median of the nodes' best pairs; default 0.8); a node "
+                   "fails when it is slow in every pair, or slow with a node known to be good")
+    p.add_argument("--floor-gbps", type=float, default=None, help="a node pair is also slow below "
+                   "this many GB/s (default: no floor)")
     p.add_argument("--expect", type=int, default=0, help="nodes expected (missing ones are named)")
+    p.add_argument("--phases", type=int, default=2, help=argparse.SUPPRESS)
     return p
 
 
@@ -74,17 +79,26 @@ def print_checks(checks: list[Check], host: str) -> None:
 def node_main(argv: list[str]) -> int:
     import os
 
-    from primus_runner.doctor.node import checks_of, report
+    from primus_runner.doctor.node import checks_of, job_of, report
 
     args = _node_parser().parse_args(argv)
     env = dict(os.environ)
-    progress("phase 1/2: node checks" if args.probe else "phase 1/1: node checks")
+    nnodes = job_of(env)[3]
+    if not args.report_line:                      # under slurm doctor, it numbers the phases
+        phases = 2 if args.probe else 1
+        progress(f"phase 1/{phases}: node checks" + ("" if nnodes > 1 else " of this node only (not in a "
+                 "multi-node job); every node of an allocation: primus-cli slurm doctor (inside salloc or "
+                 "sbatch, or with -N N)"))
     rep = report(env)
     if args.probe:
         from primus_runner.doctor.probe import run_probe
 
-        progress("phase 2/2: probe (" + ("node pairs, all_reduce" if rep["nnodes"] > 1 else "this node") + ")")
-        rep["probe"] = run_probe(env, rep)
+        if not args.report_line:
+            progress("phase 2/2: probe (" + ("node pairs, all_reduce" if nnodes > 1 else "this node") + ")")
+        elif rep["node_rank"] == 0:
+            progress("phase 2/3: probe on every node (node pairs in two rounds, a recheck and a "
+                     "confirmation round for slow pairs, all_reduce)")
+        rep["probe"] = run_probe(env, rep, Limits(args.ratio, args.floor_gbps))
         rep["checks"] += rep["probe"].pop("checks", [])
     checks = checks_of(rep)
     if args.json:
@@ -152,7 +166,7 @@ def fleet_main(argv: list[str]) -> int:
         print(f"primus-cli doctor: error: --ratio {args.ratio:g} is not accepted; accepted: 0 < R <= 1 "
               "(e.g. 0.8)", file=sys.stderr)
         return EXIT_USAGE
-    progress("phase 3/3: comparing the nodes")
+    progress(f"phase {args.phases}/{args.phases}: comparing the nodes")
     reports = read_reports(args.file)
     if not reports:
         print(f"[doctor] no node report in {args.file}: the doctor did not run on any node (see the "
@@ -169,7 +183,17 @@ def fleet_main(argv: list[str]) -> int:
             json.dump(fleet.fleet_json(reports, verdicts, args.ratio, args.floor_gbps), handle, indent=2)
             handle.write("\n")
     bad = sum(1 for v in verdicts if v.bad)
-    print(f"[doctor] {len(reports)} node(s), {bad} failed" + (" - leave them out:" if bad else " - fleet healthy"))
+    suspects = [v.host for v in verdicts if v.suspect and not v.bad]
+    if len(reports) == 1 and args.expect <= 1:
+        print(f"[doctor] one node checked ({reports[0]['host']}): no other node to compare (outside an "
+              "allocation with no -N or -w, srun runs on one node); every node: primus-cli slurm doctor -N N "
+              "or -w LIST, or inside salloc/sbatch")
+    if suspects:
+        print(f"[doctor] suspect, not excluded: {', '.join(suspects)} (a slow pair no check or node known "
+              "to be good explains; see the table)")
+    print(f"[doctor] {len(reports)} node(s), {bad} failed" + (" - leave them out:" if bad else
+                                                              " - no node to leave out" if suspects
+                                                              else " - fleet healthy"))
     exclude = fleet.exclude_line(verdicts)
     if exclude:
         print(exclude)

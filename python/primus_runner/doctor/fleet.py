@@ -7,24 +7,25 @@ ranking is tested on recorded figures. Rules:
   every cluster-uniform variable should be the same on every node; where values
   differ, the nodes holding a value other than the majority's are the odd ones out
   (a tie: every side but the one holding the first node in host order);
-- probe: a node's figure is its best pair bandwidth over the two pairing rounds,
-  so a node slow in both rounds is the bad one and its partners are not; it fails
-  below ``ratio`` x the fleet median (default 0.8) or below an absolute floor;
-- a node fails when any of its checks failed, it is odd one out, or its figure is low.
+- probe: which end of a slow pair (below ``ratio`` x the reference or below the
+  floor) is slow is pairs.py's: a node slow in every pair, or slow with a node
+  known to be good, fails; an unexplained slow pair makes its nodes suspects,
+  named but never excluded;
+- a node fails when any of its checks failed, it is odd one out, or its pairs say so.
 Must not run anything on the nodes.
 """
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 
+from primus_runner.doctor.pairs import DEFAULT_RATIO, Limits, judge, measured, natural
 from primus_runner.records import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-DEFAULT_RATIO = 0.8
+__all__ = ["DEFAULT_RATIO", "NodeVerdict", "exclude_line", "fleet_json", "rank", "table"]
 
 
 @dataclass
@@ -32,19 +33,17 @@ class NodeVerdict:
     host: str
     failed: list[str] = field(default_factory=list)
     warned: list[str] = field(default_factory=list)
-    bandwidth: float | None = None       # GB/s, best pair
+    suspect: list[str] = field(default_factory=list)
+    bandwidth: float | None = None       # GB/s, median of its pairs (pairs.py)
     latency_us: float | None = None
-    ratio: float | None = None           # bandwidth / fleet median
+    ratio: float | None = None           # bandwidth / the reference (pairs.py)
 
     @property
     def bad(self) -> bool:
         return bool(self.failed)
 
 
-def _natural(host: str) -> list[int | str]:
-    import re
-
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", host)]
+_natural = natural
 
 
 def odd_ones_out(reports: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
@@ -74,15 +73,6 @@ def odd_ones_out(reports: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     return out
 
 
-def node_bandwidth(report: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """(best pair GB/s, that pair's latency in us) of one node's probe pairs."""
-    pairs = report.get("probe", {}).get("pairs", [])
-    if not pairs:
-        return None, None
-    best = max(pairs, key=lambda p: float(p["gbps"]))
-    return float(best["gbps"]), float(best.get("latency_us") or 0.0)
-
-
 def rank(reports: Sequence[Mapping[str, Any]], ratio: float = DEFAULT_RATIO,
          floor_gbps: float | None = None) -> list[NodeVerdict]:
     """Every node's verdict, worst first (most failures, then lowest ratio, then host)."""
@@ -96,20 +86,18 @@ def rank(reports: Sequence[Mapping[str, Any]], ratio: float = DEFAULT_RATIO,
             elif c["status"] == "warn":
                 v.warned.append(c["name"])
         v.failed += [f"differs: {item}" for item in odd.get(v.host, [])]
-        v.bandwidth, v.latency_us = node_bandwidth(r)
         verdicts.append(v)
-    figures = [v.bandwidth for v in verdicts if v.bandwidth is not None]
-    median = statistics.median(figures) if figures else None
+    probes = judge([v.host for v in verdicts], measured(reports), Limits(ratio, floor_gbps),
+                   failed=[v.host for v in verdicts if v.failed])
     for v in verdicts:
-        if v.bandwidth is None or median is None:
-            continue
-        v.ratio = v.bandwidth / median if median > 0 else 1.0
-        if v.ratio < ratio:
-            v.failed.append(f"probe: {v.bandwidth:.3g} GB/s is {v.ratio:.2f}x the fleet median "
-                            f"{median:.3g} GB/s (threshold {ratio:g}x)")
-        if floor_gbps is not None and v.bandwidth < floor_gbps:
-            v.failed.append(f"probe: {v.bandwidth:.3g} GB/s below the floor {floor_gbps:g} GB/s")
-    verdicts.sort(key=lambda v: (-len(v.failed), v.ratio if v.ratio is not None else 1.0, _natural(v.host)))
+        p = probes[v.host]
+        v.bandwidth, v.latency_us, v.ratio = p.gbps, p.latency_us, p.ratio
+        if p.excluded:
+            v.failed.append(p.excluded)
+        if p.suspect:
+            v.suspect.append(p.suspect)
+    verdicts.sort(key=lambda v: (-len(v.failed), -len(v.suspect), v.ratio if v.ratio is not None else 1.0,
+                                 _natural(v.host)))
     return verdicts
 
 
@@ -123,11 +111,13 @@ def exclude_line(verdicts: Sequence[NodeVerdict]) -> str | None:
 def table(verdicts: Sequence[NodeVerdict]) -> list[str]:
     rows = [("NODE", "STATUS", "GB/S", "LAT(us)", "x MEDIAN", "FAILED CHECKS")]
     for v in verdicts:
-        rows.append((v.host, "FAIL" if v.bad else ("warn" if v.warned else "ok"),
+        status = "FAIL" if v.bad else "suspect" if v.suspect else "warn" if v.warned else "ok"
+        rows.append((v.host, status,
                      f"{v.bandwidth:.3g}" if v.bandwidth is not None else "-",
                      f"{v.latency_us:.0f}" if v.latency_us is not None else "-",
                      f"{v.ratio:.2f}" if v.ratio is not None else "-",
-                     "; ".join(v.failed) or (f"(warnings: {', '.join(v.warned)})" if v.warned else "-")))
+                     "; ".join(v.failed + v.suspect)
+                     or (f"(warnings: {', '.join(v.warned)})" if v.warned else "-")))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5] for r in rows]
 

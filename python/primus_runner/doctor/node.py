@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 PROTOCOL = "primus-doctor/1"
 
 
-def _job(env: Mapping[str, str]) -> tuple[str, int, int, int]:
+def job_of(env: Mapping[str, str]) -> tuple[str, int, int, int]:
     """(MASTER_ADDR, MASTER_PORT, NODE_RANK, NNODES) as a launch would map them."""
     from primus_runner.cluster.ranks import resolve
     from primus_runner.errors import PrimusError
@@ -39,7 +39,7 @@ def run_checks(env: Mapping[str, str]) -> tuple[list[Check], dict[str, Any]]:
 
     root = env.get("PRIMUS_SYSFS_ROOT") or "/"
     dev_root = env.get("PRIMUS_DEV_ROOT") or "/"
-    master, port, rank, nnodes = _job(env)
+    master, port, rank, nnodes = job_of(env)
     checks = [network.launch_verdict(env)]
     accel_checks, accel_facts = accel.accelerator_checks(root, dev_root, env)
     checks += accel_checks

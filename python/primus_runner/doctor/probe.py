@@ -3,8 +3,11 @@
 In a multi-node job (one process per node, e.g. the ``slurm doctor`` step), with
 torch.distributed: gloo on CPU, NCCL/RCCL when torch sees a GPU. Two rounds of
 pairings, i with i+1 then i with i+N/2 (a node left over in an odd fleet pairs
-with node 0 in an extra step), each pair timing a ping-pong of ``PROBE_BYTES``
-both ways (bandwidth) and of one element (latency), then one all_reduce over all
+with node 0 in an extra step), then a recheck of the slow pairs (round 3) and a
+confirmation round (4) that pairs each node of a slow pair with a node known to be
+good (the plans are pairs.py's, computed on every node from every node's figures),
+each pair timing a ping-pong of
+``PROBE_BYTES`` both ways (bandwidth) and of one element (latency), then one all_reduce over all
 nodes (bus bandwidth = bytes x 2(N-1)/N / time, the nccl-tests convention,
 https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md). On a GPU,
 one bf16 GEMM per node (TFLOP/s). Neuron hosts: torch's gloo over the host NICs;
@@ -18,12 +21,15 @@ import socket
 import time
 from collections.abc import Mapping
 
+from primus_runner.doctor.pairs import CONFIRM_ROUND, RECHECK_ROUND, Limits
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 PROBE_BYTES = 16 << 20
-ITERATIONS = 5
+ITERATIONS = 20                 # bandwidth round trips per pair at most ...
+BUDGET_S = 1.0                  # ... and none started after this long (two at least)
 
 
 def pairings(n: int) -> list[list[tuple[int, int]]]:
@@ -95,20 +101,26 @@ def _gloo_group(dist: Any, env: Mapping[str, str], master: str, port: int, me: i
     return ProcessGroupGloo(store, me, n, opts), store
 
 
-def _ping_pong(comm: _Comm, tensor: Any, me: int, peer: int, iterations: int) -> float:
-    """The fastest of ``iterations`` round trips (what the link can do; a busy CPU
-    only ever makes a round trip slower)."""
-    times = []
-    for _ in range(iterations):
+def _ping_pong(comm: _Comm, tensor: Any, me: int, peer: int, iterations: int, budget: float = 0.0) -> float:
+    """The fastest of up to ``iterations`` round trips (what the link can do; a busy CPU
+    only ever makes a round trip slower); with ``budget`` (s), no new one after that
+    long once two are done. The lower node decides and says so in the first element
+    (1: another follows, 0: the last), which the other end reads and echoes."""
+    times: list[float] = []
+    while True:
         start = time.perf_counter()
         if me < peer:
+            last = len(times) + 1 >= iterations or (budget > 0 and len(times) >= 2 and sum(times) >= budget)
+            tensor[0] = 0.0 if last else 1.0
             comm.send(tensor, peer)
             comm.recv(tensor, peer)
         else:
             comm.recv(tensor, peer)
+            last = float(tensor[0]) == 0.0
             comm.send(tensor, peer)
         times.append(time.perf_counter() - start)
-    return min(times)
+        if last:
+            return min(times)
 
 
 def _gemm_tflops(torch: Any) -> float:
@@ -123,17 +135,49 @@ def _gemm_tflops(torch: Any) -> float:
     return 10 * 2 * 4096 ** 3 / (time.perf_counter() - start) / 1e12
 
 
-def _exchange_hosts(dist: Any, store: Any, me: int, n: int) -> list[str]:
-    name = socket.gethostname().split(".")[0]
+def _exchange(dist: Any, store: Any, me: int, n: int, key: str, value: str) -> list[str]:
+    """Every node's ``value`` (a string), in node order."""
     if store is None:
-        hosts: list[Any] = [None] * n
-        dist.all_gather_object(hosts, name)
-        return [str(h) for h in hosts]
-    store.set(f"primus-doctor-host-{me}", name)
-    return [store.get(f"primus-doctor-host-{i}").decode() for i in range(n)]
+        values: list[Any] = [None] * n
+        dist.all_gather_object(values, value)
+        return [str(v) for v in values]
+    store.set(f"primus-doctor-{key}-{me}", value)
+    return [store.get(f"primus-doctor-{key}-{i}").decode() for i in range(n)]
 
 
-def run_probe(env: Mapping[str, str], rep: Mapping[str, Any]) -> dict[str, Any]:
+def _measure(comm: _Comm, tensors: tuple[Any, Any], me: int, peer: int, host: str, rnd: int) -> dict[str, Any]:
+    big, small = tensors
+    _ping_pong(comm, small, me, peer, 1)              # connect and warm up
+    latency = _ping_pong(comm, small, me, peer, 10) / 2
+    seconds = _ping_pong(comm, big, me, peer, ITERATIONS, BUDGET_S)
+    return {"round": rnd, "peer": host, "gbps": round(2 * PROBE_BYTES / seconds / 1e9, 4),
+            "latency_us": round(latency * 1e6, 1)}
+
+
+def _run_step(comm: _Comm, tensors: tuple[Any, Any], me: int, hosts: list[str], rnd: int,
+              step: list[tuple[int, int]], pairs: list[dict[str, Any]]) -> None:
+    for a, b in step:
+        if me in (a, b):
+            peer = b if me == a else a
+            pairs.append(_measure(comm, tensors, me, peer, hosts[peer], rnd))
+    comm.barrier()
+
+
+def _planned(dist: Any, store: Any, me: int, hosts: list[str], pairs: list[dict[str, Any]],
+             limits: Limits, rnd: int) -> list[list[tuple[int, int]]]:
+    """Round ``rnd``'s steps (node indexes), the same on every node."""
+    import json
+
+    from primus_runner.doctor.pairs import RECHECK_ROUND, confirmations, measured, rechecks
+
+    everyone = _exchange(dist, store, me, len(hosts), f"pairs{rnd}", json.dumps(pairs))
+    reports = [{"host": h, "probe": {"pairs": json.loads(p)}} for h, p in zip(hosts, everyone, strict=True)]
+    plan = (rechecks if rnd == RECHECK_ROUND else confirmations)(measured(reports), limits)
+    index = {h: i for i, h in enumerate(hosts)}
+    return [[(index[a], index[b]) for a, b in step] for step in plan]
+
+
+def run_probe(env: Mapping[str, str], rep: Mapping[str, Any], limits: Limits | None = None) -> dict[str, Any]:
     from datetime import timedelta
 
     import torch
@@ -165,20 +209,15 @@ def run_probe(env: Mapping[str, str], rep: Mapping[str, Any]) -> dict[str, Any]:
         comm = _Comm(pg, dist)
     try:
         device = "cuda" if gpu else "cpu"
-        hosts = _exchange_hosts(dist, store, me, n)
+        hosts = _exchange(dist, store, me, n, "host", socket.gethostname().split(".")[0])
         big = torch.zeros(PROBE_BYTES // 4, dtype=torch.float32, device=device)
         small = torch.zeros(1, dtype=torch.float32, device=device)
-        for index, step in enumerate(pairings(n)):
-            for a, b in step:
-                if me in (a, b):
-                    peer = b if me == a else a
-                    _ping_pong(comm, small, me, peer, 1)              # connect and warm up
-                    latency = _ping_pong(comm, small, me, peer, 10) / 2
-                    seconds = _ping_pong(comm, big, me, peer, ITERATIONS)
-                    out["pairs"].append({"round": round_of(index, n), "peer": hosts[peer],
-                                         "gbps": round(2 * PROBE_BYTES / seconds / 1e9, 4),
-                                         "latency_us": round(latency * 1e6, 1)})
-            comm.barrier()
+        survey = [(round_of(i, n), step) for i, step in enumerate(pairings(n))]
+        for rnd, step in survey:
+            _run_step(comm, (big, small), me, hosts, rnd, step, out["pairs"])
+        for rnd in (RECHECK_ROUND, CONFIRM_ROUND) if len(set(hosts)) == n else ():    # judged by host name
+            for step in _planned(dist, store, me, hosts, out["pairs"], limits or Limits(), rnd):
+                _run_step(comm, (big, small), me, hosts, rnd, step, out["pairs"])
         comm.all_reduce(big)                                          # warm up
         t0 = time.perf_counter()
         comm.all_reduce(big)
@@ -194,5 +233,5 @@ def run_probe(env: Mapping[str, str], rep: Mapping[str, Any]) -> dict[str, Any]:
     out["checks"].append({"name": "probe", "status": "pass",
                           "value": f"{out['backend']}: best pair {best:.3g} GB/s, all_reduce bus "
                           f"{out['allreduce_busbw_gbps']:.3g} GB/s, {time.monotonic() - start:.1f} s",
-                          "wanted": "judged against the fleet median by slurm doctor", "fix": ""})
+                          "wanted": "judged against the other nodes by slurm doctor", "fix": ""})
     return out
