@@ -87,6 +87,17 @@ verdicts() {
   run ! grep -qE "run monitor: (hang|collective mismatch)" "$TEST_DIR/launch.out"
 }
 
+@test "the last resort: ranks computing silently past PRIMUS_HANG_TIMEOUT=8 are reported (stacks dumped, 'still use CPU'), never stopped with stop" {
+  status=0
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) PRIMUS_HANG_TIMEOUT=8 PRIMUS_HANG_ACTION=stop timeout 200 \
+    "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" compute 25 >"$TEST_DIR/launch.out" 2>&1 || status=$?
+  cat "$TEST_DIR/launch.out"
+  [[ $status -eq 0 ]]
+  grep -q "run monitor: no output and no heartbeat from any local rank for [0-9]* s (PRIMUS_HANG_TIMEOUT=8) and no hang verdict: rank(s) [0-9,]* still use CPU" "$TEST_DIR/launch.out"
+  [[ -z $(verdicts "$TEST_DIR/launch.out") ]]
+  ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt
+}
+
 # No false verdict, PRIMUS_HANG_ACTION=stop, four quiet-but-healthy jobs at once
 # (each far longer than the ~15 s a verdict needs; the machine is loaded on
 # purpose): every rank computing without output; every rank asleep outside any

@@ -165,23 +165,28 @@ class Judge:
         live = [v for v in views if v.exit_code < 0]
         if not live or self.m.s.timeout <= 0:
             return
-        silent = min(v.still_for for v in live)
+        # Silence: no output and no heartbeat (CPU may still move: a spinning GPU wait
+        # keeps a hung rank's host thread busy, which no verdict may call hung).
+        silent = min(now - w.output_at for w in self.m.ranks.values()) if self.m.ranks else 0.0
         if silent < self.m.s.timeout or now < self.m.silent_at:
             return
         self.m.silent_at = now + self.m.s.timeout
         unread = [w.rank for w in self.m.ranks.values() if w.unread]
+        busy = [v.rank for v in live if v.still_for < verdicts.STILL_AFTER]
         if all(v.settled for v in live):
             why = "every rank is idle outside a collective"
+        elif busy:
+            why = (f"rank(s) {','.join(map(str, busy))} still use CPU, switch or do I/O (a long silent step, or a "
+                   "host thread spinning in a GPU wait: a hung collective on a GPU can look busy)")
         elif unread:
             why = f"the stacks of rank(s) {','.join(map(str, sorted(unread)))} cannot be read (py-spy, faulthandler)"
         else:
             why = (f"the stacks were not yet the same in {verdicts.SETTLE_SAMPLES} samples "
                    f"{verdicts.SAMPLE_GAP:.0f} s apart")
-        self.say("WARN", f"{PREFIX}no progress signal (output, heartbeat, CPU, context switches, I/O) from any "
-                 f"local rank for {silent:.0f} s (PRIMUS_HANG_TIMEOUT={self.m.s.timeout:.0f}) and no hang verdict: "
-                 f"{why}; "
+        self.say("WARN", f"{PREFIX}no output and no heartbeat from any local rank for {silent:.0f} s "
+                 f"(PRIMUS_HANG_TIMEOUT={self.m.s.timeout:.0f}) and no hang verdict: {why}; "
                  "a report only, nothing is stopped")
-        self.dump(f"{PREFIX}stacks of every local rank (no progress for {silent:.0f} s)", now)
+        self.dump(f"{PREFIX}stacks of every local rank (no output for {silent:.0f} s)", now)
 
     def dump(self, heading: str, now: float) -> None:
         run = scan().get(self.m.s.run_id)

@@ -32,6 +32,7 @@ class Watched:
     last: Sample | None = None
     output: tuple[float, ...] = ()
     moved_at: float = 0.0
+    output_at: float = 0.0   # its output or heartbeat last changed (the last resort's clock)
     stopped_at: float = 0.0
     signature: tuple[tuple[str, str, int], ...] = ()
     same: int = 0
@@ -165,6 +166,8 @@ class Monitor:
                 self.next_scan = 0.0  # gone: find out how at the next scan
                 continue
             output = self._output_mark(watched.rank)
+            if output != watched.output or not watched.output_at:
+                watched.output_at = now
             moved = watched.last is None or sample.moved_since(watched.last) or output != watched.output
             if moved:
                 watched.moved_at = now
