@@ -14,7 +14,7 @@
 #   primus_workload_python_pick CLI_PYTHON    PRIMUS_WL_PYTHON, PRIMUS_WL_PYTHON_ORIGIN
 #   primus_workload_probe_start               one `<python> -c` in the background
 #                                             (after primus_workload_entry: it checks -m NAME)
-#   primus_workload_probe_finish NEED_TORCH   PRIMUS_WL_EXE, PRIMUS_WL_TORCH_VERSION/PATH;
+#   primus_workload_probe_finish NEED_TORCH   PRIMUS_WL_EXE, PRIMUS_WL_TORCH_VERSION/PATH/FR;
 #                                             a --module the interpreter cannot import -> exit 1
 #   primus_workload_entry CLI_SCRIPT CLI_MODULE   PRIMUS_WL_ENTRY (script path or -m NAME),
 #                                             PRIMUS_WL_ENTRY_ORIGIN (for the summary)
@@ -36,7 +36,7 @@ __PRIMUS_WORKLOAD_SH=1
 source "${BASH_SOURCE[0]%/*}/torchrun_words.sh"
 
 PRIMUS_WL_PYTHON="" PRIMUS_WL_PYTHON_ORIGIN="" PRIMUS_WL_EXE=""
-PRIMUS_WL_TORCH_VERSION="" PRIMUS_WL_TORCH_PATH="" PRIMUS_WL_PROBE_FD=""
+PRIMUS_WL_TORCH_VERSION="" PRIMUS_WL_TORCH_PATH="" PRIMUS_WL_TORCH_FR="" PRIMUS_WL_PROBE_FD=""
 PRIMUS_WL_RUN_MODE="" PRIMUS_WL_RUN_MODE_ORIGIN=""
 PRIMUS_WL_ENTRY=() PRIMUS_WL_ENTRY_ORIGIN="" PRIMUS_WL_ENTRY_FALLBACK=0 PRIMUS_WL_NO_PYTHON=0
 
@@ -120,7 +120,9 @@ def primus_module_found(name):
 # directory, found with the interpreter's finders and torch/version.py; importing torch
 # itself would cost about a second of every launch (SPEC section 10), and the
 # file of the installed module primus.cli.main when that interpreter has one
-# (found without importing the package: nothing of it runs).
+# (found without importing the package: nothing of it runs), and whether that
+# torch reads the flight recorder's TORCH_FR_* names (its distributed_c10d.py
+# names TORCH_FR_BUFFER_SIZE: runner/lib/flight_recorder.sh picks the names).
 readonly __PRIMUS_WL_PROBE=$__PRIMUS_WL_MODULE_FINDER'
 import sys
 v = p = ""
@@ -143,7 +145,14 @@ if s is not None and s.submodule_search_locations:
         if o.isfile(o.join(d, "cli", "main.py")) and o.isfile(o.join(d, "cli", "__init__.py")):
             m = o.join(d, "cli", "main.py")
             break
-sys.stdout.write(sys.executable + "\0" + v + "\0" + p + "\0" + m + "\0")
+f = "0"
+if p:
+    try:
+        with open(p + "/distributed/distributed_c10d.py", "rb") as h:
+            f = "1" if b"TORCH_FR_BUFFER_SIZE" in h.read() else "0"
+    except OSError:
+        pass
+sys.stdout.write(sys.executable + "\0" + v + "\0" + p + "\0" + m + "\0" + f + "\0")
 if len(sys.argv) > 1:
     sys.stdout.write(str(int(primus_module_found(sys.argv[1]))) + "\0")'
 
@@ -165,10 +174,10 @@ primus_workload_probe_start() {
 # primus_workload_probe_finish NEED_TORCH: read the probe; NEED_TORCH=1 (torchrun
 # mode) and no torch → exit 1 before anything starts.
 primus_workload_probe_finish() {
-  local need=$1 exe="" version="" path="" module="" found=""
+  local need=$1 exe="" version="" path="" module="" found="" fr=""
   if [[ -n $PRIMUS_WL_PROBE_FD ]]; then
     { primus_read -d '' exe && primus_read -d '' version && primus_read -d '' path &&
-      primus_read -d '' module && primus_read -d '' found; } <&"$PRIMUS_WL_PROBE_FD" || true
+      primus_read -d '' module && primus_read -d '' fr && primus_read -d '' found; } <&"$PRIMUS_WL_PROBE_FD" || true
     exec {PRIMUS_WL_PROBE_FD}<&-
     PRIMUS_WL_PROBE_FD=""
   fi
@@ -180,7 +189,7 @@ primus_workload_probe_finish() {
     primus_workload_module_fallback_check ""
     return 0
   fi
-  PRIMUS_WL_EXE=$exe PRIMUS_WL_TORCH_VERSION=$version PRIMUS_WL_TORCH_PATH=$path
+  PRIMUS_WL_EXE=$exe PRIMUS_WL_TORCH_VERSION=$version PRIMUS_WL_TORCH_PATH=$path PRIMUS_WL_TORCH_FR=$fr
   primus_workload_module_fallback_check "$module"
   if [[ $need == 1 && -z $path ]]; then
     __primus_wl_fail "$PRIMUS_EXIT_MISSING" "workload interpreter $exe (chosen by $PRIMUS_WL_PYTHON_ORIGIN) cannot import torch, and run mode torchrun starts the workers with its torch.distributed.run ('$exe runner/helpers/torchrun_quiet.py'); nothing was started. Fix: pip install torch into that environment, or $PRIMUS_WL_FIX_PYTHON; a workload without torch runs with --single." ||

@@ -177,15 +177,34 @@ has_summary() {
   [[ $output == *"--pid '1;id' is not a process id"* ]]
 }
 
-@test "a dry run on a ROCm host (mi300x-2gpu fixture) shows the flight-recorder variables with the dump path under the workspace; user values are kept" {
+@test "a dry run on a ROCm host (mi300x-2gpu fixture): the flight recorder under the installed torch's names (TORCH_FR_*), the dump path under the workspace; a user value of either name is kept" {
   export PRIMUS_SYSFS_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu PRIMUS_DEV_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu
   run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang
   echo "$output"
   [[ $status -eq 0 ]]
-  [[ $output =~ flight\ recorder:\ TORCH_NCCL_TRACE_BUFFER_SIZE=20000\ \(default\)\ TORCH_NCCL_DUMP_ON_TIMEOUT=1\ \(default\)\ TORCH_NCCL_DEBUG_INFO_TEMP_FILE=$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]*-node0.ranks/flight-recorder-rank-\ \(default\) ]]
+  [[ $output =~ flight\ recorder:\ TORCH_FR_BUFFER_SIZE=20000\ \(default\)\ TORCH_NCCL_DUMP_ON_TIMEOUT=1\ \(default\)\ TORCH_FR_DUMP_TEMP_FILE=$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]*-node0.ranks/flight-recorder-rank-\ \(default\) ]]
+  [[ $output != *TORCH_NCCL_TRACE_BUFFER_SIZE* && $output != *TORCH_NCCL_DEBUG_INFO_TEMP_FILE* ]]
   [[ ! -e $PRIMUS_WORKSPACE ]]  # a dry run writes nothing
   TORCH_NCCL_TRACE_BUFFER_SIZE=5 run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang
-  [[ $output == *"TORCH_NCCL_TRACE_BUFFER_SIZE=5 (yours)"* ]]
+  [[ $output == *"TORCH_NCCL_TRACE_BUFFER_SIZE=5 (yours)"* && $output != *"TORCH_FR_BUFFER_SIZE="* ]]
+  TORCH_FR_DUMP_TEMP_FILE=/tmp/mine- run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang
+  [[ $output == *"TORCH_FR_DUMP_TEMP_FILE=/tmp/mine- (yours)"* ]]
+}
+
+@test "a dry run on a ROCm host whose torch predates TORCH_FR_*: the older names TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_NCCL_DEBUG_INFO_TEMP_FILE" {
+  export PRIMUS_SYSFS_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu PRIMUS_DEV_ROOT=$REPO_ROOT/tests/fixtures/sysfs/mi300x-2gpu
+  # A torch package as an older release lays it out (the probe reads files, imports nothing).
+  local old=$TEST_DIR/oldtorch
+  mkdir -p "$old/torch/distributed"
+  : >"$old/torch/__init__.py"
+  echo '__version__ = "2.4.0"' >"$old/torch/version.py"
+  echo 'buffer_size = os.environ.get("TORCH_NCCL_TRACE_BUFFER_SIZE", "0")' >"$old/torch/distributed/distributed_c10d.py"
+  PYTHONPATH=$old run "$PRIMUS_CLI" direct --dry-run --script "$WL" -- "$OUT" hang
+  echo "$output"
+  [[ $status -eq 0 ]]
+  [[ $output == *"torch=2.4.0 ($old/torch)"* ]]
+  [[ $output =~ flight\ recorder:\ TORCH_NCCL_TRACE_BUFFER_SIZE=20000\ \(default\)\ TORCH_NCCL_DUMP_ON_TIMEOUT=1\ \(default\)\ TORCH_NCCL_DEBUG_INFO_TEMP_FILE=$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]*-node0.ranks/flight-recorder-rank-\ \(default\) ]]
+  [[ $output != *TORCH_FR_* ]]
 }
 
 @test "no flight-recorder variables on a host without a GPU" {
@@ -202,7 +221,7 @@ has_summary() {
   launcher=$!
   poll_until 60 grep -q "SUSPECT rank 0: stuck_here (single_hang.py:5) <- time_sleep" "$TEST_DIR/launch.out" ||
     { cat "$TEST_DIR/launch.out"; false; }
-  grep -q "run monitor: no progress signal (output, heartbeat, CPU, context switches, I/O) from any local rank for [0-9]* s (PRIMUS_HANG_TIMEOUT=5) and no hang verdict: .*; a report only, nothing is stopped" "$TEST_DIR/launch.out"
+  grep -q "run monitor: no output and no heartbeat from any local rank for [0-9]* s (PRIMUS_HANG_TIMEOUT=5) and no hang verdict: .*; a report only, nothing is stopped" "$TEST_DIR/launch.out"
   # Once its stack stayed the same: idle, not hung.
   poll_until 30 grep -q "and no hang verdict: every rank is idle outside a collective" "$TEST_DIR/launch.out"
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt

@@ -50,13 +50,15 @@ def private_text(path: str, text: str) -> None:
 
 
 def flight_recorder_files(run: Run) -> list[str]:
-    """Files PyTorch's flight recorder (TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>) or the
-    Neuron runtime (NEURON_RT_INSPECT_OUTPUT_DIR) left for this run."""
+    """Files PyTorch's flight recorder (TORCH_FR_DUMP_TEMP_FILE<rank>, or its older name
+    TORCH_NCCL_DEBUG_INFO_TEMP_FILE) or the Neuron runtime (NEURON_RT_INSPECT_OUTPUT_DIR)
+    left for this run."""
     found: set[str] = set()
     for _, env in run.processes.values():
-        prefix = env.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "")
-        if prefix:
-            found.update(p for p in glob.glob(glob.escape(prefix) + "*") if os.path.isfile(p))
+        for name in ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"):
+            prefix = env.get(name, "")
+            if prefix:
+                found.update(p for p in glob.glob(glob.escape(prefix) + "*") if os.path.isfile(p))
         neuron = env.get("NEURON_RT_INSPECT_OUTPUT_DIR", "")
         if neuron and os.path.isdir(neuron):
             found.update(str(p) for p in Path(neuron).rglob("*") if p.is_file())
