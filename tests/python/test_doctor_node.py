@@ -2,6 +2,7 @@
 stubs only for the vendor tools that cannot exist here (they assert their arguments)."""
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import stat
@@ -127,7 +128,7 @@ def test_devices_held_by_another_process_are_named(tmp_path: Path) -> None:
     (tmp_path / "proc" / "4242" / "cmdline").write_bytes(b"python\0old_train.py\0")
     check = accel.holders_check(str(tmp_path), str(tmp_path))
     assert check.status == "fail"
-    assert check.value == "pid 4242 (python old_train.py) holds /dev/kfd, /dev/neuron0"
+    assert check.value == f"pid 4242 (user {getpass.getuser()}: python old_train.py) holds /dev/kfd, /dev/neuron0"
     assert check.fix.startswith("end the leftover process(es): kill 4242")
     assert accel.holders_check(str(FIX / "no-accel"), str(FIX / "no-accel")).status == "pass"
 
@@ -162,7 +163,6 @@ def test_report_line_is_what_the_fleet_reads(tmp_path: Path) -> None:
     assert fleet.returncode == 0, fleet.stdout + fleet.stderr
     assert "2 node(s), 0 failed - fleet healthy" in fleet.stdout
     assert "--exclude=" not in fleet.stdout
-
     assert "phase 2/2: comparing the nodes" in fleet.stderr            # numbered once per run
     assert "one node checked" not in fleet.stdout
     # One report (srun outside an allocation with no -N ran on one node): said, with the way to all.
@@ -172,6 +172,7 @@ def test_report_line_is_what_the_fleet_reads(tmp_path: Path) -> None:
                                 PYTHONPATH=str(ROOT / "python")), timeout=60, check=False)
     assert "phase 3/3: comparing the nodes" in fleet.stderr
     assert "no other node to compare" in fleet.stdout and "primus-cli slurm doctor -N N" in fleet.stdout
+
 
 def test_bad_ratio_is_a_usage_error(tmp_path: Path) -> None:
     saved = tmp_path / "none"

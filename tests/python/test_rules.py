@@ -844,6 +844,33 @@ def test_master_addr_resolves_is_a_host_probe(tmp_path):
     clean({**env, "MASTER_ADDR": "node0"}, "MASTER_ADDR", "master_addr_resolves")
     clean({**env, "NODE_RANK": "0"}, "MASTER_ADDR", "master_addr_resolves")
     clean(env, "MASTER_ADDR", "master_addr_resolves", context=UNKNOWN.replace(host_probes=False))
+def test_accelerators_free_is_a_host_probe_naming_the_holder(tmp_path):
+    """A real process holds the tree's /dev/kfd; the tree's proc is the real /proc."""
+    import subprocess
+    import sys
+
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev/kfd").write_text("")
+    (tmp_path / "proc").symlink_to("/proc")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); "
+                               "print('up', flush=True); time.sleep(120)", str(tmp_path / "dev/kfd")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "up\n"
+        env = {"PRIMUS_ACCELERATOR": "rocm", "PRIMUS_SYSFS_ROOT": str(tmp_path), "PRIMUS_DEV_ROOT": str(tmp_path)}
+        f = expect(env, "error", "PRIMUS_ALLOW_BUSY_DEVICES", "accelerators_free")
+        assert f"pid {holder.pid} (user " in f.message and "holds /dev/kfd" in f.message
+        assert f"kill {holder.pid}" in f.fix and "PRIMUS_ALLOW_BUSY_DEVICES=1" in f.fix
+        clean({**env, "PRIMUS_ALLOW_BUSY_DEVICES": "1"}, "PRIMUS_ALLOW_BUSY_DEVICES", "accelerators_free")
+        clean({**env, "PRIMUS_ACCELERATOR": "neuron"}, "PRIMUS_ALLOW_BUSY_DEVICES", "accelerators_free")
+        clean({**env, "PRIMUS_ACCELERATOR": "cpu"}, "PRIMUS_ALLOW_BUSY_DEVICES", "accelerators_free")
+        clean(env, "PRIMUS_ALLOW_BUSY_DEVICES", "accelerators_free",
+              context=UNKNOWN.replace(host_probes=False))
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 # --------------------------------------------------------------------------- issue 29, Build 5
 # The references' stated constraints, each a rule with a failing and a passing case.
 SYSFS = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"

@@ -8,15 +8,12 @@ Vendor tools, each called once with fixed arguments (stubs in the tests assert t
 - ``neuron-ls --json-output`` (Neuron LS user guide: "--json-output, -j: Output in
   JSON format", https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/neuron-ls.html).
 A tool that fails, or counts other than sysfs, fails the check; an absent tool is
-said plainly (warn). Holders: every ``/proc/<pid>/fd/*`` link to ``/dev/kfd``,
-``/dev/dri/*`` or ``/dev/neuron*`` (under PRIMUS_SYSFS_ROOT for /proc and
-PRIMUS_DEV_ROOT for /dev, so fixtures work), other than this process and its parents.
+said plainly (warn). Holders: hardware/holders.py (the launch's refusal reads it too).
 Must not change any device state.
 """
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Mapping
 
@@ -25,7 +22,6 @@ from primus_runner.hardware.sysfs import which
 
 TOOLS = {"amd-smi": ["list", "--json"], "rocm-smi": ["--showproductname", "--json"],
          "neuron-ls": ["--json-output"]}
-HELD_PREFIXES = ("/dev/kfd", "/dev/dri/", "/dev/neuron")
 
 
 
@@ -112,65 +108,13 @@ def accelerator_checks(root: str, dev_root: str, env: Mapping[str, str]) -> tupl
 
 
 # -- devices held by another process -------------------------------------------------------
-def _ancestors(root: str) -> set[int]:
-    pids, pid = {os.getpid()}, os.getpid()
-    while pid > 1:
-        try:
-            with open(os.path.join(root, f"proc/{pid}/stat"), encoding="utf-8") as handle:
-                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-        pids.add(pid)
-    return pids
-
-
-def device_holders(proc_root: str, dev_root: str) -> list[tuple[int, str, str]]:
-    """[(pid, command, device)] for open accelerator device files."""
-    base = os.path.join(proc_root, "proc")
-    dev_prefix = os.path.join(dev_root, "dev").rstrip("/")
-    mine = _ancestors(proc_root) if proc_root in ("", "/") else set()
-    out: list[tuple[int, str, str]] = []
-    try:
-        pids = sorted(int(p) for p in os.listdir(base) if p.isdigit())
-    except OSError:
-        return []
-    for pid in pids:
-        if pid in mine:
-            continue
-        fd_dir = os.path.join(base, str(pid), "fd")
-        try:
-            links = os.listdir(fd_dir)
-        except OSError:
-            continue
-        held: set[str] = set()
-        for fd in links:
-            try:
-                target = os.readlink(os.path.join(fd_dir, fd))
-            except OSError:
-                continue
-            if dev_prefix != "/dev" and target.startswith(dev_prefix + "/"):
-                target = "/dev" + target[len(dev_prefix):]
-            if target.startswith(HELD_PREFIXES):
-                held.add(target)
-        if held:
-            try:
-                with open(os.path.join(base, str(pid), "cmdline"), "rb") as handle:
-                    command = handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            except OSError:
-                command = "?"
-            out.extend((pid, command[:120] or "?", dev) for dev in sorted(held))
-    return out
-
-
 def holders_check(proc_root: str, dev_root: str) -> Check:
+    from primus_runner.hardware.holders import device_holders
+
     held = device_holders(proc_root, dev_root)
     if not held:
         return Check("devices held", PASS, "no other process holds /dev/kfd, /dev/dri or /dev/neuron*",
                      "no holder")
-    by_pid: dict[int, tuple[str, list[str]]] = {}
-    for pid, command, dev in held:
-        by_pid.setdefault(pid, (command, []))[1].append(dev)
-    shown = "; ".join(f"pid {pid} ({cmd}) holds {', '.join(devs)}" for pid, (cmd, devs) in by_pid.items())
-    return Check("devices held", FAIL, shown, "no holder (a leftover job keeps GPU memory or "
-                 "Neuron cores: 'cores in use')",
-                 f"end the leftover process(es): kill {' '.join(str(p) for p in by_pid)} (or drain the node)")
+    return Check("devices held", FAIL, "; ".join(h.describe() for h in held), "no holder (a leftover job "
+                 "keeps GPU memory or Neuron cores: 'cores in use')",
+                 f"end the leftover process(es): kill {' '.join(str(h.pid) for h in held)} (or drain the node)")

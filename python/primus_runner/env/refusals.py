@@ -83,6 +83,28 @@ def master_resolve_problem(addr: str, nnodes: int, node_rank: int, root: str) ->
             "every node")
 
 
+def busy_devices_problem(env: Mapping[str, str]) -> Problem | None:
+    """A host probe: another process holds the accelerator device files this launch is
+    about to use (ROCm: /dev/kfd and the render nodes; Neuron: /dev/neuron*), so the
+    runtime would fail later ("cores in use") or share memory with a leftover job.
+    PRIMUS_ALLOW_BUSY_DEVICES=1 lets it start anyway."""
+    from primus_runner.hardware.holders import PREFIXES_OF, device_holders
+
+    allowed = env.get("PRIMUS_ALLOW_BUSY_DEVICES", "")
+    prefixes = PREFIXES_OF.get(env.get("PRIMUS_ACCELERATOR", ""))
+    if not prefixes or allowed == "1":
+        return None
+    held = device_holders(env.get("PRIMUS_SYSFS_ROOT") or "/", env.get("PRIMUS_DEV_ROOT") or "/", prefixes)
+    if not held:
+        return None
+    return ("PRIMUS_ALLOW_BUSY_DEVICES", allowed,
+            "another process holds the accelerators this launch is about to use: "
+            + "; ".join(h.describe() for h in held),
+            f"end it (kill {' '.join(str(h.pid) for h in held)}: a leftover job keeps GPU memory or Neuron "
+            "cores) or drain the node; when sharing this node's accelerators is intended, export "
+            "PRIMUS_ALLOW_BUSY_DEVICES=1")
+
+
 # What each early-checked variable is for, in the refusal's words.
 _EARLY_USE = {
     "PRIMUS_KILL_GRACE": ("the stop grace: seconds between the stop signal and SIGKILL",

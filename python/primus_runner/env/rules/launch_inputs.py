@@ -3,8 +3,8 @@ mapping or of detection that no value type explains is a registered rule, so
 ``env check`` and ``env explain`` name it. The conditions live once, where the
 launch raises them (env/refusals.py, scheduler/variables.py,
 hardware/devices.py, hardware/neuron.py, as errors.RuleRefusal); this module
-only adapts them to the engine. ``master_addr_resolves`` is a host probe: it
-runs only when the check context allows host probes.
+only adapts them to the engine. ``master_addr_resolves`` and ``accelerators_free``
+are host probes: they run only when the check context allows host probes.
 """
 from __future__ import annotations
 
@@ -47,6 +47,12 @@ def _master_resolves(s: _State) -> Iterator[Finding]:
         return
     root = s.env.get("PRIMUS_SYSFS_ROOT") or "/"
     yield from _finding(s, refusals.master_resolve_problem(addr, nnodes, node_rank, root))
+
+
+@rule("accelerators_free")
+def _accelerators_free(s: _State) -> Iterator[Finding]:
+    if s.ctx.host_probes:
+        yield from _finding(s, refusals.busy_devices_problem(s.env))
 
 
 # --------------------------------------------------------------------------- the scheduler
