@@ -44,7 +44,7 @@ dry_args() {
   name=$(sed -n 4p <(recorded_args))
   [[ $name =~ ^job-[0-9]{8}T[0-9]{6}-[0-9]+-0$ ]]
   expected=(run --rm --name "$name" --label io.primus-runner.managed=1 --label io.primus-runner.name=job
-    --ipc host --network host --ulimit memlock=-1 --ulimit stack=67108864
+    --ipc host --network host --ulimit nofile=1048576:1048576 --ulimit memlock=-1 --ulimit stack=67108864
     --group-add video --cap-add SYS_PTRACE --security-opt seccomp=unconfined --init
     --volume /data:/data --volume "$REPO_ROOT:$REPO_ROOT" --volume "$PWD:$PWD"
     --volume "$PRIMUS_WORKSPACE:$PRIMUS_WORKSPACE" --workdir "$PWD"

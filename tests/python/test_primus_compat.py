@@ -131,3 +131,39 @@ def test_a_row_naming_an_option_that_does_not_exist_would_fail(work: Path) -> No
     argv = _command("direct", "--no-such-option", work)
     done = subprocess.run(argv, cwd=work, env=_env(work), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--no-such-option" in done.stderr
+
+
+# Upstream's shipped runner/.primus.yaml (AMD-AGI/Primus fd1eeabb; the behaviour
+# sheet's section 9): every value is ours too, or the page has a "differs because"
+# row naming the key and upstream's value.
+UPSTREAM_DEFAULTS: dict[tuple[str, str], list[str]] = {
+    ("container", "ipc"): ["host"], ("container", "network"): ["host"],
+    ("container", "privileged"): ["true"], ("container", "security-opt"): ["seccomp=unconfined"],
+    ("container", "group-add"): ["video"], ("container", "ulimit"): ["nofile=1048576:1048576"],
+    ("container", "cap-add"): ["SYS_PTRACE", "CAP_SYS_ADMIN"], ("container", "image"): ["rocm/primus:v26.5"],
+    ("slurm", "nodes"): ["1"], ("slurm", "time"): ["4:00:00"],
+}
+
+
+def _ours(section: str, key: str) -> list[str]:
+    from primus_runner.config import files as cfgmod
+
+    path = ROOT / "runner" / ".primus.yaml"
+    data = cfgmod.parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    where = data[section]["options"] if section == "container" else data[section]
+    value = where.get(key, where.get(key.replace("-", "_")))
+    values = value if isinstance(value, list) else [value]
+    return ["true" if v is True else str(v) for v in values if v not in (None, "", False)]
+
+
+def test_every_upstream_default_is_ours_or_listed_with_its_reason() -> None:
+    rows = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if "| differs because" in line]
+    missing = []
+    for (section, key), values in UPSTREAM_DEFAULTS.items():
+        ours = _ours(section, key)
+        for value in values:
+            if value in ours:
+                continue
+            if not any(key.split("-")[0] in row and value in row for row in rows):
+                missing.append(f"{section}.{key}: upstream {value!r}, ours {ours}")
+    assert not missing, "defaults that differ from upstream's without a 'differs because' row:\n" + "\n".join(missing)
