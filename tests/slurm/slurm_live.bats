@@ -336,3 +336,17 @@ $NEW_SEEN"
   live_assert console.lags 60
   live_assert log.lags 60
 }
+
+@test "a full log disk under the Slurm entry: the run is unharmed (exit 0, every rank done), one warning names the disk" {
+  local full=$TEST_DIR/full done=$TEST_DIR/done
+  mkdir -p "$full" "$done"
+  mount -t tmpfs -o size=1m primus-test-full "$full"
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 1 -- direct --log_file "$full/run.log" \
+    --script "$REPO_ROOT/tests/fixtures/workloads/fill_disk.py" -- "$done" "$full/filler" 0
+  umount "$full" 2>/dev/null || umount -l "$full"
+  echo "$output"
+  assert_success
+  [[ -e $done/done.0 && -e $done/done.1 ]]
+  [[ $(grep -c "\[WARN\] cannot write the log file $full/.*: no space left on device" <<<"$output") -eq 1 ]]
+  assert_output --partial "workload finished successfully"
+}
