@@ -41,6 +41,13 @@
 # (values after earlier hooks' env. lines). A closed hook is not started at
 # all (it would only exit 0).
 #
+# Checks first: `# primus-hook-installs:` marks a hook that installs, builds
+# or downloads (`# primus-hook-installs: VAR...`: only when one VAR is set and
+# not 0). Before the first open one, every later open hook declaring
+# `# primus-hook-checks-first:` runs once with PRIMUS_DRY_RUN=1 (its output
+# shown only when it fails); a failure ends the run, before anything is
+# installed, with the code its real run would give. Not in a dry run.
+#
 # This script's own stdout carries only NUL-delimited records, in order:
 #   env\0NAME\0VALUE\0     and     extra\0NAME\0VALUE\0
 # Logs (each hook's duration) go to stderr. Everything on stderr (the hooks'
@@ -76,6 +83,8 @@ source "$HERE/../lib/hook_exec.sh"
 # shellcheck source=runner/lib/hook_gates.sh
 source "$HERE/../lib/hook_gates.sh"
 
+# shellcheck source=runner/lib/hook_checks.sh
+source "$HERE/../lib/hook_checks.sh"
 # shellcheck source=runner/lib/hook_runner.sh
 source "$HERE/../lib/hook_runner.sh"
 

@@ -3,7 +3,7 @@
 # protocol, the gates, the records and the exit codes are in
 # `runner/helpers/execute_hooks.sh --help`). A library: it defines only
 # primus_* / __primus_* functions and PRIMUS_HR_* state; it needs common.sh,
-# hook_exec.sh and hook_gates.sh.
+# hook_exec.sh, hook_gates.sh and hook_checks.sh.
 #
 #   primus_hook_runner_main ARGS...   execute_hooks.sh's command line; exits
 #   primus_patch_runner_main [--dry-run] PATCH...
@@ -134,13 +134,14 @@ __primus_hr_check_scripts() {
   done
 }
 
-# __primus_hr_run_one SCRIPT VAR: run SCRIPT with the current env/extra state, its stdout
+# __primus_hr_run_one SCRIPT VAR [WRAPPER...]: run SCRIPT with the current env/extra state, its stdout
 # into VAR (the protocol lines), its stderr live on this script's (masked)
 # stderr, in a process group of its own with the time limit (hook_exec.sh).
-# Returns its code.
+# WRAPPER: a command the hook's process runs it through. Returns its code.
 __primus_hr_run_one() {
   local script=$1
   local -n __out=$2
+  local -a wrap=("${@:3}")
   local -a cmd
   if [[ $script == *.py ]]; then
     cmd=("$PRIMUS_PYTHON" "$script")
@@ -148,7 +149,7 @@ __primus_hr_run_one() {
     cmd=("$BASH" "$script")
   fi
   local rc=0
-  primus_hook_exec "$PRIMUS_HR_OUT" __primus_hr_hook_child "${cmd[@]}" || rc=$?
+  primus_hook_exec "$PRIMUS_HR_OUT" "${wrap[@]}" __primus_hr_hook_child "${cmd[@]}" || rc=$?
   # As $(<file) reads it (trailing newlines dropped), without a subshell.
   __out=""
   primus_read -d '' __out <"$PRIMUS_HR_OUT" || true  # runner/lib/nofork.sh
@@ -320,6 +321,9 @@ primus_hook_runner_main() {
   if [[ $PRIMUS_HR_DRY_RUN == 1 ]]; then suffix=" (dry run)"; fi
   local group_dir=$PRIMUS_HR_HOOKS_DIR/$PRIMUS_HR_GROUP/$PRIMUS_HR_NAME/ before=${PRIMUS_HR_BEFORE_GROUP:-}
   ((PRIMUS_HR_USE_SCRIPTS == 0)) || before=""
+  # Checks first (hook_checks.sh): pending until the first hook that installs; none in a dry run.
+  local checks=1
+  ((PRIMUS_HR_USE_SCRIPTS == 0)) && [[ $PRIMUS_HR_DRY_RUN != 1 ]] || checks=0
   for script in "${PRIMUS_HR_SCRIPTS[@]}"; do
     if [[ -n $before && $script == "$group_dir"* ]]; then
       "$before"
@@ -328,6 +332,10 @@ primus_hook_runner_main() {
     if ! primus_hook_gate_open "$script" PRIMUS_HR_ENV_NAMES PRIMUS_HR_ENV_VALUES; then
       LOG_DEBUG "$PRIMUS_HR_LABEL ${script#"$PRIMUS_ROOT"/} skipped: its gate declarations close it (it would do nothing)" >&2
       continue
+    fi
+    if ((checks)) && primus_hook_installs "$script" PRIMUS_HR_ENV_NAMES PRIMUS_HR_ENV_VALUES; then
+      checks=0
+      primus_hook_checks_first "$script" "$before"
     fi
     primus_hook_mask_refresh
     # Named as it starts: a hook that hangs is known (one line, debug level, when it ends quickly).

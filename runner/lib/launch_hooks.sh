@@ -24,6 +24,8 @@ __PRIMUS_LAUNCH_HOOKS_SH=1
 source "${BASH_SOURCE[0]%/*}/hook_exec.sh"
 # shellcheck source=runner/lib/hook_gates.sh
 source "${BASH_SOURCE[0]%/*}/hook_gates.sh"
+# shellcheck source=runner/lib/hook_checks.sh
+source "${BASH_SOURCE[0]%/*}/hook_checks.sh"
 # shellcheck source=runner/lib/hook_runner.sh
 source "${BASH_SOURCE[0]%/*}/hook_runner.sh"
 

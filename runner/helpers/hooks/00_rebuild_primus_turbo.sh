@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 00_rebuild_primus_turbo.sh: rebuild Primus-Turbo from source before the launch.
 # primus-hook-gate: REBUILD_PRIMUS_TURBO
+# primus-hook-installs:
 #
 # Gate: REBUILD_PRIMUS_TURBO=1 (0 / unset: do nothing).
 # Inputs (reference section 10):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 02_rebuild_bnxt.sh: rebuild the Broadcom bnxt_re RDMA user-space driver from a
 # primus-hook-gate: REBUILD_BNXT
+# primus-hook-installs:
 # vendor tar package.
 #
 # Gate: REBUILD_BNXT=1 (0 / unset: do nothing). Reference section 10.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 04_rebuild_uep.sh: build UCCL-EP and its DeepEP drop-in (UEP) from source.
 # primus-hook-gate: REBUILD_UEP
+# primus-hook-installs:
 #
 # Gate: REBUILD_UEP=1 (0 / unset: do nothing). Behaviour sheet section 3.
 # Inputs: UCCL_REF (default b99aefd263bf89ed79dbb3207dde5a5b979ea530),

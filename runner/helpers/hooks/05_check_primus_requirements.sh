@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 05_check_primus_requirements.sh: are the repository's requirements installed?
 # primus-hook-needs-file: requirements.txt in PRIMUS_PATH PRIMUS_ROOT
+# primus-hook-installs: PRIMUS_AUTO_INSTALL
 #
 # No gate. Behaviour sheet section 3. Reads <repo>/requirements.txt, <repo> =
 # $PRIMUS_PATH, else $PRIMUS_ROOT (absent -> nothing to do). Each line that is

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 06_enable_sdma_all_gather.sh: all-gather on the SDMA copy engines.
 # primus-hook-gate: SDMA_ALL_GATHER
+# primus-hook-installs:
 #
 # Gate: SDMA_ALL_GATHER=1 (0 / unset: do nothing). Behaviour sheet section 3.
 # Emits, each unless set (the reference launcher forces them):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # hooks/train/pretrain/prepare_experiment.sh: framework preparation for
 # `train pretrain` (behaviour sheet section 4).
+# primus-hook-checks-first:
 #
 # Options read (the rest is passed on): --config FILE (the experiment config),
 # --data_path DIR (default $DATA_PATH, else <repo>/data), --patch_args FILE
