@@ -18,20 +18,13 @@ setup() {
 }
 
 teardown() {
-  local pid
-  for pid in $(pgrep -f -- "$OUT"); do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
+  kill_marked "$OUT"
   launcher_teardown
 }
 
 # leftovers: processes of this test's run still alive (they carry $OUT on their command line).
 leftovers() {
-  local pid
-  for pid in $(pgrep -f -- "$OUT"); do
-    process_running "$pid" && echo "$pid"
-  done
-  return 0
+  marked_alive "$OUT"
 }
 
 # has_bundle: the report names its bundle; no_leftovers: no process of the run

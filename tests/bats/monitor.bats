@@ -19,23 +19,12 @@ setup() {
 }
 
 teardown() {
-  local pid
-  for pid in $(pgrep -f -- "$OUT"); do
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -KILL "$pid" 2>/dev/null || true
-  done
+  kill_marked "$OUT"
   launcher_teardown
 }
 
-leftovers() {
-  local pid
-  for pid in $(pgrep -f -- "$OUT"); do
-    process_running "$pid" && echo "$pid"
-  done
-  return 0
-}
 no_leftovers() {
-  [[ -z $(leftovers) ]]
+  [[ -z $(marked_alive "$OUT") ]]
 }
 
 # verdicts FILE: the monitor's verdict lines of a launch's output.

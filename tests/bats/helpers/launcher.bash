@@ -73,3 +73,22 @@ signal_mask() {
   line=$(grep "^$2:" "/proc/$1/status" 2>/dev/null) || return 1
   echo $((16#${line##*[[:space:]]}))
 }
+
+# kill_marked TEXT: SIGCONT then SIGKILL every process whose command line holds
+# TEXT (a test's own run: its workload carries the test's directory), for teardown.
+kill_marked() {
+  local pid
+  for pid in $(pgrep -f -- "$1"); do
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+
+# marked_alive TEXT: the pids of the processes still running whose command line holds TEXT.
+marked_alive() {
+  local pid
+  for pid in $(pgrep -f -- "$1"); do
+    process_running "$pid" && echo "$pid"
+  done
+  return 0
+}
