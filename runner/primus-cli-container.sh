@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Usage: primus-cli container [options] [runtime options] -- <direct args...>
+# Summary: run the direct entry in docker/podman
 #
 # Run `primus-cli direct` inside a docker or podman container:
 #   <runtime> run --rm --name <name>-<job id or time>-<node rank> --label ... \

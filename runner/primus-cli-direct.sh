@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Usage: primus-cli direct [options] [--] <workload args...>
+# Summary: launch on this host with torchrun
 #
-# Launch training on this host: resolve the distributed environment, load the
-# environment layers, run hooks and patches, apply --env, validate everything,
-# then start the workload with its own interpreter (torchrun, or one process per
-# node in run mode single), teeing output to a log file.
+# Launch training on this host: resolve the distributed environment, load the environment
+# layers, run hooks and patches, apply --env, validate everything, then start the workload
+# with its own interpreter (torchrun, or one process per node in run mode single), logged.
 #
 # Options:
 #   --config FILE           config file (over ~/.primus.yaml and runner/.primus.yaml)

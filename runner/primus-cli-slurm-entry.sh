@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # runner/primus-cli-slurm-entry.sh: the per-node entry of a Slurm job step.
+# Summary: the entry srun starts on every node of a Slurm job (primus-cli slurm builds that call)
 #
 # Usage (on every node, one task per node):
 #   srun --ntasks-per-node=1 runner/primus-cli-slurm-entry.sh [ENTRY OPTIONS] \

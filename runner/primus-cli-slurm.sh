@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Usage: primus-cli slurm [OPTIONS] [srun|sbatch] [SLURM FLAGS] -- [direct|container]
 #                         [MODE OPTIONS] [-- WORKLOAD ARGS]
+# Summary: build and run srun/sbatch for all nodes; its doctor and stacks run on every node
 #
 # Build and run the Slurm call that starts runner/primus-cli-slurm-entry.sh on
 # every node of the allocation, one task per node (README "slurm").

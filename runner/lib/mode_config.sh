@@ -11,7 +11,7 @@
 # loaded by the caller); it never loads the configuration itself.
 
 # primus_mode_config_flags MODE DRY_VAR DEBUG_VAR: sets DRY_VAR / DEBUG_VAR to 1
-# when the config turns them on for MODE (direct|slurm|container), and says
+# when the config turns them on for MODE (a launch mode, whose config section it reads), and says
 # which key did it.
 primus_mode_config_flags() {
   local mode=$1 section key

@@ -139,3 +139,73 @@ def test_the_floor_scan_finds_an_exception_and_the_arrow_it_hid() -> None:
     # Without the exception, an env rule importing from the cluster room runs back up.
     assert archscan.floor("primus_runner.cluster.schedulers", FLOORS) > archscan.floor(
         "primus_runner.env.rules.launch_inputs", FLOORS)
+
+
+# --------------------------------------------------------------------------- the modes
+_SEPARATOR = re.compile(r"[\s,|/`'\"]*(?:and|or)?[\s,|/`'\"]*")
+
+
+def modes(runner: Path) -> list[str]:
+    """The modes: runner/primus-cli-<mode>.sh files with a "# Summary:" header line
+    (what runner/primus-cli dispatches to, lists in --help and offers in "did you mean")."""
+    found = []
+    for path in sorted(runner.glob("primus-cli-*.sh")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        header = [ln for ln in lines[1:] if ln.startswith("#")][: len(lines)]
+        if any(ln.startswith("# Summary: ") for ln in header[:20]):
+            found.append(path.name.removeprefix("primus-cli-").removesuffix(".sh"))
+    return found
+
+
+def hand_written_lists(files: list[Path], names: list[str]) -> list[str]:
+    """Lines that write three or more mode names one after the other (a list by hand)."""
+    word = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")(?![\w-])")
+    out = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            run: list[str] = []
+            end = None
+            for match in word.finditer(line):
+                if end is not None and not _SEPARATOR.fullmatch(line[end:match.start()]):
+                    run = []
+                run.append(match.group(1))
+                end = match.end()
+                if len(set(run)) >= 3:
+                    out.append(f"{path}:{number}: {line.strip()}")
+                    break
+    return out
+
+
+def readme_modes(text: str) -> list[str]:
+    """The modes the README's entry-point sentence names (``modes `a`, `b` ...``)."""
+    match = re.search(r"modes ((?:`[a-z-]+`(?:,\s*(?:and\s+)?|\s+and\s+)?)+)", text)
+    return re.findall(r"`([a-z-]+)`", match.group(1)) if match else []
+
+
+def test_the_modes_are_the_files_and_nothing_else_lists_them() -> None:
+    import archscan
+
+    runner = ROOT / "runner"
+    names = modes(runner)
+    assert {"direct", "container", "slurm", "env", "config", "doctor", "stacks"} <= set(names)
+    files = [p for p in archscan.sources(ROOT) if runner in p.parents]
+    assert hand_written_lists(files, names) == []
+    assert sorted(readme_modes((ROOT / "README.md").read_text(encoding="utf-8"))) == sorted(names)
+
+
+def test_the_mode_scans_find_a_list_by_hand_and_a_readme_that_drifted(tmp_path: Path) -> None:
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    for name, summary in (("direct", "# Summary: one host"), ("slurm", "# Summary: all nodes"),
+                          ("container", "# Summary: in a container"), ("env-check", "# part of env")):
+        (runner / f"primus-cli-{name}.sh").write_text(f"#!/usr/bin/env bash\n# Usage: x\n{summary}\n")
+    names = modes(runner)
+    assert names == ["container", "direct", "slurm"]
+    dispatch = runner / "primus-cli"
+    dispatch.write_text("case $m in\n  direct | container | slurm) exec x ;;\nesac\n"
+                        'die "accepted: direct, slurm and container"\n# slurm-entry runs direct\n')
+    assert hand_written_lists([dispatch], names) == [
+        f"{dispatch}:2: direct | container | slurm) exec x ;;",
+        f"{dispatch}:4: die \"accepted: direct, slurm and container\""]
+    assert readme_modes("modes `direct`, `slurm`, `container` (see") == ["direct", "slurm", "container"]
+    assert sorted(readme_modes("modes `direct`, `slurm` (see")) != names
