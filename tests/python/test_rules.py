@@ -846,6 +846,7 @@ def test_master_addr_resolves_is_a_host_probe(tmp_path):
     clean(env, "MASTER_ADDR", "master_addr_resolves", context=UNKNOWN.replace(host_probes=False))
 def test_accelerators_free_is_a_host_probe_naming_the_holder(tmp_path):
     """A real process holds the tree's /dev/kfd; the tree's proc is the real /proc."""
+    import os
     import subprocess
     import sys
 
@@ -866,6 +867,22 @@ def test_accelerators_free_is_a_host_probe_naming_the_holder(tmp_path):
         clean({**env, "PRIMUS_ACCELERATOR": "cpu"}, "PRIMUS_ALLOW_BUSY_DEVICES", "accelerators_free")
         clean(env, "PRIMUS_ALLOW_BUSY_DEVICES", "accelerators_free",
               context=UNKNOWN.replace(host_probes=False))
+        # A task of another Slurm step is a holder; a task of this step (srun-native) is not.
+        expect({**env, "SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}, "error", "PRIMUS_ALLOW_BUSY_DEVICES",
+               "accelerators_free")
+    finally:
+        holder.kill()
+        holder.wait()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); "
+                               "print('up', flush=True); time.sleep(120)", str(tmp_path / "dev/kfd")],
+                              stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "up\n"
+        clean({**env, "SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}, "PRIMUS_ALLOW_BUSY_DEVICES",
+              "accelerators_free")
+        expect({**env, "SLURM_JOB_ID": "7", "SLURM_STEP_ID": "1"}, "error", "PRIMUS_ALLOW_BUSY_DEVICES",
+               "accelerators_free")
     finally:
         holder.kill()
         holder.wait()

@@ -94,7 +94,10 @@ def busy_devices_problem(env: Mapping[str, str]) -> Problem | None:
     prefixes = PREFIXES_OF.get(env.get("PRIMUS_ACCELERATOR", ""))
     if not prefixes or allowed == "1":
         return None
-    held = device_holders(env.get("PRIMUS_SYSFS_ROOT") or "/", env.get("PRIMUS_DEV_ROOT") or "/", prefixes)
+    # Another task of the same Slurm step (srun-native: one task per worker) is not a leftover.
+    step = {k: env[k] for k in ("SLURM_JOB_ID", "SLURM_STEP_ID") if env.get(k)}
+    held = device_holders(env.get("PRIMUS_SYSFS_ROOT") or "/", env.get("PRIMUS_DEV_ROOT") or "/", prefixes,
+                          kin=step if "SLURM_JOB_ID" in step else None)
     if not held:
         return None
     return ("PRIMUS_ALLOW_BUSY_DEVICES", allowed,

@@ -10,6 +10,7 @@ anything: it only reads /proc.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from primus_runner.records import dataclass, field
 
@@ -62,9 +63,22 @@ def _command(path: str) -> str:
     return command[:120] or "?"
 
 
-def device_holders(proc_root: str, dev_root: str, prefixes: tuple[str, ...] = HELD_PREFIXES) -> list[Holder]:
+def _environ(path: str) -> dict[str, str]:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {key: value for key, _, value in pairs}
+
+
+def device_holders(proc_root: str, dev_root: str, prefixes: tuple[str, ...] = HELD_PREFIXES,
+                   kin: Mapping[str, str] | None = None) -> list[Holder]:
     """Every other process holding a device file whose /dev path starts with one of
-    ``prefixes``, in pid order."""
+    ``prefixes``, in pid order. ``kin``: variables (e.g. this Slurm step's
+    SLURM_JOB_ID and SLURM_STEP_ID) whose values in a holder's environment make it
+    one of this launch's own (another task of the same step), not a holder."""
     base = os.path.join(proc_root or "/", "proc")
     dev_prefix = os.path.join(dev_root or "/", "dev").rstrip("/")
     live = os.path.realpath(base) == "/proc"
@@ -92,7 +106,9 @@ def device_holders(proc_root: str, dev_root: str, prefixes: tuple[str, ...] = HE
                 target = "/dev" + target[len(dev_prefix):]
             if target.startswith(prefixes):
                 held.add(target)
-        if held:
-            where = os.path.join(base, str(pid))
-            out.append(Holder(pid, _user(where), _command(os.path.join(where, "cmdline")), sorted(held)))
+        where = os.path.join(base, str(pid))
+        if not held or (kin and all(_environ(os.path.join(where, "environ")).get(k) == v
+                                    for k, v in kin.items())):
+            continue
+        out.append(Holder(pid, _user(where), _command(os.path.join(where, "cmdline")), sorted(held)))
     return out
