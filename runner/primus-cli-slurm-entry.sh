@@ -273,6 +273,12 @@ run_launcher() {
   # The entry's lines so far become the first lines of the launcher's log.
   primus_log_spool_hand_over
   primus_entry_run "${LAUNCH_CMD[@]}" || rc=$?
+  # The launcher has ended: its status is this task's. A stop that reaches the
+  # step now (srun --kill-on-bad-exit after another node exited first) changes
+  # nothing, and must not kill the steps below (a command substitution killed
+  # by it would end this script with 143 under set -e).
+  trap '' TERM HUP INT
+  primus_entry_note_exit "$rc"
   primus_log_prelude_remove
   report_exit "$rc"
 }

@@ -51,8 +51,11 @@
 #       --env NCCL_DEBUG=INFO -- train pretrain --config exp.yaml
 #
 # Exit codes: 0 ok; 1 srun/sbatch or a runner file missing; 2 invalid
-# arguments or configuration; otherwise srun's or sbatch's own status (143
-# after a SIGTERM that stopped the ranks).
+# arguments or configuration; otherwise the status of the node whose launcher
+# ended first (README "Exit codes": 2 refused, 3 a hook failed, the workload's
+# own code...), not srun's highest, which is that of the nodes srun's
+# --kill-on-bad-exit ended after it (137); srun's or sbatch's own status when
+# no node reported one (143 after a SIGTERM that stopped the ranks).
 set -euo pipefail
 
 SLURM_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)

@@ -9,9 +9,10 @@
 # environment (README "Security"). It runs srun as a child in a session of its
 # own, turns SIGTERM/SIGHUP into that signal for every task of srun's step and
 # passes SIGINT/SIGUSR1/SIGUSR2 to srun (runner/lib/slurm_srun.sh), then exits
-# with srun's status (after a stop it says which).
+# with the status of the task that ended first (runner/helpers/step_exit.sh),
+# srun's own after a stop or when no task reported one (after a stop it says which).
 #
-# Exit codes: srun's own; 2 no srun command given.
+# Exit codes: the step's status as above; 2 no srun command given.
 set -euo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then

@@ -80,6 +80,10 @@ primus_forward() {
 }
 trap 'primus_forward USR1' USR1
 trap 'primus_forward USR2' USR2
+# The tasks' own exit statuses: the first to end decides the job's, not srun's
+# highest (runner/helpers/step_exit.sh).
+PRIMUS_STEP_EXITS=\$(\"\$PRIMUS_RUNNER_DIR/helpers/step_exit.sh\" start 2>/dev/null)
+export PRIMUS_STEP_EXITS
 ${inner[*]} $entry_q $2 &
 srun_pid=\$!
 while :; do
@@ -88,6 +92,10 @@ while :; do
   kill -0 \"\$srun_pid\" 2>/dev/null || break
 done
 echo \"primus-cli slurm: srun of job \${SLURM_JOB_ID:-?} exited with status \$rc\"
+if [ -n \"\$PRIMUS_STEP_EXITS\" ]; then
+  decided=\$(\"\$PRIMUS_RUNNER_DIR/helpers/step_exit.sh\" end \"\$PRIMUS_STEP_EXITS\" \"\$rc\")
+  case \$decided in '' | *[!0-9]*) ;; *) rc=\$decided ;; esac
+fi
 exit \"\$rc\"
 "
 }

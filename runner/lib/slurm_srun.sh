@@ -131,6 +131,11 @@ primus_srun_run() {
     # shellcheck disable=SC2064
     trap "primus_srun_pass $sig" "$sig"
   done
+  # The tasks' own exit statuses (runner/helpers/step_exit.sh): srun's is the
+  # highest, that of the tasks --kill-on-bad-exit ended after the first failure.
+  local __primus_exits="" __primus_decided
+  __primus_exits=$("$PRIMUS_ROOT/runner/helpers/step_exit.sh" start 2>/dev/null) || __primus_exits=""
+  [[ -z $__primus_exits ]] || export PRIMUS_STEP_EXITS=$__primus_exits
   setsid "$@" <&0 &
   PRIMUS_SRUN_PID=$!
   # Signals trapped between the fork and now (a trap runs between commands).
@@ -159,6 +164,10 @@ primus_srun_run() {
   if [[ -n $PRIMUS_SRUN_STOP ]]; then
     LOG_WARN "srun${PRIMUS_SRUN_STEPS:+ (step $PRIMUS_SRUN_STEPS)} ended after SIG$PRIMUS_SRUN_STOP:" \
       "exit status $rc."
+    [[ -z $__primus_exits ]] || rm -rf -- "$__primus_exits"  # a stop: srun's status says it
+  elif [[ -n $__primus_exits ]]; then
+    __primus_decided=$("$PRIMUS_ROOT/runner/helpers/step_exit.sh" end "$__primus_exits" "$rc") || __primus_decided=""
+    [[ ! $__primus_decided =~ ^[0-9]+$ ]] || rc=$__primus_decided
   fi
   return "$rc"
 }

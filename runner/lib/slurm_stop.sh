@@ -159,6 +159,17 @@ primus_entry_run() {
   return "$rc"
 }
 
+# primus_entry_note_exit RC: when this task's launcher ended non-zero on its
+# own (no stop reached the entry), its status and end time for the caller of
+# srun (PRIMUS_STEP_EXITS: runner/helpers/step_exit.sh, where the task that
+# ended first decides the step's status).
+primus_entry_note_exit() {
+  local __primus_dir=${PRIMUS_STEP_EXITS:-}
+  (($1 != 0)) && [[ -z $PRIMUS_ENTRY_SIGNAL && -n $__primus_dir && -d $__primus_dir ]] || return 0
+  { printf '%s %s %s %s\n' "${EPOCHREALTIME//[.,]/}" "$1" "${SLURM_NODEID:-?}" "${HOSTNAME:-?}" \
+    >"$__primus_dir/task-${SLURM_PROCID:-0}"; } 2>/dev/null || true
+}
+
 # primus_entry_closing VAR: the launcher's closing line of a stop, if any.
 primus_entry_closing() {
   local -n __primus_closing=$1

@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
+# README "Exit codes", one test per row, through the Slurm entry points on the
+# live cluster (tests/slurm/run.sh): `primus-cli slurm srun`, `primus-cli slurm
+# sbatch` (its job's status, sbatch --wait) and the Slurm entry under a plain
+# srun. Two nodes, 2 processes each (CPU, gloo). srun --kill-on-bad-exit ends
+# the other tasks with SIGKILL once one fails, and srun returns the highest
+# status: the launcher's own calls report the status of the task that ended
+# first (runner/helpers/step_exit.sh). `direct` and `container` hold the same
+# rows in tests/bats/exit_codes.bats; row 86 is tests/bats/hang.bats.
+
+REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+load "$REPO_ROOT/node_modules/bats-support/load"
+load "$REPO_ROOT/node_modules/bats-assert/load"
+
+ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
+# Read before setup() unsets the PRIMUS_SLURM_* names (a TaskProlog file of it
+# makes one node differ).
+CLUSTER_DIR=${PRIMUS_SLURM_DIR:-}
+PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
+WORKLOADS=$REPO_ROOT/tests/fixtures/workloads
+
+setup_file() {
+  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
+    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
+    return 1
+  }
+}
+
+setup() {
+  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-exit.XXXXXX")
+  chmod 0755 "$TEST_DIR"
+  cd "$TEST_DIR" || return 1
+  local name
+  for name in $(compgen -e); do
+    case $name in
+      SLURM_CONF) ;;
+      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
+    esac
+  done
+  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE \
+    PRIMUS_DRY_RUN PRIMUS_HOOKS_DIR
+  export HOME=$TEST_DIR/home PRIMUS_WORKSPACE=$TEST_DIR/workspace
+  mkdir -p "$HOME"
+  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
+  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
+  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
+  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
+  # A port of its own per test: jobs of earlier tests may still be closing.
+  export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))
+}
+
+teardown() {
+  [[ -z $CLUSTER_DIR ]] || rm -f "$CLUSTER_DIR/etc/task_env/node2"
+  scancel --user=root --full 2>/dev/null || true
+  local i
+  for ((i = 0; i < 300; i++)); do
+    [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break
+    sleep 0.1
+  done
+  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+}
+
+# two CODE -- DIRECT_ARGS...: primus-cli slurm srun -N 2 and primus-cli slurm
+# sbatch -N 2 --wait each end with CODE (SRUN_OUTPUT: the srun call's output).
+two() {
+  local code=$1
+  shift 2
+  run timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- direct "$@"
+  echo "slurm srun: exit $status" && echo "$output"
+  [[ $status -eq $code ]]
+  SRUN_OUTPUT=$output
+  run timeout 300 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job-%j.out" -- direct "$@"
+  echo "slurm sbatch: exit $status" && echo "$output" && cat "$TEST_DIR"/job-*.out
+  [[ $status -eq $code ]]
+  rm -f "$TEST_DIR"/job-*.out
+}
+
+# three CODE -- DIRECT_ARGS...: primus-cli slurm srun -N 2, primus-cli slurm
+# sbatch -N 2 --wait and a plain srun -N 2 of the entry (--kill-on-bad-exit=0,
+# else KILL_ON_BAD_EXIT: srun's status is then the highest of the tasks) each
+# end with CODE.
+three() {
+  two "$@"
+  local code=$1
+  shift 2
+  run timeout 300 srun -N 2 --ntasks-per-node=1 "--kill-on-bad-exit=${KILL_ON_BAD_EXIT:-0}" "$ENTRY" direct "$@"
+  echo "srun of the entry: exit $status" && echo "$output"
+  [[ $status -eq $code ]]
+  # No records directory is left in the workspace.
+  [[ -z $(find "$PRIMUS_WORKSPACE" -maxdepth 1 -name '.primus-step-exits.*') ]]
+}
+
+@test "exit 0: the workload succeeded on both nodes" {
+  three 0 -- --script "$WORKLOADS/exit_with.py" -- 0
+}
+
+@test "exit 1: the --script file is missing, nothing started" {
+  three 1 -- --script "$TEST_DIR/no_such_script.py"
+}
+
+@test "exit 2: refused by the cluster check (node2's NCCL_ALGO differs), nothing started" {
+  echo 'export NCCL_ALGO=Ring' >"$CLUSTER_DIR/etc/task_env/node2"
+  three 2 -- --script "$WORKLOADS/exit_with.py" -- 0
+  assert_output --partial "cluster check FAILED"
+}
+
+@test "exit 3: a failing hook on every node, nothing started" {
+  mkdir hooks
+  printf '#!/bin/bash\necho "hook says no" >&2\nexit 1\n' >hooks/01_fail.sh
+  chmod +x hooks/01_fail.sh
+  export PRIMUS_HOOKS_DIR=$TEST_DIR/hooks
+  # Repeated: which node's hook ends first, and what srun kills, varies.
+  local i
+  for i in 1 2; do
+    three 3 -- --script "$WORKLOADS/exit_with.py" -- 0
+  done
+  assert_output --partial "hook says no"
+}
+
+@test "other: the workload's own code (7), also when only global rank 3 (node2) fails and srun kills node1" {
+  three 7 -- --script "$WORKLOADS/exit_with.py" -- 7
+  # The other node's ranks end at once and its torchrun waits for node2's at
+  # exit: srun's --kill-on-bad-exit ends it (137), the first task's 7 decides.
+  two 7 -- --script "$WORKLOADS/exit_with.py" -- 7 3
+  [[ $SRUN_OUTPUT == *"srun exit status 137 is that of the tasks srun ended after the first failure: task 1 (node 1, node2) ended first, its launcher with exit status 7"* ]]
+}
+
+@test "128+N: global rank 3 killed by SIGKILL: 137" {
+  # The other node's ranks wait (60 s) for a stop: srun ends them.
+  KILL_ON_BAD_EXIT=1 three 137 -- --script "$WORKLOADS/kill_self.py" -- 3
+}
