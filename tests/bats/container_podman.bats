@@ -117,6 +117,22 @@ ours() {
   grep -q -- '--env CLI_TOKEN --env' <<<"$output"
 }
 
+@test "the families the references use reach the job from the host without --env; a name outside them is named, not forwarded" {
+  mkdir out
+  TORCH_NCCL_SOME_NEW_KNOB='a "b" c' NVTE_SOME_NEW_KNOB=0 HSA_SOME_NEW_KNOB=1 FI_SOME_NEW_KNOB=warn \
+    NEURON_RT_SOME_NEW_KNOB=2 TE_SOME_NEW_KNOB=9 \
+    run "$PRIMUS_CLI" container -- --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" \
+      TORCH_NCCL_SOME_NEW_KNOB NVTE_SOME_NEW_KNOB HSA_SOME_NEW_KNOB FI_SOME_NEW_KNOB NEURON_RT_SOME_NEW_KNOB \
+      TE_SOME_NEW_KNOB
+  assert_success
+  [[ $(<out/TORCH_NCCL_SOME_NEW_KNOB.0) == 'a "b" c' ]]
+  [[ $(<out/NVTE_SOME_NEW_KNOB.0) == 0 && $(<out/HSA_SOME_NEW_KNOB.0) == 1 ]]
+  [[ $(<out/FI_SOME_NEW_KNOB.0) == warn && $(<out/NEURON_RT_SOME_NEW_KNOB.0) == 2 ]]
+  [[ $(<out/TE_SOME_NEW_KNOB.0) == "<unset>" ]]
+  assert_output --partial "the registry does not know"
+  assert_output --regexp "do not reach the container.*: TE_SOME_NEW_KNOB\. Fix"
+}
+
 @test "the user's namespace: every exported name forwarded with --env NAME reaches both ranks byte for byte" {
   load helpers/user_names
   mkdir out
