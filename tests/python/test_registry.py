@@ -106,7 +106,9 @@ LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"
                # torchrun's --rdzv-backend default (issue 29: rule pet_rdzv_exported)
                "PET_RDZV_BACKEND",
                # PyTorch's flight recorder on ROCm/CUDA (issue 25, runner/lib/flight_recorder.sh)
-               "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"]
+               "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+               # their newer names, for a torch that reads them (runner/lib/flight_recorder.sh)
+               "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"]
 # AWS practice around the Neuron runtime (section neuron-aws; each entry cites its AWS source).
 NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM_SOCKET_IFNAME",
               "MALLOC_ARENA_MAX", "XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_SPMD",
