@@ -123,10 +123,10 @@ verdicts() {
 @test "straggler: rank 3 sleeping 1.5x longer per step is named within 3 minutes; an even run beside it names none" {
   mkdir -p "$OUT/slow" "$OUT/even"
   GPUS_PER_NODE=4 SLOW_RANK=3 SLOW_FACTOR=1.5 MASTER_PORT=$(free_port) PRIMUS_WORKSPACE=$TEST_DIR/ws-slow \
-    "$PRIMUS_CLI" direct --script "$WL" -- "$OUT/slow" steps 150 >"$TEST_DIR/slow.out" 2>&1 &
+    "$PRIMUS_CLI" direct --script "$WL" -- "$OUT/slow" steps 130 >"$TEST_DIR/slow.out" 2>&1 &
   slow=$!
   GPUS_PER_NODE=4 MASTER_PORT=$(free_port) PRIMUS_WORKSPACE=$TEST_DIR/ws-even \
-    "$PRIMUS_CLI" direct --script "$WL" -- "$OUT/even" steps 150 >"$TEST_DIR/even.out" 2>&1 &
+    "$PRIMUS_CLI" direct --script "$WL" -- "$OUT/even" steps 130 >"$TEST_DIR/even.out" 2>&1 &
   even=$!
   poll_until 120 test -f "$OUT/slow/ready.3"
   start=$SECONDS
