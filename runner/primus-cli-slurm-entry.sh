@@ -64,10 +64,10 @@
 set -euo pipefail
 
 # This script's directory without a fork (srun runs it by absolute path).
-ENTRY_RUNNER_DIR=${BASH_SOURCE[0]%/*}
-[[ $ENTRY_RUNNER_DIR == "${BASH_SOURCE[0]}" ]] && ENTRY_RUNNER_DIR=.
-[[ $ENTRY_RUNNER_DIR == /* ]] || ENTRY_RUNNER_DIR=$(cd "$ENTRY_RUNNER_DIR" && pwd)
-PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$ENTRY_RUNNER_DIR}
+PRIMUS_ENTRY_RUNNER_DIR=${BASH_SOURCE[0]%/*}
+[[ $PRIMUS_ENTRY_RUNNER_DIR == "${BASH_SOURCE[0]}" ]] && PRIMUS_ENTRY_RUNNER_DIR=.
+[[ $PRIMUS_ENTRY_RUNNER_DIR == /* ]] || PRIMUS_ENTRY_RUNNER_DIR=$(cd "$PRIMUS_ENTRY_RUNNER_DIR" && pwd)
+PRIMUS_RUNNER_DIR=${PRIMUS_RUNNER_DIR:-$PRIMUS_ENTRY_RUNNER_DIR}
 # shellcheck source=runner/lib/common.sh
 source "$PRIMUS_RUNNER_DIR/lib/common.sh"
 # shellcheck source=runner/lib/supervise.sh
@@ -79,20 +79,20 @@ source "$PRIMUS_RUNNER_DIR/lib/mode_words.sh"
 # shellcheck source=runner/lib/slurm_step.sh
 source "$PRIMUS_RUNNER_DIR/lib/slurm_step.sh"
 
-ENTRY_DRY_RUN=0
-ENTRY_CONFIG=""
-ENTRY_DEBUG=0
-ENTRY_SRUN_NATIVE=""
-ENTRY_MODE=""
-ENTRY_MODE_ARGS=()
-STEP_NODES=""
-STEP_NODELIST=""
-STEP_NODE_ID=""
-STEP_TASKS=""
-NODE_TASKS=""
-CONFIG_LOADED=0
-ENTRY_REQUEUED=""  # the next run's restart number once the job is requeued
-ENTRY_STEP_SIGNAL=0 # the stop signal came to the step alone; the job goes on
+PRIMUS_ENTRY_DRY_RUN=0
+PRIMUS_ENTRY_CONFIG=""
+PRIMUS_ENTRY_DEBUG=0
+PRIMUS_ENTRY_SRUN_NATIVE=""
+PRIMUS_ENTRY_MODE=""
+PRIMUS_ENTRY_MODE_ARGS=()
+PRIMUS_STEP_NODES=""
+PRIMUS_STEP_NODELIST=""
+PRIMUS_STEP_NODE_ID=""
+PRIMUS_STEP_TASKS=""
+PRIMUS_NODE_TASKS=""
+PRIMUS_CONFIG_LOADED=0
+PRIMUS_ENTRY_REQUEUED=""  # the next run's restart number once the job is requeued
+PRIMUS_ENTRY_STEP_SIGNAL=0 # the stop signal came to the step alone; the job goes on
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -102,7 +102,7 @@ usage() {
 entry_log() {
   local level=$1
   shift
-  NODE_RANK=${STEP_NODE_ID:-${NODE_RANK:-0}} "LOG_$level" "slurm-entry: $*"
+  NODE_RANK=${PRIMUS_STEP_NODE_ID:-${NODE_RANK:-0}} "LOG_$level" "slurm-entry: $*"
 }
 
 entry_die() {
@@ -119,22 +119,22 @@ parse_args() {
         usage
         exit 0
         ;;
-      --dry-run) ENTRY_DRY_RUN=1 ;;
-      --debug) ENTRY_DEBUG=1 ;;
-      --srun-native) ENTRY_SRUN_NATIVE=1 ;;
-      --no-srun-native) ENTRY_SRUN_NATIVE=0 ;;
+      --dry-run) PRIMUS_ENTRY_DRY_RUN=1 ;;
+      --debug) PRIMUS_ENTRY_DEBUG=1 ;;
+      --srun-native) PRIMUS_ENTRY_SRUN_NATIVE=1 ;;
+      --no-srun-native) PRIMUS_ENTRY_SRUN_NATIVE=0 ;;
       --config)
         (($# >= 2)) || entry_die "$PRIMUS_EXIT_INVALID" "--config needs a FILE argument, e.g. --config exp.yaml."
-        ENTRY_CONFIG=$2
+        PRIMUS_ENTRY_CONFIG=$2
         shift
         ;;
-      --config=*) ENTRY_CONFIG=${1#--config=} ;;
+      --config=*) PRIMUS_ENTRY_CONFIG=${1#--config=} ;;
       -- | direct | container | [!-]*)
         # Upstream's call form `-- <mode> ...`; no mode word: slurm.mode
         # (default container). runner/lib/mode_words.sh owns the rule.
         primus_mode_words_split "$@"
-        ENTRY_MODE=$PRIMUS_MODE_WORD
-        ENTRY_MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")
+        PRIMUS_ENTRY_MODE=$PRIMUS_MODE_WORD
+        PRIMUS_ENTRY_MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")
         return 0
         ;;
       *)
@@ -151,7 +151,7 @@ parse_args() {
 # (before its `--`).
 mode_args_have() {
   local arg
-  for arg in "${ENTRY_MODE_ARGS[@]}"; do
+  for arg in "${PRIMUS_ENTRY_MODE_ARGS[@]}"; do
     [[ $arg == -- ]] && return 1
     [[ $arg == "$1" ]] && return 0
   done
@@ -159,23 +159,23 @@ mode_args_have() {
 }
 
 load_config_once() {
-  ((CONFIG_LOADED)) && return 0
-  CONFIG_LOADED=1
+  ((PRIMUS_CONFIG_LOADED)) && return 0
+  PRIMUS_CONFIG_LOADED=1
   # shellcheck source=runner/lib/config.sh
   source "$PRIMUS_RUNNER_DIR/lib/config.sh"
-  primus_config_load "$ENTRY_CONFIG" ||
+  primus_config_load "$PRIMUS_ENTRY_CONFIG" ||
     entry_die "$?" "could not load the configuration (see the error above)."
 }
 
 resolve_mode() {
-  if [[ -z $ENTRY_MODE ]]; then
+  if [[ -z $PRIMUS_ENTRY_MODE ]]; then
     load_config_once
-    primus_config_get_into ENTRY_MODE slurm.mode container
+    primus_config_get_into PRIMUS_ENTRY_MODE slurm.mode container
   fi
-  case $ENTRY_MODE in
+  case $PRIMUS_ENTRY_MODE in
     direct | container) ;;
     *)
-      entry_die "$PRIMUS_EXIT_INVALID" "slurm.mode='$ENTRY_MODE' in the configuration is not a" \
+      entry_die "$PRIMUS_EXIT_INVALID" "slurm.mode='$PRIMUS_ENTRY_MODE' in the configuration is not a" \
         "mode; accepted: direct, container. Fix slurm.mode or name the mode on the command line."
       ;;
   esac
@@ -189,7 +189,7 @@ resolve_mode() {
 find_first_host() {
   [[ -n ${PRIMUS_SLURM_FIRST_HOST:-} ]] && return 0
   local -a cmd
-  primus_slurm_client_cmd cmd scontrol show hostnames "$STEP_NODELIST" || return 0
+  primus_slurm_client_cmd cmd scontrol show hostnames "$PRIMUS_STEP_NODELIST" || return 0
   local names
   names=$("${cmd[@]}" 2>/dev/null) || return 0
   names=${names%%$'\n'*}
@@ -200,30 +200,30 @@ find_first_host() {
 log_step() {
   local first=${PRIMUS_SLURM_FIRST_HOST:-(expanded by the rank mapping)}
   # The node list as Slurm gives it (compressed), cut to 160 characters.
-  local shown=$STEP_NODELIST
-  ((${#shown} <= 160)) || shown="${shown:0:160}... (${#STEP_NODELIST} characters)"
+  local nodes_shown=$PRIMUS_STEP_NODELIST
+  ((${#nodes_shown} <= 160)) || nodes_shown="${nodes_shown:0:160}... (${#PRIMUS_STEP_NODELIST} characters)"
   entry_log INFO "job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-batch}}:" \
-    "$STEP_NODES node(s) $shown, this is node $STEP_NODE_ID" \
-    "(${SLURMD_NODENAME:-${HOSTNAME:-?}}), $STEP_TASKS task(s), first host $first, mode $ENTRY_MODE," \
+    "$PRIMUS_STEP_NODES node(s) $nodes_shown, this is node $PRIMUS_STEP_NODE_ID" \
+    "(${SLURMD_NODENAME:-${HOSTNAME:-?}}), $PRIMUS_STEP_TASKS task(s), first host $first, mode $PRIMUS_ENTRY_MODE," \
     "restart ${SLURM_RESTART_COUNT:-0}"
 }
 
-# build_command: the mode launcher and its arguments into LAUNCH_CMD.
+# build_command: the mode launcher and its arguments into PRIMUS_LAUNCH_CMD.
 build_command() {
   local script
-  case $ENTRY_MODE in
+  case $PRIMUS_ENTRY_MODE in
     direct) script=$PRIMUS_RUNNER_DIR/primus-cli-direct.sh ;;
     container) script=$PRIMUS_RUNNER_DIR/primus-cli-container.sh ;;
   esac
   [[ -f $script ]] ||
-    entry_die "$PRIMUS_EXIT_MISSING" "launcher '$script' for mode '$ENTRY_MODE' not found;" \
+    entry_die "$PRIMUS_EXIT_MISSING" "launcher '$script' for mode '$PRIMUS_ENTRY_MODE' not found;" \
       "PRIMUS_RUNNER_DIR='$PRIMUS_RUNNER_DIR' must be the runner/ directory of primus-runner" \
       "on every node (a shared file system)."
-  LAUNCH_CMD=(bash "$script")
-  ((ENTRY_DRY_RUN)) && ! mode_args_have --dry-run && LAUNCH_CMD+=(--dry-run)
-  ((ENTRY_DEBUG)) && ! mode_args_have --debug && LAUNCH_CMD+=(--debug)
-  [[ -n $ENTRY_CONFIG ]] && ! mode_args_have --config && LAUNCH_CMD+=(--config "$ENTRY_CONFIG")
-  LAUNCH_CMD+=("${ENTRY_MODE_ARGS[@]}")
+  PRIMUS_LAUNCH_CMD=(bash "$script")
+  ((PRIMUS_ENTRY_DRY_RUN)) && ! mode_args_have --dry-run && PRIMUS_LAUNCH_CMD+=(--dry-run)
+  ((PRIMUS_ENTRY_DEBUG)) && ! mode_args_have --debug && PRIMUS_LAUNCH_CMD+=(--debug)
+  [[ -n $PRIMUS_ENTRY_CONFIG ]] && ! mode_args_have --config && PRIMUS_LAUNCH_CMD+=(--config "$PRIMUS_ENTRY_CONFIG")
+  PRIMUS_LAUNCH_CMD+=("${PRIMUS_ENTRY_MODE_ARGS[@]}")
 }
 
 # announce_cancel SIG: said at once, because Slurm kills the whole step
@@ -235,15 +235,15 @@ announce_cancel() {
   local step="job ${SLURM_JOB_ID} step ${SLURM_STEP_ID:-${SLURM_STEPID:-?}}"
   local status=$((128 + $(signal_number "$1")))
   local state
-  primus_slurm_job_now state ENTRY_REQUEUED
+  primus_slurm_job_now state PRIMUS_ENTRY_REQUEUED
   # Only the step was signalled: the job goes on (hold_exit).
-  [[ $state != RUNNING ]] || ENTRY_STEP_SIGNAL=1
-  if [[ -n $ENTRY_REQUEUED ]]; then
+  [[ $state != RUNNING ]] || PRIMUS_ENTRY_STEP_SIGNAL=1
+  if [[ -n $PRIMUS_ENTRY_REQUEUED ]]; then
     entry_log WARN "$step requeued (scontrol requeue, or a preemption that requeues): SIG$1" \
       "received on this node; stopping the launcher (exit status will be $status); the job" \
-      "runs again as restart $ENTRY_REQUEUED."
+      "runs again as restart $PRIMUS_ENTRY_REQUEUED."
     return 0
-  elif ((ENTRY_STEP_SIGNAL)); then
+  elif ((PRIMUS_ENTRY_STEP_SIGNAL)); then
     entry_log WARN "$step: SIG$1 sent to the step, not a cancel of the job (scancel --signal," \
       "or 'primus-cli slurm srun' passing on its SIG$1); stopping the launcher (exit status" \
       "will be $status)."
@@ -265,22 +265,22 @@ signal_number() {
   esac
 }
 
-# run_launcher: run LAUNCH_CMD (runner/lib/slurm_stop.sh), report how it ended.
+# run_launcher: run PRIMUS_LAUNCH_CMD (runner/lib/slurm_stop.sh), report how it ended.
 run_launcher() {
   primus_slurm_default_grace
   entry_log INFO "$PRIMUS_GRACE_TEXT"
-  local rc=0
+  local __primus_rc=0
   # The entry's lines so far become the first lines of the launcher's log.
   primus_log_spool_hand_over
-  primus_entry_run "${LAUNCH_CMD[@]}" || rc=$?
+  primus_entry_run "${PRIMUS_LAUNCH_CMD[@]}" || __primus_rc=$?
   # The launcher has ended: its status is this task's. A stop that reaches the
   # step now (srun --kill-on-bad-exit after another node exited first) changes
   # nothing, and must not kill the steps below (a command substitution killed
   # by it would end this script with 143 under set -e).
   trap '' TERM HUP INT
-  primus_entry_note_exit "$rc"
+  primus_entry_note_exit "$__primus_rc"
   primus_log_prelude_remove
-  report_exit "$rc"
+  report_exit "$__primus_rc"
 }
 
 report_exit() {
@@ -291,10 +291,10 @@ report_exit() {
     local own=$rc
     rc=$((128 + $(signal_number "$PRIMUS_ENTRY_SIGNAL")))
     # The launcher's closing line is this node's; say more only without it.
-    if [[ -z $closing && -n $ENTRY_REQUEUED ]]; then
+    if [[ -z $closing && -n $PRIMUS_ENTRY_REQUEUED ]]; then
       entry_log WARN "job ${SLURM_JOB_ID} requeued (SIG$PRIMUS_ENTRY_SIGNAL): the launcher stopped" \
-        "(its status $own); exit status $rc; the job runs again as restart $ENTRY_REQUEUED."
-    elif [[ -z $closing ]] && ((ENTRY_STEP_SIGNAL)); then
+        "(its status $own); exit status $rc; the job runs again as restart $PRIMUS_ENTRY_REQUEUED."
+    elif [[ -z $closing ]] && ((PRIMUS_ENTRY_STEP_SIGNAL)); then
       entry_log WARN "job ${SLURM_JOB_ID} step stopped (SIG$PRIMUS_ENTRY_SIGNAL): the launcher" \
         "stopped (its status $own); exit status $rc."
     elif [[ -z $closing ]]; then
@@ -302,7 +302,7 @@ report_exit() {
         "(its status $own); exit status $rc."
     fi
     # srun ends the step when another node exits with the requeue code.
-    [[ -n $ENTRY_REQUEUED ]] || requeue_if_asked "$own"
+    [[ -n $PRIMUS_ENTRY_REQUEUED ]] || requeue_if_asked "$own"
     hold_exit
     exit "$rc"
   elif ((rc == 0)); then
@@ -320,7 +320,7 @@ report_exit() {
 # the stop grace before it exits, so that srun --kill-on-bad-exit does not kill
 # a node still stopping (runner/lib/slurm_stop.sh primus_entry_hold_left).
 hold_exit() {
-  ((ENTRY_STEP_SIGNAL && 10#$STEP_TASKS > 1)) || return 0
+  ((PRIMUS_ENTRY_STEP_SIGNAL && 10#$PRIMUS_STEP_TASKS > 1)) || return 0
   local left
   primus_entry_hold_left left
   [[ -n $left ]] || return 0
@@ -351,12 +351,12 @@ fix_hostname() {
 main() {
   fix_hostname
   parse_args "$@"
-  ((ENTRY_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
-  [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && ENTRY_DRY_RUN=1
-  mode_args_have --dry-run && ENTRY_DRY_RUN=1
+  ((PRIMUS_ENTRY_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
+  [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && PRIMUS_ENTRY_DRY_RUN=1
+  mode_args_have --dry-run && PRIMUS_ENTRY_DRY_RUN=1
   # Until the launcher's log file exists, the console is copied to a spool
   # (a dry run writes nothing).
-  if ((ENTRY_DRY_RUN == 0)); then
+  if ((PRIMUS_ENTRY_DRY_RUN == 0)); then
     primus_log_spool_start
     # An entry that stops before any launcher ran leaves no spool behind.
     trap 'primus_log_spool_drop; primus_log_prelude_remove' EXIT
@@ -370,8 +370,8 @@ main() {
   # The mode honours config slurm.dry_run / slurm.debug (runner/lib/mode_config.sh).
   export PRIMUS_RUNNER_DIR PRIMUS_VIA_SLURM_ENTRY=1
   build_command
-  if ((ENTRY_DRY_RUN)); then
-    exec "${LAUNCH_CMD[@]}"
+  if ((PRIMUS_ENTRY_DRY_RUN)); then
+    exec "${PRIMUS_LAUNCH_CMD[@]}"
   fi
   run_launcher
 }

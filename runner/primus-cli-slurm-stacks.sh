@@ -15,9 +15,9 @@
 # Exit codes: 0 ok; 1 srun/squeue missing or no node answered; 2 bad arguments.
 set -euo pipefail
 
-STACKS_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+PRIMUS_STACKS_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 # shellcheck source=runner/lib/common.sh
-source "$STACKS_RUNNER_DIR/lib/common.sh"
+source "$PRIMUS_STACKS_RUNNER_DIR/lib/common.sh"
 
 main() {
   local job=""
@@ -49,7 +49,7 @@ main() {
   LOG_INFO "reading the stacks on the $nodes node(s) of job $job (srun --overlap --jobid $job)."
   local out
   out=$(srun --overlap --jobid "$job" -N "$nodes" --ntasks-per-node=1 \
-    "$STACKS_RUNNER_DIR/primus-cli" stacks --json "${node_args[@]}") || true
+    "$PRIMUS_STACKS_RUNNER_DIR/primus-cli" stacks --json "${node_args[@]}") || true
   printf '%s\n' "$out" |
     PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.diagnose merge --stdin \
       --heading "stacks of job $job across $nodes node(s)"

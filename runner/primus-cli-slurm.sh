@@ -58,39 +58,39 @@
 # no node reported one (143 after a SIGTERM that stopped the ranks).
 set -euo pipefail
 
-SLURM_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
-export PRIMUS_RUNNER_DIR=$SLURM_RUNNER_DIR
+PRIMUS_SLURM_RUNNER_DIR=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+export PRIMUS_RUNNER_DIR=$PRIMUS_SLURM_RUNNER_DIR
 # shellcheck source=runner/lib/common.sh
-source "$SLURM_RUNNER_DIR/lib/common.sh"
+source "$PRIMUS_SLURM_RUNNER_DIR/lib/common.sh"
 # shellcheck source=runner/lib/config.sh
-source "$SLURM_RUNNER_DIR/lib/config.sh"
+source "$PRIMUS_SLURM_RUNNER_DIR/lib/config.sh"
 # shellcheck source=runner/lib/mode_words.sh
-source "$SLURM_RUNNER_DIR/lib/mode_words.sh"
+source "$PRIMUS_SLURM_RUNNER_DIR/lib/mode_words.sh"
 # shellcheck source=runner/lib/mode_config.sh
-source "$SLURM_RUNNER_DIR/lib/mode_config.sh"
+source "$PRIMUS_SLURM_RUNNER_DIR/lib/mode_config.sh"
 # shellcheck source=runner/lib/slurm_commands.sh
-source "$SLURM_RUNNER_DIR/lib/slurm_commands.sh"
+source "$PRIMUS_SLURM_RUNNER_DIR/lib/slurm_commands.sh"
 # shellcheck source=runner/lib/slurm_dry_run.sh
-source "$SLURM_RUNNER_DIR/lib/slurm_dry_run.sh"
+source "$PRIMUS_SLURM_RUNNER_DIR/lib/slurm_dry_run.sh"
 
-OPT_DRY_RUN=0
-OPT_DEBUG=0
-OPT_CONFIG=""
-OPT_SRUN_NATIVE=""
-LAUNCHER=srun
-SLURM_FLAGS=()    # the user's Slurm flags, unchanged
-ADDED_FLAGS=()    # flags filled from the configuration or defaults
-AFTER=()          # everything after the first `--`
-MODE=""
-MODE_ARGS=()      # mode options and `-- workload args`
+PRIMUS_OPT_DRY_RUN=0
+PRIMUS_OPT_DEBUG=0
+PRIMUS_OPT_CONFIG=""
+PRIMUS_OPT_SRUN_NATIVE=""
+PRIMUS_LAUNCHER=srun
+PRIMUS_SLURM_FLAGS=()    # the user's Slurm flags, unchanged
+PRIMUS_ADDED_FLAGS=()    # flags filled from the configuration or defaults
+PRIMUS_AFTER=()          # everything after the first `--`
+PRIMUS_SLURM_MODE=""
+PRIMUS_SLURM_MODE_ARGS=()      # mode options and `-- workload args`
 # What the user's flags say (empty: not given); set through note_flag.
-# shellcheck disable=SC2034 # GIVEN_TIME, _PARTITION, _GPUS, _KILL: recorded only
-GIVEN_NODES="" GIVEN_TIME="" GIVEN_PARTITION="" GIVEN_GPUS="" GIVEN_TPN=""
+# shellcheck disable=SC2034 # PRIMUS_GIVEN_TIME, _PARTITION, _GPUS, _KILL: recorded only
+PRIMUS_GIVEN_NODES="" PRIMUS_GIVEN_TIME="" PRIMUS_GIVEN_PARTITION="" PRIMUS_GIVEN_GPUS="" PRIMUS_GIVEN_TPN=""
 # shellcheck disable=SC2034
-GIVEN_NTASKS="" GIVEN_NODELIST="" GIVEN_KILL="" GIVEN_SIGNAL="" GIVEN_REQUEUE=""
-HAS_NODES=0 HAS_TIME=0 HAS_PARTITION=0 HAS_GPUS=0 HAS_TPN=0 HAS_NTASKS=0
-HAS_NODELIST=0 HAS_KILL=0 HAS_SIGNAL=0 HAS_REQUEUE=0
-REQUEUE=0         # the job is submitted requeueable on purpose (slurm.requeue)
+PRIMUS_GIVEN_NTASKS="" PRIMUS_GIVEN_NODELIST="" PRIMUS_GIVEN_KILL="" PRIMUS_GIVEN_SIGNAL="" PRIMUS_GIVEN_REQUEUE=""
+PRIMUS_HAS_NODES=0 PRIMUS_HAS_TIME=0 PRIMUS_HAS_PARTITION=0 PRIMUS_HAS_GPUS=0 PRIMUS_HAS_TPN=0 PRIMUS_HAS_NTASKS=0
+PRIMUS_HAS_NODELIST=0 PRIMUS_HAS_KILL=0 PRIMUS_HAS_SIGNAL=0 PRIMUS_HAS_REQUEUE=0
+PRIMUS_REQUEUE=0         # the job is submitted requeueable on purpose (slurm.requeue)
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -112,40 +112,40 @@ parse_args() {
         usage
         exit 0
         ;;
-      --dry-run) OPT_DRY_RUN=1 ;;
-      --debug) OPT_DEBUG=1 ;;
-      --srun-native) OPT_SRUN_NATIVE=1 ;;
+      --dry-run) PRIMUS_OPT_DRY_RUN=1 ;;
+      --debug) PRIMUS_OPT_DEBUG=1 ;;
+      --srun-native) PRIMUS_OPT_SRUN_NATIVE=1 ;;
       --config)
         (($# >= 2)) || bad_usage "option --config needs a FILE, e.g. --config exp.yaml."
-        OPT_CONFIG=$2
+        PRIMUS_OPT_CONFIG=$2
         shift
         ;;
-      --config=*) OPT_CONFIG=${1#--config=} ;;
+      --config=*) PRIMUS_OPT_CONFIG=${1#--config=} ;;
       srun | sbatch)
-        if ((seen_launcher || ${#SLURM_FLAGS[@]})); then
-          bad_usage "'$1' must come first, before the Slurm flags: primus-cli slurm $1 ${SLURM_FLAGS[*]} -- ..."
+        if ((seen_launcher || ${#PRIMUS_SLURM_FLAGS[@]})); then
+          bad_usage "'$1' must come first, before the Slurm flags: primus-cli slurm $1 ${PRIMUS_SLURM_FLAGS[*]} -- ..."
         fi
-        LAUNCHER=$1
+        PRIMUS_LAUNCHER=$1
         seen_launcher=1
         ;;
       --)
         shift
-        AFTER=("$@")
+        PRIMUS_AFTER=("$@")
         return 0
         ;;
       *)
-        SLURM_FLAGS+=("$1")
+        PRIMUS_SLURM_FLAGS+=("$1")
         ;;
     esac
     shift
   done
-  bad_usage "missing '--' and the mode; e.g. primus-cli slurm $LAUNCHER -N 2 -- direct -- preflight"
+  bad_usage "missing '--' and the mode; e.g. primus-cli slurm $PRIMUS_LAUNCHER -N 2 -- direct -- preflight"
 }
 
 # note_flag NAME VALUE: record that the user gave flag NAME (with VALUE).
 note_flag() {
-  printf -v "HAS_$1" '%s' 1
-  printf -v "GIVEN_$1" '%s' "$2"
+  printf -v "PRIMUS_HAS_$1" '%s' 1
+  printf -v "PRIMUS_GIVEN_$1" '%s' "$2"
 }
 
 # scan_slurm_flags: find the flags the configuration may fill, in every
@@ -153,10 +153,10 @@ note_flag() {
 # -p/--partition, -n/--ntasks, -w/--nodelist; --gpus-per-node,
 # --ntasks-per-node, -K/--kill-on-bad-exit).
 scan_slurm_flags() {
-  local i=0 n=${#SLURM_FLAGS[@]} arg next
+  local i=0 n=${#PRIMUS_SLURM_FLAGS[@]} arg next
   while ((i < n)); do
-    arg=${SLURM_FLAGS[i]}
-    next=${SLURM_FLAGS[i + 1]-}
+    arg=${PRIMUS_SLURM_FLAGS[i]}
+    next=${PRIMUS_SLURM_FLAGS[i + 1]-}
     case $arg in
       -N | --nodes) note_flag NODES "$next" && i=$((i + 1)) ;;
       --nodes=*) note_flag NODES "${arg#*=}" ;;
@@ -182,7 +182,7 @@ scan_slurm_flags() {
       -K?*) note_flag KILL "${arg#-K}" ;;
       --signal) note_flag SIGNAL "$next" && i=$((i + 1)) ;;
       --signal=*) note_flag SIGNAL "${arg#*=}" ;;
-      --requeue) note_flag REQUEUE 1 && REQUEUE=1 ;;
+      --requeue) note_flag REQUEUE 1 && PRIMUS_REQUEUE=1 ;;
       --no-requeue) note_flag REQUEUE 0 ;;
     esac
     i=$((i + 1))
@@ -191,45 +191,45 @@ scan_slurm_flags() {
 }
 
 check_given_values() {
-  if ((HAS_NODES)) && [[ ! $GIVEN_NODES =~ ^[0-9]+(-[0-9]+)?$ ]]; then
-    bad_usage "-N/--nodes value '$GIVEN_NODES' is not a node count; accepted: N or MIN-MAX, e.g. -N 4."
+  if ((PRIMUS_HAS_NODES)) && [[ ! $PRIMUS_GIVEN_NODES =~ ^[0-9]+(-[0-9]+)?$ ]]; then
+    bad_usage "-N/--nodes value '$PRIMUS_GIVEN_NODES' is not a node count; accepted: N or MIN-MAX, e.g. -N 4."
   fi
-  if ((HAS_TPN)) && [[ ! $GIVEN_TPN =~ ^[1-9][0-9]*$ ]]; then
-    bad_usage "--ntasks-per-node value '$GIVEN_TPN' is not a positive integer, e.g. --ntasks-per-node=1."
+  if ((PRIMUS_HAS_TPN)) && [[ ! $PRIMUS_GIVEN_TPN =~ ^[1-9][0-9]*$ ]]; then
+    bad_usage "--ntasks-per-node value '$PRIMUS_GIVEN_TPN' is not a positive integer, e.g. --ntasks-per-node=1."
   fi
-  if ((HAS_NTASKS)) && [[ ! $GIVEN_NTASKS =~ ^[1-9][0-9]*$ ]]; then
-    bad_usage "-n/--ntasks value '$GIVEN_NTASKS' is not a positive integer."
+  if ((PRIMUS_HAS_NTASKS)) && [[ ! $PRIMUS_GIVEN_NTASKS =~ ^[1-9][0-9]*$ ]]; then
+    bad_usage "-n/--ntasks value '$PRIMUS_GIVEN_NTASKS' is not a positive integer."
   fi
   return 0
 }
 
-# split_after: AFTER = [direct|container] [mode options] [-- workload args];
+# split_after: PRIMUS_AFTER = [direct|container] [mode options] [-- workload args];
 # no mode word: slurm.mode (default container), and a first word that is not
 # an option starts the workload (runner/lib/mode_words.sh, upstream's forms).
 split_after() {
-  ((${#AFTER[@]})) || bad_usage "nothing after '--'; e.g. primus-cli slurm $LAUNCHER -N 2 -- direct -- preflight"
+  ((${#PRIMUS_AFTER[@]})) || bad_usage "nothing after '--'; e.g. primus-cli slurm $PRIMUS_LAUNCHER -N 2 -- direct -- preflight"
   # A word close to a mode name is a mistyped mode (upstream Primus would run it
   # as the container's workload); any other word starts the workload.
   local hint=""
-  case ${AFTER[0]-} in
+  case ${PRIMUS_AFTER[0]-} in
     direct | container | -* | "") ;;
-    *) primus_did_you_mean hint "${AFTER[0]}" direct container ;;
+    *) primus_did_you_mean hint "${PRIMUS_AFTER[0]}" direct container ;;
   esac
-  [[ -z $hint ]] || bad_usage "'${AFTER[0]}' after '--' is not a mode; accepted: direct or container$hint"
-  primus_mode_words_split "${AFTER[@]}"
-  MODE=$PRIMUS_MODE_WORD
-  MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")
+  [[ -z $hint ]] || bad_usage "'${PRIMUS_AFTER[0]}' after '--' is not a mode; accepted: direct or container$hint"
+  primus_mode_words_split "${PRIMUS_AFTER[@]}"
+  PRIMUS_SLURM_MODE=$PRIMUS_MODE_WORD
+  PRIMUS_SLURM_MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")
 }
 
 # ----------------------------------------------------------- configuration
 
 load_config() {
-  if [[ -n $OPT_CONFIG ]]; then
-    [[ -f $OPT_CONFIG ]] || primus_die "$PRIMUS_EXIT_MISSING" "config file '$OPT_CONFIG' (--config) not found."
-    OPT_CONFIG=$(cd "$(dirname -- "$OPT_CONFIG")" && printf '%s/%s' "$(pwd)" "$(basename -- "$OPT_CONFIG")")
+  if [[ -n $PRIMUS_OPT_CONFIG ]]; then
+    [[ -f $PRIMUS_OPT_CONFIG ]] || primus_die "$PRIMUS_EXIT_MISSING" "config file '$PRIMUS_OPT_CONFIG' (--config) not found."
+    PRIMUS_OPT_CONFIG=$(cd "$(dirname -- "$PRIMUS_OPT_CONFIG")" && printf '%s/%s' "$(pwd)" "$(basename -- "$PRIMUS_OPT_CONFIG")")
   fi
   local rc=0
-  primus_config_load "$OPT_CONFIG" || rc=$?
+  primus_config_load "$PRIMUS_OPT_CONFIG" || rc=$?
   ((rc == 0)) || primus_die "$rc" "could not load the configuration (see the error above)."
 }
 
@@ -237,31 +237,31 @@ load_config() {
 fill_from_config() {
   local value
   primus_config_get_into value slurm.nodes ""
-  if ((!HAS_NODES)) && [[ -n $value ]]; then
+  if ((!PRIMUS_HAS_NODES)) && [[ -n $value ]]; then
     [[ $value =~ ^[0-9]+(-[0-9]+)?$ ]] ||
       bad_usage "config slurm.nodes='$value' is not a node count; accepted: N or MIN-MAX."
-    ADDED_FLAGS+=("--nodes=$value")
-    GIVEN_NODES=$value
+    PRIMUS_ADDED_FLAGS+=("--nodes=$value")
+    PRIMUS_GIVEN_NODES=$value
   fi
   primus_config_get_into value slurm.time ""
-  ((HAS_TIME)) || [[ -z $value ]] || ADDED_FLAGS+=("--time=$value")
+  ((PRIMUS_HAS_TIME)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--time=$value")
   primus_config_get_into value slurm.partition ""
-  ((HAS_PARTITION)) || [[ -z $value ]] || ADDED_FLAGS+=("--partition=$value")
+  ((PRIMUS_HAS_PARTITION)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--partition=$value")
   primus_config_get_into value slurm.gpus_per_node ""
-  ((HAS_GPUS)) || [[ -z $value ]] || ADDED_FLAGS+=("--gpus-per-node=$value")
+  ((PRIMUS_HAS_GPUS)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--gpus-per-node=$value")
   fill_stop_flags
-  if [[ -z $MODE ]]; then
-    primus_config_get_into MODE slurm.mode container
-    case $MODE in
+  if [[ -z $PRIMUS_SLURM_MODE ]]; then
+    primus_config_get_into PRIMUS_SLURM_MODE slurm.mode container
+    case $PRIMUS_SLURM_MODE in
       direct | container) ;;
-      *) bad_usage "config slurm.mode='$MODE' is not a mode; accepted: direct, container." ;;
+      *) bad_usage "config slurm.mode='$PRIMUS_SLURM_MODE' is not a mode; accepted: direct, container." ;;
     esac
   fi
-  if [[ -z $OPT_SRUN_NATIVE ]]; then
+  if [[ -z $PRIMUS_OPT_SRUN_NATIVE ]]; then
     primus_config_get_into value slurm.srun_native 0
     case $value in
-      1 | true) OPT_SRUN_NATIVE=1 ;;
-      *) OPT_SRUN_NATIVE=0 ;;
+      1 | true) PRIMUS_OPT_SRUN_NATIVE=1 ;;
+      *) PRIMUS_OPT_SRUN_NATIVE=0 ;;
     esac
   fi
 }
@@ -272,18 +272,18 @@ fill_from_config() {
 fill_stop_flags() {
   local value
   primus_config_get_into value slurm.signal ""
-  ((HAS_SIGNAL)) || [[ -z $value ]] || ADDED_FLAGS+=("--signal=$value")
+  ((PRIMUS_HAS_SIGNAL)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--signal=$value")
   primus_config_get_into value slurm.requeue 0
   case $value in
     1 | true) ;;
     *) return 0 ;;
   esac
-  if [[ $LAUNCHER != sbatch ]]; then
+  if [[ $PRIMUS_LAUNCHER != sbatch ]]; then
     LOG_WARN "config slurm.requeue: true applies to 'primus-cli slurm sbatch' only; an srun job cannot be requeued."
     return 0
   fi
-  ((HAS_REQUEUE)) || ADDED_FLAGS+=(--requeue)
-  ((HAS_REQUEUE)) && [[ $GIVEN_REQUEUE == 0 ]] || REQUEUE=1
+  ((PRIMUS_HAS_REQUEUE)) || PRIMUS_ADDED_FLAGS+=(--requeue)
+  ((PRIMUS_HAS_REQUEUE)) && [[ $PRIMUS_GIVEN_REQUEUE == 0 ]] || PRIMUS_REQUEUE=1
 }
 
 # hide_secrets: a secret given to the mode as --env NAME=VALUE must not be on
@@ -291,14 +291,14 @@ fill_stop_flags() {
 # sbatch's environment (their --export, default ALL; sbatch(1)) and the entry
 # gets --env NAME. A --export list gets the names added; --export=NONE cannot
 # carry them.
-MOVED_ENV_NAMES=()
+PRIMUS_MOVED_ENV_NAMES=()
 hide_secrets() {
   # direct: its options end at the first `--`; container: its options, `--`,
   # the inner direct's options, then `--` and the workload.
-  local count=${#MODE_ARGS[@]} i seen=0 wanted=1
-  [[ $MODE != container ]] || wanted=2
-  for ((i = 0; i < ${#MODE_ARGS[@]}; i++)); do
-    [[ ${MODE_ARGS[i]} == -- ]] || continue
+  local count=${#PRIMUS_SLURM_MODE_ARGS[@]} i seen=0 wanted=1
+  [[ $PRIMUS_SLURM_MODE != container ]] || wanted=2
+  for ((i = 0; i < ${#PRIMUS_SLURM_MODE_ARGS[@]}; i++)); do
+    [[ ${PRIMUS_SLURM_MODE_ARGS[i]} == -- ]] || continue
     seen=$((seen + 1))
     if ((seen == wanted)); then
       count=$i
@@ -306,16 +306,16 @@ hide_secrets() {
     fi
   done
   local -a clean
-  primus_secret_env_args clean "$count" "${MODE_ARGS[@]}" || return 0
-  MODE_ARGS=("${clean[@]}")
-  MOVED_ENV_NAMES=("${PRIMUS_SECRET_MOVED[@]}")
+  primus_secret_env_args clean "$count" "${PRIMUS_SLURM_MODE_ARGS[@]}" || return 0
+  PRIMUS_SLURM_MODE_ARGS=("${clean[@]}")
+  PRIMUS_MOVED_ENV_NAMES=("${PRIMUS_SECRET_MOVED[@]}")
   local flag value names
-  names=$(IFS=,; printf '%s' "${MOVED_ENV_NAMES[*]}")
-  for ((i = 0; i < ${#SLURM_FLAGS[@]}; i++)); do
-    flag=${SLURM_FLAGS[i]}
+  names=$(IFS=,; printf '%s' "${PRIMUS_MOVED_ENV_NAMES[*]}")
+  for ((i = 0; i < ${#PRIMUS_SLURM_FLAGS[@]}; i++)); do
+    flag=${PRIMUS_SLURM_FLAGS[i]}
     case $flag in
       --export=*) value=${flag#--export=} ;;
-      --export) value=${SLURM_FLAGS[i + 1]-} ;;
+      --export) value=${PRIMUS_SLURM_FLAGS[i + 1]-} ;;
       *) continue ;;
     esac
     case ${value^^} in
@@ -325,20 +325,20 @@ hide_secrets() {
           "Fix: --export=ALL, or list them: --export=$names,..., or export them and drop --env." ;;
       *)
         if [[ $flag == --export ]]; then
-          SLURM_FLAGS[i + 1]=$value,$names
+          PRIMUS_SLURM_FLAGS[i + 1]=$value,$names
         else
-          SLURM_FLAGS[i]=--export=$value,$names
+          PRIMUS_SLURM_FLAGS[i]=--export=$value,$names
         fi ;;
     esac
   done
 }
 
 add_default_flags() {
-  if ((!HAS_TPN && !HAS_NTASKS)); then
-    ADDED_FLAGS+=(--ntasks-per-node=1)
+  if ((!PRIMUS_HAS_TPN && !PRIMUS_HAS_NTASKS)); then
+    PRIMUS_ADDED_FLAGS+=(--ntasks-per-node=1)
   fi
-  if [[ $LAUNCHER == srun ]] && ((!HAS_KILL)); then
-    ADDED_FLAGS+=(--kill-on-bad-exit=1)
+  if [[ $PRIMUS_LAUNCHER == srun ]] && ((!PRIMUS_HAS_KILL)); then
+    PRIMUS_ADDED_FLAGS+=(--kill-on-bad-exit=1)
   fi
 }
 
@@ -349,40 +349,40 @@ add_default_flags() {
 
 main() {
   # `primus-cli slurm stacks JOBID`: runner/primus-cli-slurm-stacks.sh (issue 25).
-  [[ ${1:-} != stacks ]] || exec "$BASH" "$SLURM_RUNNER_DIR/primus-cli-slurm-stacks.sh" "${@:2}"
-  local w # `slurm doctor`: its own entry
-  for w in "$@"; do case $w in --debug | --dry-run) ;; doctor) exec "$BASH" "$SLURM_RUNNER_DIR/primus-cli-slurm-doctor.sh" "$@" ;; *) break ;; esac; done
+  [[ ${1:-} != stacks ]] || exec "$BASH" "$PRIMUS_SLURM_RUNNER_DIR/primus-cli-slurm-stacks.sh" "${@:2}"
+  local __primus_w # `slurm doctor`: its own entry
+  for __primus_w in "$@"; do case $__primus_w in --debug | --dry-run) ;; doctor) exec "$BASH" "$PRIMUS_SLURM_RUNNER_DIR/primus-cli-slurm-doctor.sh" "$@" ;; *) break ;; esac; done
   parse_args "$@"
-  [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && OPT_DRY_RUN=1
-  ((OPT_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
+  [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && PRIMUS_OPT_DRY_RUN=1
+  ((PRIMUS_OPT_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
   scan_slurm_flags
   split_after
   load_config
-  primus_mode_config_flags slurm OPT_DRY_RUN OPT_DEBUG  # main./slurm.dry_run, debug
-  ((OPT_DEBUG == 0)) || export PRIMUS_LOG_LEVEL=DEBUG
+  primus_mode_config_flags slurm PRIMUS_OPT_DRY_RUN PRIMUS_OPT_DEBUG  # main./slurm.dry_run, debug
+  ((PRIMUS_OPT_DEBUG == 0)) || export PRIMUS_LOG_LEVEL=DEBUG
   fill_from_config
   hide_secrets
   add_default_flags
-  if [[ $LAUNCHER == sbatch ]]; then
+  if [[ $PRIMUS_LAUNCHER == sbatch ]]; then
     primus_slurm_build_sbatch
   else
     primus_slurm_build_srun
   fi
-  if ((OPT_DRY_RUN)); then
+  if ((PRIMUS_OPT_DRY_RUN)); then
     primus_slurm_print_dry_run
     exit 0
   fi
-  primus_require_command "$LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
-  local quoted
+  primus_require_command "$PRIMUS_LAUNCHER" "Install the Slurm client (Debian: apt-get install slurm-client) or run on a Slurm login node."
+  local __primus_quoted
   primus_slurm_secrets_note
-  primus_slurm_shown_words quoted "${SLURM_CMD[@]}"
-  LOG_INFO "running: $quoted"
-  if [[ $LAUNCHER == sbatch ]]; then
-    exec "${SLURM_CMD[@]}" <<<"$BATCH_SCRIPT"
+  primus_slurm_shown_words __primus_quoted "${PRIMUS_SLURM_CMD[@]}"
+  LOG_INFO "running: $__primus_quoted"
+  if [[ $PRIMUS_LAUNCHER == sbatch ]]; then
+    exec "${PRIMUS_SLURM_CMD[@]}" <<<"$PRIMUS_BATCH_SCRIPT"
   fi
   # srun stays a child of runner/helpers/srun_parent.sh (srun's words on its
   # command line): a SIGTERM must reach the ranks as one (runner/lib/slurm_srun.sh).
-  exec "$BASH" "$SLURM_RUNNER_DIR/helpers/srun_parent.sh" "${SLURM_CMD[@]}"
+  exec "$BASH" "$PRIMUS_SLURM_RUNNER_DIR/helpers/srun_parent.sh" "${PRIMUS_SLURM_CMD[@]}"
 }
 
 main "$@"

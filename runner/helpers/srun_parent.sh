@@ -25,16 +25,16 @@ if (($# == 0)); then
   echo "srun_parent.sh: usage: srun_parent.sh srun [SRUN ARGS...]" >&2
   exit 2
 fi
-PARENT_RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PRIMUS_PARENT_RUNNER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=runner/lib/common.sh
-source "$PARENT_RUNNER_DIR/lib/common.sh"
+source "$PRIMUS_PARENT_RUNNER_DIR/lib/common.sh"
 # shellcheck source=runner/lib/processes.sh
-source "$PARENT_RUNNER_DIR/lib/processes.sh"
+source "$PRIMUS_PARENT_RUNNER_DIR/lib/processes.sh"
 # shellcheck source=runner/lib/slurm_stop.sh
-source "$PARENT_RUNNER_DIR/lib/slurm_stop.sh"
+source "$PRIMUS_PARENT_RUNNER_DIR/lib/slurm_stop.sh"
 # shellcheck source=runner/lib/slurm_srun.sh
-source "$PARENT_RUNNER_DIR/lib/slurm_srun.sh"
+source "$PRIMUS_PARENT_RUNNER_DIR/lib/slurm_srun.sh"
 
-rc=0
-primus_srun_run "$@" || rc=$?
-exit "$rc"
+__primus_rc=0
+primus_srun_run "$@" || __primus_rc=$?
+exit "$__primus_rc"

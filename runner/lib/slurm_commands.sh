@@ -4,26 +4,27 @@
 # command line, the srun call, and for sbatch the batch script (given on stdin,
 # so Slurm spools its own copy) that runs srun on every node; words quoted for
 # display and for the script. Sourced by runner/primus-cli-slurm.sh; reads its
-# resolved options (OPT_*, SLURM_FLAGS, MODE_ARGS, ...), builds arrays and text,
-# decides no value itself, defines only primus_* names, never changes shell options.
+# resolved options (PRIMUS_OPT_*, PRIMUS_SLURM_FLAGS, PRIMUS_SLURM_MODE_ARGS,
+# ...), builds arrays and text, decides no value itself, defines only primus_*
+# names, never changes shell options.
 
-# primus_slurm_entry_words [--dry-run]: the entry's command line (into ENTRY_WORDS).
+# primus_slurm_entry_words [--dry-run]: the entry's command line (into PRIMUS_ENTRY_WORDS).
 primus_slurm_entry_words() {
-  ENTRY_WORDS=("$SLURM_RUNNER_DIR/primus-cli-slurm-entry.sh")
-  [[ ${1:-} == --dry-run ]] && ENTRY_WORDS+=(--dry-run)
-  ((OPT_DEBUG)) && ENTRY_WORDS+=(--debug)
-  [[ -n $OPT_CONFIG ]] && ENTRY_WORDS+=(--config "$OPT_CONFIG")
-  if ((OPT_SRUN_NATIVE)); then
-    ENTRY_WORDS+=(--srun-native)
+  PRIMUS_ENTRY_WORDS=("$PRIMUS_SLURM_RUNNER_DIR/primus-cli-slurm-entry.sh")
+  [[ ${1:-} == --dry-run ]] && PRIMUS_ENTRY_WORDS+=(--dry-run)
+  ((PRIMUS_OPT_DEBUG)) && PRIMUS_ENTRY_WORDS+=(--debug)
+  [[ -n $PRIMUS_OPT_CONFIG ]] && PRIMUS_ENTRY_WORDS+=(--config "$PRIMUS_OPT_CONFIG")
+  if ((PRIMUS_OPT_SRUN_NATIVE)); then
+    PRIMUS_ENTRY_WORDS+=(--srun-native)
   else
-    ENTRY_WORDS+=(--no-srun-native)
+    PRIMUS_ENTRY_WORDS+=(--no-srun-native)
   fi
-  ENTRY_WORDS+=("$MODE" "${MODE_ARGS[@]}")
+  PRIMUS_ENTRY_WORDS+=("$PRIMUS_SLURM_MODE" "${PRIMUS_SLURM_MODE_ARGS[@]}")
 }
 
 primus_slurm_build_srun() {
   primus_slurm_entry_words
-  SLURM_CMD=(srun "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}" "${ENTRY_WORDS[@]}")
+  PRIMUS_SLURM_CMD=(srun "${PRIMUS_SLURM_FLAGS[@]}" "${PRIMUS_ADDED_FLAGS[@]}" "${PRIMUS_ENTRY_WORDS[@]}")
 }
 
 # primus_slurm_quote_words VAR WORDS...: VAR = the words quoted for bash (values stay data).
@@ -57,17 +58,17 @@ primus_slurm_batch_script_text() {
   # shellcheck disable=SC2016 # expanded by the batch script, on the node
   local -a inner=(srun --nodes='"$SLURM_JOB_NUM_NODES"')
   local runner_q entry_q
-  ((HAS_NTASKS)) || inner+=("--ntasks-per-node=${GIVEN_TPN:-1}")
-  ((HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
-  primus_slurm_quote_words runner_q "$SLURM_RUNNER_DIR"
+  ((PRIMUS_HAS_NTASKS)) || inner+=("--ntasks-per-node=${PRIMUS_GIVEN_TPN:-1}")
+  ((PRIMUS_HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
+  primus_slurm_quote_words runner_q "$PRIMUS_SLURM_RUNNER_DIR"
   # shellcheck disable=SC2016 # expanded by the batch script, on the node
   entry_q='"$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh"'
   printf -v "$1" '%s' "#!/bin/bash
 # Batch script written by 'primus-cli slurm sbatch'. Slurm runs it on the first
 # node of the allocation; its srun starts the entry on every node (one task per
-# node), where it maps ranks and runs the '$MODE' launcher.
+# node), where it maps ranks and runs the '$PRIMUS_SLURM_MODE' launcher.
 export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
-$( ((REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
+$( ((PRIMUS_REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
 trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, scontrol requeue, time limit or preemption)\" >&2' TERM
 # A notice to the batch shell (scancel --signal=USR1 --batch, what
 # --signal=B:USR1@T sites send) would end it, and the job with it (the default
@@ -100,14 +101,15 @@ exit \"\$rc\"
 "
 }
 
-# primus_slurm_build_sbatch: the sbatch call (SLURM_CMD), its batch script (BATCH_SCRIPT)
-# and the script as shown, secrets masked (BATCH_SCRIPT_SHOWN).
+# primus_slurm_build_sbatch: the sbatch call (PRIMUS_SLURM_CMD), its batch
+# script (PRIMUS_BATCH_SCRIPT) and the script as shown, secrets masked
+# (PRIMUS_BATCH_SCRIPT_SHOWN).
 primus_slurm_build_sbatch() {
   primus_slurm_entry_words
   local args_q
-  primus_slurm_quote_words args_q "${ENTRY_WORDS[@]:1}"
-  primus_slurm_batch_script_text BATCH_SCRIPT "$args_q"
-  primus_slurm_shown_words args_q "${ENTRY_WORDS[@]:1}"
-  primus_slurm_batch_script_text BATCH_SCRIPT_SHOWN "$args_q"
-  SLURM_CMD=(sbatch "${SLURM_FLAGS[@]}" "${ADDED_FLAGS[@]}")
+  primus_slurm_quote_words args_q "${PRIMUS_ENTRY_WORDS[@]:1}"
+  primus_slurm_batch_script_text PRIMUS_BATCH_SCRIPT "$args_q"
+  primus_slurm_shown_words args_q "${PRIMUS_ENTRY_WORDS[@]:1}"
+  primus_slurm_batch_script_text PRIMUS_BATCH_SCRIPT_SHOWN "$args_q"
+  PRIMUS_SLURM_CMD=(sbatch "${PRIMUS_SLURM_FLAGS[@]}" "${PRIMUS_ADDED_FLAGS[@]}")
 }

@@ -8,31 +8,31 @@
 
 # primus_slurm_simulated_shape: nodes, tasks per node and node list for node 0's dry run.
 primus_slurm_simulated_shape() {
-  SIM_NODES=${GIVEN_NODES%%-*}
-  [[ -n $SIM_NODES ]] || SIM_NODES=1
-  ((10#$SIM_NODES >= 1)) || SIM_NODES=1
-  SIM_NODES=$((10#$SIM_NODES))
-  SIM_PLACEHOLDER=0
-  if ((HAS_NODELIST)) && [[ $GIVEN_NODELIST != */* ]]; then
-    SIM_NODELIST=$GIVEN_NODELIST
+  PRIMUS_SIM_NODES=${PRIMUS_GIVEN_NODES%%-*}
+  [[ -n $PRIMUS_SIM_NODES ]] || PRIMUS_SIM_NODES=1
+  ((10#$PRIMUS_SIM_NODES >= 1)) || PRIMUS_SIM_NODES=1
+  PRIMUS_SIM_NODES=$((10#$PRIMUS_SIM_NODES))
+  PRIMUS_SIM_PLACEHOLDER=0
+  if ((PRIMUS_HAS_NODELIST)) && [[ $PRIMUS_GIVEN_NODELIST != */* ]]; then
+    PRIMUS_SIM_NODELIST=$PRIMUS_GIVEN_NODELIST
     # -w without -N: Slurm allocates every listed node.
-    if [[ -z $GIVEN_NODES ]]; then
-      SIM_NODES=$(primus_python hostlist count -- "$SIM_NODELIST") ||
-        bad_usage "-w/--nodelist '$SIM_NODELIST' is not a valid Slurm hostlist (see above)."
+    if [[ -z $PRIMUS_GIVEN_NODES ]]; then
+      PRIMUS_SIM_NODES=$(primus_python hostlist count -- "$PRIMUS_SIM_NODELIST") ||
+        bad_usage "-w/--nodelist '$PRIMUS_SIM_NODELIST' is not a valid Slurm hostlist (see above)."
     fi
-  elif ((SIM_NODES == 1)); then
-    SIM_NODELIST=dryrun-node1
-    SIM_PLACEHOLDER=1
+  elif ((PRIMUS_SIM_NODES == 1)); then
+    PRIMUS_SIM_NODELIST=dryrun-node1
+    PRIMUS_SIM_PLACEHOLDER=1
   else
-    SIM_NODELIST="dryrun-node[1-$SIM_NODES]"
-    SIM_PLACEHOLDER=1
+    PRIMUS_SIM_NODELIST="dryrun-node[1-$PRIMUS_SIM_NODES]"
+    PRIMUS_SIM_PLACEHOLDER=1
   fi
-  if ((HAS_TPN)); then
-    SIM_TPN=$GIVEN_TPN
-  elif ((HAS_NTASKS)); then
-    SIM_TPN=$(((GIVEN_NTASKS + SIM_NODES - 1) / SIM_NODES))
+  if ((PRIMUS_HAS_TPN)); then
+    PRIMUS_SIM_TPN=$PRIMUS_GIVEN_TPN
+  elif ((PRIMUS_HAS_NTASKS)); then
+    PRIMUS_SIM_TPN=$(((PRIMUS_GIVEN_NTASKS + PRIMUS_SIM_NODES - 1) / PRIMUS_SIM_NODES))
   else
-    SIM_TPN=1
+    PRIMUS_SIM_TPN=1
   fi
 }
 
@@ -43,42 +43,42 @@ primus_slurm_simulate_node0() {
   for name in $(compgen -e); do
     [[ $name == SLURM_* || $name == SLURMD_* ]] && unset_args+=(-u "$name")
   done
-  if ((SIM_PLACEHOLDER)) && [[ -n ${MASTER_ADDR:-} ]]; then
+  if ((PRIMUS_SIM_PLACEHOLDER)) && [[ -n ${MASTER_ADDR:-} ]]; then
     LOG_WARN "dry run: MASTER_ADDR=$MASTER_ADDR is left out of node 0's simulation:" \
       "the node names are placeholders until Slurm allocates (give -w/--nodelist to check it)."
     unset_args+=(-u MASTER_ADDR)
   fi
   local -a known=()
-  ((SIM_PLACEHOLDER)) && known=(SLURMD_NODENAME=dryrun-node1 PRIMUS_SLURM_FIRST_HOST=dryrun-node1)
-  local tasks=$((SIM_NODES * SIM_TPN))
-  ((HAS_NTASKS)) && tasks=$GIVEN_NTASKS
+  ((PRIMUS_SIM_PLACEHOLDER)) && known=(SLURMD_NODENAME=dryrun-node1 PRIMUS_SLURM_FIRST_HOST=dryrun-node1)
+  local tasks=$((PRIMUS_SIM_NODES * PRIMUS_SIM_TPN))
+  ((PRIMUS_HAS_NTASKS)) && tasks=$PRIMUS_GIVEN_NTASKS
   primus_slurm_entry_words --dry-run
-  LOG_INFO "dry run: node 0 of $SIM_NODES would run (Slurm variables simulated:" \
-    "SLURM_NODELIST=$SIM_NODELIST$( ((SIM_PLACEHOLDER)) && printf ', placeholder names'))"
+  LOG_INFO "dry run: node 0 of $PRIMUS_SIM_NODES would run (Slurm variables simulated:" \
+    "SLURM_NODELIST=$PRIMUS_SIM_NODELIST$( ((PRIMUS_SIM_PLACEHOLDER)) && printf ', placeholder names'))"
   env "${unset_args[@]}" \
     SLURM_JOB_ID=dry-run SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
-    SLURM_JOB_NUM_NODES="$SIM_NODES" SLURM_NNODES="$SIM_NODES" SLURM_STEP_NUM_NODES="$SIM_NODES" \
-    SLURM_NODELIST="$SIM_NODELIST" SLURM_JOB_NODELIST="$SIM_NODELIST" \
-    SLURM_STEP_NODELIST="$SIM_NODELIST" SLURM_NTASKS="$tasks" SLURM_STEP_NUM_TASKS="$tasks" \
-    SLURM_STEP_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" SLURM_TASKS_PER_NODE="$SIM_TPN(x$SIM_NODES)" \
+    SLURM_JOB_NUM_NODES="$PRIMUS_SIM_NODES" SLURM_NNODES="$PRIMUS_SIM_NODES" SLURM_STEP_NUM_NODES="$PRIMUS_SIM_NODES" \
+    SLURM_NODELIST="$PRIMUS_SIM_NODELIST" SLURM_JOB_NODELIST="$PRIMUS_SIM_NODELIST" \
+    SLURM_STEP_NODELIST="$PRIMUS_SIM_NODELIST" SLURM_NTASKS="$tasks" SLURM_STEP_NUM_TASKS="$tasks" \
+    SLURM_STEP_TASKS_PER_NODE="$PRIMUS_SIM_TPN(x$PRIMUS_SIM_NODES)" SLURM_TASKS_PER_NODE="$PRIMUS_SIM_TPN(x$PRIMUS_SIM_NODES)" \
     "${known[@]}" \
-    bash "${ENTRY_WORDS[@]}"
+    bash "${PRIMUS_ENTRY_WORDS[@]}"
 }
 
 # primus_slurm_secrets_note: where the secrets given with --env went (dry run and log).
 primus_slurm_secrets_note() {
-  ((${#MOVED_ENV_NAMES[@]})) || return 0
-  LOG_INFO "secrets ${MOVED_ENV_NAMES[*]} (given with --env) travel in $LAUNCHER's environment" \
+  ((${#PRIMUS_MOVED_ENV_NAMES[@]})) || return 0
+  LOG_INFO "secrets ${PRIMUS_MOVED_ENV_NAMES[*]} (given with --env) travel in $PRIMUS_LAUNCHER's environment" \
     "(--export), by name only: their values are on no command line and not in the batch script."
 }
 
 primus_slurm_print_dry_run() {
   local quoted
   primus_slurm_secrets_note
-  primus_slurm_shown_words quoted "${SLURM_CMD[@]}"
-  if [[ $LAUNCHER == sbatch ]]; then
+  primus_slurm_shown_words quoted "${PRIMUS_SLURM_CMD[@]}"
+  if [[ $PRIMUS_LAUNCHER == sbatch ]]; then
     LOG_INFO "dry run: would submit (the batch script below on sbatch's stdin):"
-    printf '%s\n' "$quoted" "----- batch script -----" "${BATCH_SCRIPT_SHOWN%$'\n'}" \
+    printf '%s\n' "$quoted" "----- batch script -----" "${PRIMUS_BATCH_SCRIPT_SHOWN%$'\n'}" \
       "----- end of batch script -----"
   else
     LOG_INFO "dry run: would run:"

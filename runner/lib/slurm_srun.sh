@@ -122,14 +122,15 @@ primus_srun_wait_stop() {
 # primus_srun_run CMD...: run srun (CMD) in a session of its own with stdin
 # kept, the traps above; returns srun's status and reports it after a stop.
 primus_srun_run() {
-  local sig rc prev=0
-  for sig in TERM HUP; do
+  # __primus_ locals: srun hands this environment to every task.
+  local __primus_sig __primus_rc __primus_prev=0
+  for __primus_sig in TERM HUP; do
     # shellcheck disable=SC2064 # the signal name is fixed now, on purpose
-    trap "primus_srun_on_stop $sig" "$sig"
+    trap "primus_srun_on_stop $__primus_sig" "$__primus_sig"
   done
-  for sig in INT USR1 USR2; do
+  for __primus_sig in INT USR1 USR2; do
     # shellcheck disable=SC2064
-    trap "primus_srun_pass $sig" "$sig"
+    trap "primus_srun_pass $__primus_sig" "$__primus_sig"
   done
   # The tasks' own exit statuses (runner/helpers/step_exit.sh): srun's is the
   # highest, that of the tasks --kill-on-bad-exit ended after the first failure.
@@ -139,35 +140,35 @@ primus_srun_run() {
   setsid "$@" <&0 &
   PRIMUS_SRUN_PID=$!
   # Signals trapped between the fork and now (a trap runs between commands).
-  local item
-  for item in "${PRIMUS_SRUN_PENDING[@]}"; do
-    case $item in
-      stop:*) primus_srun_on_stop "${item#stop:}" ;;
-      pass:*) primus_srun_pass "${item#pass:}" ;;
+  local __primus_item
+  for __primus_item in "${PRIMUS_SRUN_PENDING[@]}"; do
+    case $__primus_item in
+      stop:*) primus_srun_on_stop "${__primus_item#stop:}" ;;
+      pass:*) primus_srun_pass "${__primus_item#pass:}" ;;
     esac
   done
   PRIMUS_SRUN_PENDING=()
   while :; do
     PRIMUS_SRUN_TRAPPED=0
-    rc=0
-    wait "$PRIMUS_SRUN_PID" 2>/dev/null || rc=$?
-    if ((rc == 127 && prev != 0)); then
-      rc=$prev # srun's status was collected before the trap ran
+    __primus_rc=0
+    wait "$PRIMUS_SRUN_PID" 2>/dev/null || __primus_rc=$?
+    if ((__primus_rc == 127 && __primus_prev != 0)); then
+      __primus_rc=$__primus_prev # srun's status was collected before the trap ran
       break
     fi
-    ((PRIMUS_SRUN_TRAPPED && rc > 128)) || break
-    prev=$rc
+    ((PRIMUS_SRUN_TRAPPED && __primus_rc > 128)) || break
+    __primus_prev=$__primus_rc
     primus_srun_wait_stop
   done
   trap - TERM HUP INT USR1 USR2
   PRIMUS_SRUN_PID=""
   if [[ -n $PRIMUS_SRUN_STOP ]]; then
     LOG_WARN "srun${PRIMUS_SRUN_STEPS:+ (step $PRIMUS_SRUN_STEPS)} ended after SIG$PRIMUS_SRUN_STOP:" \
-      "exit status $rc."
+      "exit status $__primus_rc."
     [[ -z $__primus_exits ]] || rm -rf -- "$__primus_exits"  # a stop: srun's status says it
   elif [[ -n $__primus_exits ]]; then
-    __primus_decided=$("$PRIMUS_ROOT/runner/helpers/step_exit.sh" end "$__primus_exits" "$rc") || __primus_decided=""
-    [[ ! $__primus_decided =~ ^[0-9]+$ ]] || rc=$__primus_decided
+    __primus_decided=$("$PRIMUS_ROOT/runner/helpers/step_exit.sh" end "$__primus_exits" "$__primus_rc") || __primus_decided=""
+    [[ ! $__primus_decided =~ ^[0-9]+$ ]] || __primus_rc=$__primus_decided
   fi
-  return "$rc"
+  return "$__primus_rc"
 }

@@ -20,34 +20,34 @@ primus_step_read_step_shape() {
     entry_die "$PRIMUS_EXIT_INVALID" "not inside a Slurm job: SLURM_JOB_ID is unset. Start this" \
       "script with srun on every node (srun --ntasks-per-node=1 $0 direct -- ...), or use" \
       "'primus-cli slurm srun|sbatch ...' which builds that call."
-  STEP_NODES=${SLURM_STEP_NUM_NODES:-${SLURM_NNODES:-${SLURM_JOB_NUM_NODES:-}}}
-  STEP_NODELIST=${SLURM_STEP_NODELIST:-${SLURM_NODELIST:-${SLURM_JOB_NODELIST:-}}}
-  STEP_NODE_ID=${SLURM_NODEID:-${SLURM_PROCID:-}}
-  primus_step_is_positive "$STEP_NODES" ||
+  PRIMUS_STEP_NODES=${SLURM_STEP_NUM_NODES:-${SLURM_NNODES:-${SLURM_JOB_NUM_NODES:-}}}
+  PRIMUS_STEP_NODELIST=${SLURM_STEP_NODELIST:-${SLURM_NODELIST:-${SLURM_JOB_NODELIST:-}}}
+  PRIMUS_STEP_NODE_ID=${SLURM_NODEID:-${SLURM_PROCID:-}}
+  primus_step_is_positive "$PRIMUS_STEP_NODES" ||
     entry_die "$PRIMUS_EXIT_INVALID" "the number of nodes of this Slurm step is" \
-      "'$STEP_NODES' (from SLURM_STEP_NUM_NODES / SLURM_NNODES / SLURM_JOB_NUM_NODES);" \
+      "'$PRIMUS_STEP_NODES' (from SLURM_STEP_NUM_NODES / SLURM_NNODES / SLURM_JOB_NUM_NODES);" \
       "accepted: an integer >= 1. Start the entry with srun inside the allocation."
-  primus_step_is_index_below "$STEP_NODE_ID" "$STEP_NODES" ||
-    entry_die "$PRIMUS_EXIT_INVALID" "this node's index is '$STEP_NODE_ID' (from SLURM_NODEID," \
-      "else SLURM_PROCID) but the step has $STEP_NODES node(s); accepted: 0..$((10#$STEP_NODES - 1))." \
+  primus_step_is_index_below "$PRIMUS_STEP_NODE_ID" "$PRIMUS_STEP_NODES" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "this node's index is '$PRIMUS_STEP_NODE_ID' (from SLURM_NODEID," \
+      "else SLURM_PROCID) but the step has $PRIMUS_STEP_NODES node(s); accepted: 0..$((10#$PRIMUS_STEP_NODES - 1))." \
       "Do not export SLURM_* variables by hand; let srun set them."
-  [[ -n $STEP_NODELIST ]] ||
+  [[ -n $PRIMUS_STEP_NODELIST ]] ||
     entry_die "$PRIMUS_EXIT_INVALID" "the node list of this Slurm step is empty" \
       "(SLURM_STEP_NODELIST, SLURM_NODELIST and SLURM_JOB_NODELIST are unset)." \
       "Start the entry with srun inside the allocation."
-  STEP_TASKS=${SLURM_STEP_NUM_TASKS:-${SLURM_NTASKS:-$STEP_NODES}}
-  primus_step_is_positive "$STEP_TASKS" ||
-    entry_die "$PRIMUS_EXIT_INVALID" "the number of tasks of this step is '$STEP_TASKS'" \
+  PRIMUS_STEP_TASKS=${SLURM_STEP_NUM_TASKS:-${SLURM_NTASKS:-$PRIMUS_STEP_NODES}}
+  primus_step_is_positive "$PRIMUS_STEP_TASKS" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "the number of tasks of this step is '$PRIMUS_STEP_TASKS'" \
       "(SLURM_STEP_NUM_TASKS / SLURM_NTASKS); accepted: an integer >= 1."
-  primus_step_tasks_on_node "${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}}" "$STEP_NODE_ID"
+  primus_step_tasks_on_node "${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}}" "$PRIMUS_STEP_NODE_ID"
 }
 
-# primus_step_tasks_on_node SPEC INDEX: NODE_TASKS = the task count of node INDEX in a
+# primus_step_tasks_on_node SPEC INDEX: PRIMUS_NODE_TASKS = the task count of node INDEX in a
 # Slurm tasks-per-node spec such as "2(x3),1"; empty when SPEC does not say.
 # Linear in SPEC; no subshell.
 primus_step_tasks_on_node() {
   local spec=$1 index=$2 item count repeat seen=0
-  NODE_TASKS=""
+  PRIMUS_NODE_TASKS=""
   [[ -n $spec ]] || return 0
   local -a items
   primus_split items , "$spec"
@@ -62,7 +62,7 @@ primus_step_tasks_on_node() {
       return 0
     fi
     if ((10#$index < seen + 10#$repeat)); then
-      NODE_TASKS=$((10#$count))
+      PRIMUS_NODE_TASKS=$((10#$count))
       return 0
     fi
     seen=$((seen + 10#$repeat))
@@ -80,11 +80,11 @@ primus_step_refuse_batch_step() {
   entry_die "$PRIMUS_EXIT_INVALID" "running in the batch script of a $job_nodes-node job" \
     "(SLURM_JOB_ID=$SLURM_JOB_ID, no SLURM_STEP_ID): only this node would start and the" \
     "others would never join the rendezvous. Start it on every node with:" \
-    "srun --ntasks-per-node=1 $0 ${ENTRY_MODE:-direct} ..."
+    "srun --ntasks-per-node=1 $0 ${PRIMUS_ENTRY_MODE:-direct} ..."
 }
 
 primus_step_srun_native_wanted() {
-  [[ -n $ENTRY_SRUN_NATIVE ]] && return $((1 - ENTRY_SRUN_NATIVE))
+  [[ -n $PRIMUS_ENTRY_SRUN_NATIVE ]] && return $((1 - PRIMUS_ENTRY_SRUN_NATIVE))
   # The words are registry data (shared_facts, runner/lib/facts.sh); env check warns
   # about any other value, which leaves the decision to the config.
   local word
@@ -97,8 +97,8 @@ primus_step_srun_native_wanted() {
 }
 
 primus_step_several_tasks_per_node() {
-  ((10#$STEP_TASKS > 10#$STEP_NODES)) && return 0
-  [[ -n $NODE_TASKS ]] && ((NODE_TASKS > 1))
+  ((10#$PRIMUS_STEP_TASKS > 10#$PRIMUS_STEP_NODES)) && return 0
+  [[ -n $PRIMUS_NODE_TASKS ]] && ((PRIMUS_NODE_TASKS > 1))
 }
 
 # primus_step_check_tasks_per_node: one torchrun per node, or srun-native on request.
@@ -110,39 +110,39 @@ primus_step_check_tasks_per_node() {
   fi
   local spec=${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-?}}
   if [[ ${SLURM_PROCID:-0} == 0 ]]; then
-    entry_die "$PRIMUS_EXIT_INVALID" "this step runs $STEP_TASKS tasks on $STEP_NODES node(s)" \
+    entry_die "$PRIMUS_EXIT_INVALID" "this step runs $PRIMUS_STEP_TASKS tasks on $PRIMUS_STEP_NODES node(s)" \
       "(SLURM_STEP_TASKS_PER_NODE=$spec): every task would start its own torchrun and the job" \
       "would hang or oversubscribe the GPUs. Fix: one task per node, e.g." \
       "srun --ntasks-per-node=1 (primus-cli slurm adds it unless you give --ntasks-per-node" \
       "or --ntasks); torchrun then starts GPUS_PER_NODE workers per node. Or, to run one" \
       "worker per Slurm task without torchrun, add --srun-native (or slurm.srun_native: true)."
   fi
-  entry_die "$PRIMUS_EXIT_INVALID" "refused: $STEP_TASKS tasks on $STEP_NODES node(s);" \
+  entry_die "$PRIMUS_EXIT_INVALID" "refused: $PRIMUS_STEP_TASKS tasks on $PRIMUS_STEP_NODES node(s);" \
     "see task 0's message (--ntasks-per-node=1, or --srun-native)."
 }
 
 # primus_step_setup_srun_native: each Slurm task is one worker; the launcher runs it with
 # python3 (direct --single), no torchrun.
 primus_step_setup_srun_native() {
-  [[ $ENTRY_MODE == direct ]] ||
+  [[ $PRIMUS_ENTRY_MODE == direct ]] ||
     entry_die "$PRIMUS_EXIT_INVALID" "--srun-native runs the workload with 'direct --single';" \
-      "mode '$ENTRY_MODE' is not supported with it. Use mode direct, or one task per node."
+      "mode '$PRIMUS_ENTRY_MODE' is not supported with it. Use mode direct, or one task per node."
   local local_id=${SLURM_LOCALID:-} proc_id=${SLURM_PROCID:-}
-  primus_step_is_index_below "$proc_id" "$STEP_TASKS" ||
-    entry_die "$PRIMUS_EXIT_INVALID" "srun-native needs SLURM_PROCID in 0..$((10#$STEP_TASKS - 1))" \
+  primus_step_is_index_below "$proc_id" "$PRIMUS_STEP_TASKS" ||
+    entry_die "$PRIMUS_EXIT_INVALID" "srun-native needs SLURM_PROCID in 0..$((10#$PRIMUS_STEP_TASKS - 1))" \
       "(seen '$proc_id'); start the entry with srun."
   primus_step_is_count "$local_id" ||
     entry_die "$PRIMUS_EXIT_INVALID" "srun-native needs SLURM_LOCALID (seen '$local_id');" \
       "start the entry with srun."
-  local local_size=${NODE_TASKS:-${SLURM_NTASKS_PER_NODE:-}}
+  local local_size=${PRIMUS_NODE_TASKS:-${SLURM_NTASKS_PER_NODE:-}}
   primus_step_is_positive "$local_size" ||
     entry_die "$PRIMUS_EXIT_INVALID" "srun-native cannot tell how many tasks run on this node" \
       "(SLURM_STEP_TASKS_PER_NODE='${SLURM_STEP_TASKS_PER_NODE:-}'); give --ntasks-per-node=N."
-  export RANK=$proc_id LOCAL_RANK=$local_id WORLD_SIZE=$STEP_TASKS LOCAL_WORLD_SIZE=$local_size
+  export RANK=$proc_id LOCAL_RANK=$local_id WORLD_SIZE=$PRIMUS_STEP_TASKS LOCAL_WORLD_SIZE=$local_size
   # The launch helper maps LOCAL_RANK into a per-task GPU mask and the
   # cluster check counts workers, not nodes (PRIMUS_SRUN_NATIVE=1).
   export PRIMUS_SRUN_NATIVE=1
-  mode_args_have --single || ENTRY_MODE_ARGS=(--single "${ENTRY_MODE_ARGS[@]}")
+  mode_args_have --single || PRIMUS_ENTRY_MODE_ARGS=(--single "${PRIMUS_ENTRY_MODE_ARGS[@]}")
   entry_log INFO "srun-native: worker RANK=$RANK LOCAL_RANK=$LOCAL_RANK" \
     "WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE (no torchrun)"
 }

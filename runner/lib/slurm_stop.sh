@@ -133,30 +133,31 @@ primus_entry_on_cancel() { :; }
 # to the entry's process group reaches only the entry, which passes it on),
 # with the traps above; returns the launcher's status.
 primus_entry_run() {
+  # __primus_ locals: the launcher inherits this environment.
   PRIMUS_SIGNAL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-signals.XXXXXX")
   export PRIMUS_SIGNAL_DIR
-  local sig
-  for sig in TERM INT HUP USR1 USR2; do
+  local __primus_sig
+  for __primus_sig in TERM INT HUP USR1 USR2; do
     # shellcheck disable=SC2064 # the signal name is fixed now, on purpose
-    trap "primus_entry_signal $sig" "$sig"
+    trap "primus_entry_signal $__primus_sig" "$__primus_sig"
   done
   # SIGINT at its default (bash starts `cmd &` with it ignored), so the INT
   # passed on above stops the launch; the launcher needs no restart for it.
   { trap - INT; exec setsid "$@"; } &
   PRIMUS_ENTRY_CHILD=$!
-  local rc item
-  for item in "${PRIMUS_ENTRY_PENDING[@]}"; do
-    primus_entry_pass "${item% *}" "${item#* }"
+  local __primus_rc __primus_item
+  for __primus_item in "${PRIMUS_ENTRY_PENDING[@]}"; do
+    primus_entry_pass "${__primus_item% *}" "${__primus_item#* }"
   done
   PRIMUS_ENTRY_PENDING=()
   while :; do
-    rc=0
-    wait "$PRIMUS_ENTRY_CHILD" || rc=$?
+    __primus_rc=0
+    wait "$PRIMUS_ENTRY_CHILD" || __primus_rc=$?
     # A trapped signal interrupts wait; keep waiting while the launcher lives.
-    ((rc > 128)) && primus_any_alive "$PRIMUS_ENTRY_CHILD" && continue
+    ((__primus_rc > 128)) && primus_any_alive "$PRIMUS_ENTRY_CHILD" && continue
     break
   done
-  return "$rc"
+  return "$__primus_rc"
 }
 
 # primus_entry_note_exit RC: when this task's launcher ended non-zero on its

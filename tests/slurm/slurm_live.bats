@@ -337,6 +337,33 @@ $NEW_SEEN"
   live_assert log.lags 60
 }
 
+# The user's namespace (README "Your variables reach the ranks"): every name
+# the user exports (the common ones and every name a runner script assigns,
+# each with a hostile value) reaches all 4 ranks of 2 nodes byte for byte.
+@test "the user's namespace through slurm srun: every exported name reaches all 4 ranks byte for byte" {
+  load "$REPO_ROOT/tests/bats/helpers/user_names"
+  mkdir out
+  user_names_list
+  user_names_env USER_NAMES_ENV
+  run env "${USER_NAMES_ENV[@]}" timeout 300 "$PRIMUS_CLI" slurm srun -N 2 -- \
+    direct --script "$REPO_ROOT/tests/fixtures/workloads/print_env.py" -- "$TEST_DIR/out" "${USER_NAMES[@]}"
+  assert_success
+  user_names_check out 0 1 2 3
+}
+
+@test "the user's namespace through slurm sbatch: every exported name reaches all 4 ranks byte for byte" {
+  load "$REPO_ROOT/tests/bats/helpers/user_names"
+  mkdir out
+  user_names_list
+  user_names_env USER_NAMES_ENV
+  run env "${USER_NAMES_ENV[@]}" timeout 300 "$PRIMUS_CLI" slurm sbatch -N 2 --wait -o "$TEST_DIR/job.out" -- \
+    direct --script "$REPO_ROOT/tests/fixtures/workloads/print_env.py" -- "$TEST_DIR/out" "${USER_NAMES[@]}"
+  assert_success
+  run cat "$TEST_DIR/job.out"
+  assert_output --partial "print_env: rank 3 wrote"
+  user_names_check out 0 1 2 3
+}
+
 @test "a full log disk under the Slurm entry: the run is unharmed (exit 0, every rank done), one warning names the disk" {
   local full=$TEST_DIR/full done=$TEST_DIR/done
   mkdir -p "$full" "$done"

@@ -29,8 +29,8 @@
 #   -h, --help       this text
 set -euo pipefail
 
-ENVS_DIR=$(cd -P -- "$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")" && pwd)
-FAMILY_RE='^(NCCL|RCCL|HSA|HIP|ROCBLAS|HIPBLASLT|TORCH|CUDA|NVTE|PRIMUS|NEURON|XLA|JAX|TF|HF|WANDB|MLFLOW|DATABRICKS|GLOO|MASTER|TE|GPU|DUMP)_|^(NNODES|NODE_RANK|GPUS_PER_NODE|DATA_PATH|PYTHONPATH|IP_INTERFACE)$'
+PRIMUS_ENVS_DIR=$(cd -P -- "$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")" && pwd)
+PRIMUS_FAMILY_RE='^(NCCL|RCCL|HSA|HIP|ROCBLAS|HIPBLASLT|TORCH|CUDA|NVTE|PRIMUS|NEURON|XLA|JAX|TF|HF|WANDB|MLFLOW|DATABRICKS|GLOO|MASTER|TE|GPU|DUMP)_|^(NNODES|NODE_RANK|GPUS_PER_NODE|DATA_PATH|PYTHONPATH|IP_INTERFACE)$'
 
 usage() {
   # shellcheck source=runner/lib/usage.sh
@@ -73,7 +73,7 @@ load_layers() {
   export PRIMUS_LOG_LEVEL=ERROR PRIMUS_ENV_DEFER_VALIDATION=1
   unset PRIMUS_ENV_ORIGINS
   # shellcheck source=runner/helpers/envs/primus-env.sh
-  source "$ENVS_DIR/primus-env.sh" -- "$@" || true
+  source "$PRIMUS_ENVS_DIR/primus-env.sh" -- "$@" || true
   if ((had_level)); then PRIMUS_LOG_LEVEL=$level; else unset PRIMUS_LOG_LEVEL; fi
   unset PRIMUS_ENV_DEFER_VALIDATION
 }
@@ -107,7 +107,7 @@ collect_names() {
   for name in "${!__PRIMUS_ORIGIN[@]}"; do seen[$name]=1; done
   if ((all)); then
     while read -r name; do
-      [[ $name =~ $FAMILY_RE && $name != PRIMUS_ENV_ORIGINS ]] && seen[$name]=1
+      [[ $name =~ $PRIMUS_FAMILY_RE && $name != PRIMUS_ENV_ORIGINS ]] && seen[$name]=1
     done < <(compgen -e)
   fi
   mapfile -t NAMES < <(printf '%s\n' "${!seen[@]}" | LC_ALL=C sort)
@@ -180,7 +180,7 @@ main() {
     apply_cli_env "${cli_env[@]}"
   else
     # shellcheck source=runner/lib/common.sh
-    source "$ENVS_DIR/../../lib/common.sh"
+    source "$PRIMUS_ENVS_DIR/../../lib/common.sh"
     read_recorded_origins
   fi
   local -a NAMES=()
