@@ -159,6 +159,20 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
         print(f"[train] checkpoint saved: {saved}", flush=True)
     if distributed:
         dist.barrier()
+    # Teardown order. The DDP wrapper sits in a reference cycle (its reducer holds the
+    # process group; gloo's work objects hold tensors owned by Python), so leaving the
+    # function does not free it: the cyclic collector does, at any later moment, often
+    # while the interpreter shuts down. A gloo thread that then drops a Python tensor
+    # needs the GIL, which a finalizing interpreter answers by ending the thread, and the
+    # C++ runtime aborts the rank ("terminate called without an active exception",
+    # exit 134). So free every reference to the wrapper, the optimizer and the last
+    # tensors now, collect, then destroy the process group: its threads are joined here,
+    # with the interpreter whole.
+    del ddp, opt, model, loss, mean, x, y
+    import gc
+
+    gc.collect()
+    if distributed:
         dist.destroy_process_group()
     return 0
 
