@@ -22,7 +22,7 @@ done
 no_scontrol_path=$work/bin
 
 # The generated host names resolve nowhere, and every node checks that
-# MASTER_ADDR resolves (issue 10): name this host's address as the first host.
+# MASTER_ADDR resolves: name this host's address as the first host.
 master=$(hostname -I 2>/dev/null | awk '{print $1}')
 [[ -n $master ]] || master=127.0.0.1
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/50_overhead.sh: launch overhead over plain torchrun (issue 10; target
+# bench/50_overhead.sh: launch overhead over plain torchrun (target
 # +0.15 s at most). The same 2-process script that only joins a gloo barrier,
 # started by `primus-cli direct` and by torchrun alone (`python -m
 # torch.distributed.run`), wall time to exit; medians and the difference from

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/80_large_env.sh: `primus-cli direct --dry-run` with 10,000 exported
-# variables (issue 27 item 7), beside the same dry run in the ordinary
+# variables, beside the same dry run in the ordinary
 # environment and the floor bash itself sets: one bash start that starts one
 # process, in the same large environment (bash de-duplicates its variables
 # pairwise each time it builds the environment of a process: README "Large

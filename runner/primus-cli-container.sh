@@ -152,7 +152,7 @@ ensure_image() {
 # hide_secret_args ARGS...: this process runs as long as the container, so a
 # secret given as --env NAME=VALUE (the container's options or the inner
 # direct's, before the workload's `--`) must leave its argv: restart with
-# --env NAME and the value in the environment (issue 18; common.sh).
+# --env NAME and the value in the environment (common.sh).
 hide_secret_args() {
   local -a words=("$@") clean
   local i limit=$# seen=0

@@ -214,7 +214,7 @@ default_log_file() {
 }
 
 # claim_log_file: create PRIMUS_LAUNCH_LOG without overwriting anything, on a disk with
-# space left (runner/lib/launch_log.sh; issue 27 item 6).
+# space left (runner/lib/launch_log.sh).
 claim_log_file() {
   local wanted=$PRIMUS_LAUNCH_LOG rc=0 full
   primus_launch_log_space full "$PRIMUS_LAUNCH_LOG" "$PRIMUS_LAUNCH_WORKSPACE" || primus_die "$PRIMUS_EXIT_INVALID" "$full"
@@ -298,7 +298,7 @@ main() {
   fi
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
-  # with --env NAME and the value in the environment (SPEC section 3).
+  # with --env NAME and the value in the environment (the spec's conventions).
   local -a __primus_argv_clean
   if primus_secret_env_args __primus_argv_clean $(($# - ${#PRIMUS_WORKLOAD_ARGS[@]})) "$@"; then
     exec "$BASH" "${BASH_SOURCE[0]}" "${__primus_argv_clean[@]}"
@@ -360,7 +360,7 @@ launch() {
   [[ $PRIMUS_WL_RUN_MODE != torchrun ]] || __primus_need_torch=1
   primus_workload_probe_finish "$__primus_need_torch"
   [[ -n $PRIMUS_LAUNCH_LOG ]] || default_log_file
-  local __primus_recorder  # issue 25: PyTorch's flight recorder on ROCm/CUDA (runner/lib/flight_recorder.sh)
+  local __primus_recorder  # PyTorch's flight recorder on ROCm/CUDA (runner/lib/flight_recorder.sh)
   primus_flight_recorder_env __primus_recorder "$PRIMUS_LAUNCH_LOG"
   primus_launch_build_command
   if ((PRIMUS_OPT_DRY_RUN == 1)); then

@@ -3,7 +3,7 @@
 #                                [--ratio R] [--floor-gbps G] [--dry-run] [-h]
 #
 # Run `primus-cli doctor` on every node of an allocation (one Slurm task per
-# node) and compare the nodes (`doctor`, issue 26):
+# node) and compare the nodes (`doctor`):
 #   inside salloc/sbatch   srun on every node of the allocation (or the
 #                          nodes the Slurm flags select)
 #   outside                srun makes its own allocation from the Slurm flags

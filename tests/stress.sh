@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/stress.sh: the signal suites on a busy machine (issue 27 item 9). Not
+# tests/stress.sh: the signal suites on a busy machine. Not
 # part of `make test`: it loads every core on purpose.
 #
 # Usage: tests/stress.sh [--hogs N] [--runs N] [BATS_FILE...]

@@ -1,4 +1,4 @@
-"""Exceptions that carry the exit codes of SPEC section 3."""
+"""Exceptions that carry the exit codes of the spec's conventions."""
 from __future__ import annotations
 
 # The values live once in the registry's shared_facts (generated facts.py):
@@ -25,7 +25,7 @@ class UsageError(PrimusError):
 
 
 class RuleRefusal(UsageError):
-    """A refusal that is a registered rule (issue 29): exit 2, carrying the rule
+    """A refusal that is a registered rule: exit 2, carrying the rule
     id and the finding's parts, so the launcher prints it as ``env check`` prints
     that rule and ``env explain`` names it. ``text`` keeps a refusal's own
     wording where callers read it; by default ``NAME='value': message. Fix: fix``."""

@@ -1,4 +1,4 @@
-"""The one rule for which variables are secrets (SPEC section 3, widened by issue 27).
+"""The one rule for which variables are secrets (the spec's conventions).
 
 The names, suffixes, infixes, words and exemptions are registry data (variables.yaml
 shared_facts), read here through the generated facts.py and by bash
@@ -48,7 +48,7 @@ def mask(name: str, value: str) -> str:
 
 # The secret names of os.environ, found once per (size, PRIMUS_SECRET_NAMES):
 # masking a log line then costs the secrets' count, not the environment's
-# (issue 27: 10,000 exported variables).
+# (10,000 exported variables).
 _cache: dict[tuple[int, str], tuple[str, ...]] = {}
 
 

@@ -32,7 +32,7 @@
 # PRIMUS_RANK_LOG_DIR/rank-<RANK>.log links to that file of torchrun's
 # <run id>/attempt_<N>/<local rank>/ tree (a restart moves the link). The
 # worker writes to that file through python/primus_runner/launch/logwriter.py:
-# a full disk never fails the rank (issue 27 item 6); the one warning of the
+# a full disk never fails the rank; the one warning of the
 # launch (PRIMUS_LOG_ONCE) goes to torchrun's stderr, and a rank the console
 # shows (PRIMUS_CONSOLE_RANKS: local ranks, comma separated, or "all") sends
 # its lines on to torchrun's stdout, prefixed as torchrun does ([default<N>]:).
@@ -80,7 +80,7 @@ fi
 # redirected this worker's stdout to, when it lies in that directory. Found by
 # comparing files (-ef) rather than with readlink, and `ln` runs beside the
 # rank instead of before it: every process started here delays the rank's
-# start (issue 10, launch overhead).
+# start (launch overhead).
 link_rank_log() {
   local dir=${PRIMUS_RANK_LOG_DIR%/} file out=""
   __PRIMUS_RANK_OUT=""
@@ -128,7 +128,7 @@ rank_writer
 # The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
 [[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
   export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$__primus_local_rank}.heartbeat
-# Stack dumps from inside the rank (issue 25, runner/helpers/pystartup/sitecustomize.py):
+# Stack dumps from inside the rank (runner/helpers/pystartup/sitecustomize.py):
 # faulthandler on SIGURG when py-spy cannot attach, and the other ranks' stacks
 # read when this one raises.
 if [[ -n ${PRIMUS_RC_DIR:-} ]]; then

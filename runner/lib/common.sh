@@ -6,7 +6,7 @@
 # functions and a few PRIMUS_* variables, never changes shell options, never
 # exits the caller's shell on its own.
 #
-# Logging (SPEC section 3): LOG_DEBUG / LOG_INFO / LOG_WARN / LOG_ERROR and
+# Logging (the spec's conventions): LOG_DEBUG / LOG_INFO / LOG_WARN / LOG_ERROR and
 # *_RANK0 variants; prefix [NODE-<NODE_RANK>(<host>)]; PRIMUS_LOG_LEVEL
 # DEBUG|INFO|WARN|ERROR; PRIMUS_LOG_TIMESTAMP=1 adds a UTC timestamp;
 # PRIMUS_LOG_COLOR=1 colours, off automatically when the stream is not a TTY.
@@ -57,17 +57,17 @@ __primus_lib_dir=""
 primus_dir_of __primus_lib_dir "${BASH_SOURCE[0]}"
 # shellcheck source=runner/lib/facts.sh
 source "$__primus_lib_dir/facts.sh"
-# Builtin-only stand-ins for date, mktemp and `IFS= read` (issue 27 item 7).
+# Builtin-only stand-ins for date, mktemp and `IFS= read`.
 # shellcheck source=runner/lib/nofork.sh
 source "$__primus_lib_dir/nofork.sh"
 # shellcheck source=runner/lib/usage.sh
 source "$__primus_lib_dir/usage.sh"
-# The secret-name rule, masking and argv hygiene (SPEC section 3).
+# The secret-name rule, masking and argv hygiene (the spec's conventions).
 # shellcheck source=runner/lib/secrets.sh
 source "$__primus_lib_dir/secrets.sh"
 unset __primus_lib_dir
 
-# Exit codes (SPEC section 3): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
+# Exit codes (the spec's conventions): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
 # protocol's PRIMUS_HOOK_EXIT_MISSING/CONFIG come from facts.sh (registry shared_facts).
 
 if [[ -z ${PRIMUS_RUNNER_DIR:-} ]]; then
@@ -244,7 +244,7 @@ primus_python() {
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner "$@"
 }
 
-# Early log (SPEC section 4: the log holds everything the console showed): the
+# Early log (the spec's modes: the log holds everything the console showed): the
 # log file's path is known only after the configuration is read, so until then
 # stdout and stderr are also copied to a spool file; primus_log_spool_into FILE
 # appends the spool to FILE and stops copying (the caller tees from then on).
@@ -261,7 +261,7 @@ primus_log_spool_start() {
   # The copies ignore the stop signals a whole process group gets (Ctrl-C,
   # timeout, kill -- -PGID): the launcher's closing lines must still pass.
   # tee -p (GNU coreutils): a console that goes away (`| head`) never ends the
-  # copy to the spool, nor the launcher by SIGPIPE (issue 27 item 6).
+  # copy to the spool, nor the launcher by SIGPIPE.
   exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
   __PRIMUS_SPOOL_PIDS=$!
   exec 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")

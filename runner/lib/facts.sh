@@ -14,7 +14,7 @@ PRIMUS_LOOPBACK_NAMES=(localhost localhost.localdomain ip6-localhost ip6-loopbac
 PRIMUS_ACCELERATORS=(auto rocm cuda neuron cpu)
 PRIMUS_SRUN_NATIVE_ON=(1 true yes)
 PRIMUS_SRUN_NATIVE_OFF=(0 false no)
-# Exit codes (SPEC section 3) and the hook protocol's (mapped to 1 and 2).
+# Exit codes (the spec's conventions) and the hook protocol's (mapped to 1 and 2).
 PRIMUS_EXIT_OK=0
 PRIMUS_EXIT_MISSING=1
 PRIMUS_EXIT_INVALID=2

@@ -2,7 +2,7 @@
 # runner/lib/hook_exec.sh: run one hook in a process group of its own, with a
 # time limit (PRIMUS_HOOK_TIMEOUT) and the runner's stop signals (TERM, HUP,
 # INT) passed to the hook's whole tree, then SIGKILL after PRIMUS_KILL_GRACE
-# (issue 27). Sourced by runner/helpers/execute_hooks.sh after common.sh; it
+#. Sourced by runner/helpers/execute_hooks.sh after common.sh; it
 # defines only primus_* / __primus_* / PRIMUS_* names, turns job control on only
 # for the instant it starts a hook, and neither parses hook output nor chooses
 # the runner's exit code.

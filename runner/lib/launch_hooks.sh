@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/launch_hooks.sh: the direct launcher's side of the hook protocol
-# (SPEC section 8): run the hook runner or the patch runner and apply the NUL
+# (the spec's hooks and patches): run the hook runner or the patch runner and apply the NUL
 # records it prints (runner/helpers/execute_hooks.sh says what they are).
 # Sourced by runner/primus-cli-direct.sh; defines only primus_* / PRIMUS_*
 # names and never changes shell options.
@@ -64,7 +64,7 @@ primus_hooks_read_records() {
 # --dry-run when DRY_RUN is 1) in a subshell and apply its records.
 # A TERM/HUP/INT to the launcher meanwhile goes to the runner, which stops the
 # running hook's process group (TERM, grace, KILL: runner/lib/hook_exec.sh);
-# the launcher waits for it and exits 128+N (issue 27), as its own traps do.
+# the launcher waits for it and exits 128+N, as its own traps do.
 primus_hooks_apply() {
   local -a cmd=("${@:2}")
   [[ $1 != 1 ]] || cmd=("$2" --dry-run "${@:3}")

@@ -23,7 +23,7 @@
 #       died: $PRIMUS_RC_DIR/lost-output, noted by the run monitor), written
 #       to the console and to LOG_FILE directly, never through the copies
 #
-# The copies are python/primus_runner/launch/logwriter.py (issue 27 item 6): a
+# The copies are python/primus_runner/launch/logwriter.py: a
 # log file that cannot be written (a full disk) never fails the workload nor
 # the launcher (one warning per launch, PRIMUS_LOG_ONCE; the console keeps its
 # output), and a console that goes away (`| head`) never cuts the log file.

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/mode_config.sh: the per-mode `debug:` and `dry_run:` config keys
-# (issue 30, item 6), read as the upstream Primus runner reads them
+#, read as the upstream Primus runner reads them
 # (AMD-AGI/Primus fd1eeabb: direct.sh:296-312, slurm.sh:146-161,
 # slurm-entry:103-122): `main.<key>` or `<mode>.<key>` true turns the flag on;
 # a command-line flag is never turned off by the config.

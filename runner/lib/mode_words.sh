@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/mode_words.sh: how the words after `primus-cli slurm ... --` and
-# after the slurm entry's own options name the mode (issue 30, items 2 and 3).
+# after the slurm entry's own options name the mode.
 #
 # Owns one rule, shared by runner/primus-cli-slurm.sh and
 # runner/primus-cli-slurm-entry.sh, written as the upstream Primus runner reads

@@ -4,7 +4,7 @@
 # Why: before it starts any process, bash rebuilds its exported environment
 # when an export changed since the last one (and once at its own start),
 # de-duplicating the names pairwise: 0.5 s with 10,000 exported variables on
-# the 2-core development machine (issue 27 item 7). A variable assigned in
+# the 2-core development machine. A variable assigned in
 # front of a builtin (`IFS= read`, `TZ=UTC printf`) counts as such a change.
 # Sourced by runner/lib/common.sh; defines only primus_* names and never
 # changes the caller's shell options.

@@ -121,8 +121,8 @@ __primus_secret_keep() {
 # PRIMUS_SECRET_RESCAN_MAX inherited variables is listed at every call
 # (__primus_secret_listing: one fork), unless frozen (primus_secret_scan_freeze:
 # listed once). Listing every variable costs O(n^2) in bash (its variable lists
-# are de-duplicated pairwise: 0.5 s per listing with 10,000 exported variables,
-# issue 27), so a shell whose environment holds more takes the names from its
+# are de-duplicated pairwise: 0.5 s per listing with 10,000 exported
+# variables), so a shell whose environment holds more takes the names from its
 # inherited environment instead (24 ms for 10,000), once (again when
 # PRIMUS_SECRET_NAMES changes). Both keep the list current with
 # primus_secret_note, which every place that assigns a variable from user input

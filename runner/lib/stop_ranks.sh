@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/stop_ranks.sh: which global ranks of this node were still running
-# when a stop began, for the closing line of the stop (issue 28: every stop's
+# when a stop began, for the closing line of the stop (every stop's
 # last line names the ranks still running and the log). Reads what the run
 # already leaves: run_worker.sh's $PRIMUS_RC_DIR/worker.<RANK> (its pid) and
 # failed-<RANK> (it ended) in torchrun mode, the workload's pid in single mode.

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/torchrun_words.sh: the words torchrun hands each worker arrive byte
-# for byte (issue 27). torchrun's local agent passes every word of the worker's
+# for byte. torchrun's local agent passes every word of the worker's
 # command through string.Template(word).safe_substitute(local_rank=N)
 # (torch/distributed/elastic/utils/api.py, macros.substitute, called from
 # agent/server/local_elastic_agent.py _start_workers; read in torch 2.13.0):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
-# The sourcing contract of runner/helpers/envs/base_env.sh (issue 5, SPEC 6):
+# The sourcing contract of runner/helpers/envs/base_env.sh (SPEC 6):
 # one test per point. Expected values are the reference's, written by hand.
 
 load layers_helper
@@ -19,7 +19,7 @@ setup() {
   assert_env MASTER_PORT 1234
   assert_env NNODES 1
   assert_env NODE_RANK 0
-  # No accelerator on this tree: 1 process, not the reference 8 (issue 14).
+  # No accelerator on this tree: 1 process, not the reference 8.
   assert_env GPUS_PER_NODE 1
   assert_env NCCL_DEBUG ""
   assert_env NCCL_IB_GID_INDEX 3

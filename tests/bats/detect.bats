@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016 # single-quoted $ in the scripts given to clean_bash is meant for that shell
-# One detection path (issue 11): `python3 -m primus_runner detect` is the code the
+# One detection path: `python3 -m primus_runner detect` is the code the
 # launcher and base_env.sh use, so the same host gives the same values from every
 # entry point. The 2-GPU machine (tests/fixtures/sysfs/mi300x-2gpu) must give
 # GPUS_PER_NODE=2 everywhere; every fixture machine must give detect's values

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
-# Detection wrappers (SPEC sections 5, 6): get_nccl_ib_hca.sh, get_ip_interface.sh
+# Detection wrappers (the spec's distributed environment and rank mapping, 6): get_nccl_ib_hca.sh, get_ip_interface.sh
 # and the hostlist / ranks / nics / devices commands as the shell calls them.
 # Expected values are written by hand from the fixtures' design.
 
@@ -135,7 +135,7 @@ py() { PYTHONPATH="$ROOT/python" "$ROOT/.venv/bin/python" -m primus_runner "$@";
   assert_output --partial "gpu017"
 }
 
-# -- the launch failures caught before the job starts (issue 15) -------------------------
+# -- the launch failures caught before the job starts -------------------------
 # launch [VAR=VALUE...] -- ARGS...: primus-cli direct on a fake tree, isolated
 # from the caller (no ~/.primus.yaml, own workspace), the project's python first.
 launch() {

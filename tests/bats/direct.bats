@@ -97,7 +97,7 @@ teardown() {
 }
 
 @test "--env FILE is read by the launch helper: a helper that cannot run is exit 1, never an empty file" {
-  # Issue 29: --env items enter the helper's precedence step; no second parser process.
+  # --env items enter the helper's precedence step; no second parser process.
   printf 'PRIMUS_T_OK=1\n' >ok.env
   PRIMUS_PYTHON=/bin/false run "$PRIMUS_CLI" direct --dry-run --env ok.env --module primus_runner -- preflight
   assert_failure 1

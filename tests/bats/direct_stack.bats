@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
-# primus-cli direct (issue 10): what runs and with which interpreter, without
+# primus-cli direct: what runs and with which interpreter, without
 # the user environments: missing entries, missing interpreters, run modes, and
 # workload arguments that look like options.
 
@@ -23,8 +23,8 @@ teardown() {
   assert_output --partial "has no installed module primus.cli.main to fall back to"
   assert_output --partial "--script path/to/train.py or --module package.module"
   refute_output --partial "[train]"
-  # Nothing trained; the only file is the log of the failed launch (issue 14:
-  # every outcome leaves a log), which names the error.
+  # Nothing trained; the only file is the log of the failed launch (every
+  # outcome leaves a log), which names the error.
   run find "$PRIMUS_WORKSPACE" -type f
   assert_output --regexp "^$PRIMUS_WORKSPACE/logs/primus-[0-9TZ]+-node0\.log$"
   grep -q "training script 'primus/cli/main.py'" "$PRIMUS_WORKSPACE"/logs/*.log

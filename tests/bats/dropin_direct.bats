@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats subshells; single-quoted $PATH is activate-script text
-# Issue 30: a Primus user's direct launches work unchanged. Items 1 (VENV_ACTIVATE),
+# a Primus user's direct launches work unchanged. Items 1 (VENV_ACTIVATE),
 # 4 (the installed primus.cli.main when primus/cli/main.py is absent), 5
 # (upstream's own .primus.yaml, quoted values and numa: "auto"), 6 (per-mode
 # debug:/dry_run: keys), and the NUMA decision on --dry-run. Real runs use the

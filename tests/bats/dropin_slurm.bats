@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
-# Issue 30 items 2 and 3: the upstream Primus runner's Slurm call forms work
+# the upstream Primus runner's Slurm call forms work
 # unchanged. The entry's own call form `ENTRY -- <mode> ...` (upstream
 # primus-cli-slurm.sh:328, primus-cli-slurm-entry.sh:224-236) and, with no mode
 # named, the container mode with the words as its workload. The container

@@ -90,7 +90,7 @@ print(len(rows))')
 }
 
 @test "env check: an error exits 2 and names variable, value, reason and fix on stderr" {
-  # env check resolves the accelerator as a launch does (issue 29): a Neuron host.
+  # env check resolves the accelerator as a launch does: a Neuron host.
   run --separate-stderr clean_env "${TRN1[@]}" NEURON_RT_DBG_DMA_PACKETIZATION_SIZE=2000000 "$PRIMUS_CLI" env check
   assert_failure 2
   assert_output ""

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
-# The first hour, tried as a new user would (issue 28): --module checked up
+# The first hour, tried as a new user would: --module checked up
 # front, the last line of every stop, the summary of --single, a missing
 # experiment config, make demo on a free port, the console kept free of
 # torchrun's internals, one output stream, "did you mean".

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; '$' words are literal test data
-# Hardening found by trying to break the launcher (issue 27): hostile workload
+# Hardening found by trying to break the launcher: hostile workload
 # words, hooks that hang, oversized values, unusual inputs.
 bats_require_minimum_version 1.5.0
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# One help printer (issue 11): every executable of the repository answers --help
+# One help printer: every executable of the repository answers --help
 # with exit 0 and its header text (runner/lib/usage.sh, primus_usage), and the text
 # ends cleanly: no stray code line (`set -euo pipefail`, a shebang, a shellcheck
 # directive), no comment marks left, no empty last line. Hooks are left out (their

@@ -336,7 +336,7 @@ ip -4 route get 10.0.0.7"
 ip -4 route get 127.0.0.1"
 }
 
-@test "10_auto_nccl_net: after detection (a launch, base_env.sh) it defers: on Trn1 the EFA devices stay out of NCCL_IB_HCA (issue 29)" {
+@test "10_auto_nccl_net: after detection (a launch, base_env.sh) it defers: on Trn1 the EFA devices stay out of NCCL_IB_HCA" {
   local trn1=$ROOT/tests/fixtures/sysfs/trn1.32xlarge
   # The hook alone, as a launch runs it: detection done, the Neuron layer emptied NCCL_IB_HCA.
   PRIMUS_SYSFS_ROOT=$trn1 PRIMUS_DETECTION_DONE=1 NCCL_IB_HCA="" NCCL_SOCKET_IFNAME=ens32 \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# primus-env.sh on the fake machines of tests/fixtures/sysfs (issue 5 acceptance):
+# primus-env.sh on the fake machines of tests/fixtures/sysfs (acceptance):
 # exact exported values per machine, detection by the real helpers (one python3
 # start from base_env.sh), validation deferred. Expected values are written by
 # hand from the fixture trees and the references:
@@ -177,7 +177,7 @@ refute_invented() {
   assert_env GLOO_SOCKET_IFNAME eth0
   refute_env NCCL_IB_HCA # never exported empty
   assert_env NCCL_IB_GID_INDEX 3
-  # No accelerator: one process by default (issue 14), not the GPU default of 8.
+  # No accelerator: one process by default, not the GPU default of 8.
   assert_env GPUS_PER_NODE 1
   refute_env HIP_VISIBLE_DEVICES
   refute_invented

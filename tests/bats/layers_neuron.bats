@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The Neuron layer (issue 5 section 3) through primus-env.sh, with the instance
+# The Neuron layer (section 3) through primus-env.sh, with the instance
 # facts as the launcher exports them (PRIMUS_DETECTION_DONE=1). trn1.32xlarge:
 # 16 devices x 2 NeuronCores, LNC 1 (reference: "1 on Trn1"); trn2.48xlarge:
 # 16 x 8, LNC 2.

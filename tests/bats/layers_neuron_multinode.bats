@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Multi-node Trainium/Inferentia (issue 13 acceptance), on the sysfs fixtures with
+# Multi-node Trainium/Inferentia (acceptance), on the sysfs fixtures with
 # detection for real: the EFA layer's exact values, and every Neuron check through
 # `primus-cli direct --dry-run` and `primus-cli env check` with the same verdict and
 # the same message (one owner: the rules engine).
@@ -191,7 +191,7 @@ root_case() {
   dry trn1.32xlarge NNODES=2 MASTER_ADDR=fd00::10 MASTER_PORT=29500
   assert_success
   assert_line --partial "NEURON_RT_ROOT_COMM_ID=[fd00::10]:29501"
-  # Issue 29: env check runs the launch's own decision path, so the derived value
+  # env check runs the launch's own decision path, so the derived value
   # is checked, not reported missing.
   envcheck PRIMUS_NEURON_INSTANCE=trn1.32xlarge PRIMUS_NEURON_EFA_DEVICES=8 NNODES=2 MASTER_ADDR=fd00::10 MASTER_PORT=29500
   assert_success

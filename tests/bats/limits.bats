@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; '$' words are literal test data
-# Limits (issue 27 items 6 and 7): a full disk under the log (a real small
+# Limits: a full disk under the log (a real small
 # tmpfs: we are root), a console closed early, 10,000 exported variables.
 bats_require_minimum_version 1.5.0
 
@@ -156,7 +156,7 @@ bulk_env() {
   assert_line --partial "line 29 token ****"
   refute_output --partial tok-9f3c2e7a51
   # About 1 unit now (the bash start, one rebuild after common.sh's exports, the
-  # list of secret names); 31 units before issue 27 item 7, when every line cost
+  # list of secret names); 31 units before when every line cost
   # two rebuilds (TZ=UTC in front of printf, IFS= read in front of read).
   (($(bc <<<"$took < 8 * $unit"))) || fail "30 lines took $took s, over 8 x $unit s (one bash start here)"
 }
@@ -170,8 +170,8 @@ bulk_env() {
   assert_output --partial "dry run: nothing was started"
   assert_output --partial "argv.py **** x"
   refute_output --partial tok-9f3c2e7a51
-  # Issue 27 measured 15 s (80 s under load) against 0.16 s; before the fix
-  # this took 19-22 units here. About 8-12 are left: the bash starts of
+  # Before the fix this measured 15 s (80 s under load) against 0.16 s and took
+  # 19-22 units here. About 8-12 are left: the bash starts of
   # primus-cli, the launcher, the hook runner and each hook, and a few processes
   # started after an export (README "Large environments").
   (($(bc <<<"$took < 16 * $unit"))) || fail "dry run took $took s, over 16 x $unit s (one bash start here)"

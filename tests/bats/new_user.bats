@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted
-# What a new user hit (issue 14): one test per bullet of the issue's "Why",
+# What a new user hit: one test per bullet of the issue's "Why",
 # each reproducing the command and asserting the corrected behaviour.
 bats_require_minimum_version 1.5.0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016 # single-quoted $ in the scripts given to bash -c is meant for that shell
-# Parity (issue 11): each rule that used to have copies lives once, in the rules
+# Parity: each rule that used to have copies lives once, in the rules
 # engine (python/primus_runner/env/rules/); the same values fed through the four entry
 # points - `env check`, `direct --dry-run`, `slurm-entry --dry-run` and sourcing
 # primus-env.sh by hand - must give the same verdict and the same message

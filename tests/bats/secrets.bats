@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted
-# Secret hygiene end to end (issue 18): no secret value on any argv the launcher
+# Secret hygiene end to end: no secret value on any argv the launcher
 # creates, in any file it writes, or in what it prints; the job still sees it.
 # The live Slurm part (srun, sbatch, scontrol write batch_script) is in
 # tests/slurm/slurm_live.bats.
@@ -127,7 +127,7 @@ $NEW_SEEN"
   assert_failure 2
   assert_output --partial "--export=NONE cannot carry WANDB_API_KEY"
   refute_output --partial "$S_CLI"
-  # Issue 27: a credential-shaped name and a PRIMUS_SECRET_NAMES name go the same way.
+  # a credential-shaped name and a PRIMUS_SECRET_NAMES name go the same way.
   run "$REPO_ROOT/runner/primus-cli" slurm --dry-run sbatch -N 2 -- direct "${NEW_ENV_ARGS[@]}" \
     --env "CORP_SIGNING_KEY=$S_USER" --module primus_runner -- preflight
   assert_success

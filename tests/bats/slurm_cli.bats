@@ -30,7 +30,7 @@ setup() {
   unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE RANK LOCAL_RANK WORLD_SIZE \
     LOCAL_WORLD_SIZE JOB_COMPLETION_INDEX PRIMUS_DRY_RUN RUN_MODE
   export GPUS_PER_NODE=2
-  # The workload interpreter (issue 10): the project's .venv, which has torch.
+  # The workload interpreter: the project's .venv, which has torch.
   export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016 # single-quoted $ in the scripts given to clean_bash is meant for that shell
-# A library, not a layer (issue 11): the files a user sources (base_env.sh,
+# A library, not a layer: the files a user sources (base_env.sh,
 # primus-env.sh and what they source from runner/lib/) define only prefixed names
 # (primus_, __primus_, PRIMUS_, __PRIMUS_), plus the SPEC's LOG_* logging
 # functions, so the caller's own functions and variables survive sourcing.

@@ -195,7 +195,7 @@ wait_gone() {
   [[ $(count SIGTERM 0) == 1 && $(count SIGTERM 1) == 1 ]]
   assert_output --regexp "stop: SIGTERM, sender: unknown .*; 5 process\(es\) stopped"
   assert_output --partial "exit status 143"
-  # The last line says which ranks were still running and names the log (issue 28).
+  # The last line says which ranks were still running and names the log.
   [[ ${lines[-1]} =~ "stop: SIGTERM".*"; ranks 0, 1 still running at the stop; ".*"; exit status 143; log: $PRIMUS_WORKSPACE/logs/primus-"[0-9TZ]+"-node0.log." ]]
   wait_gone 3
   run leftovers
@@ -288,7 +288,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$PRIMUS_CLI" direct --script "$MARKER" -- 
   # The console copies (tee) ignore the group's SIGINT: the stop's own lines pass.
   grep -q "stop: SIGINT.*exit status 130" "$TEST_DIR/launch.out"
   grep -q "stop: SIGINT.*exit status 130" "$PRIMUS_WORKSPACE"/logs/*.log
-  # The last line names the ranks still running and the log (issue 28).
+  # The last line names the ranks still running and the log.
   log=$(echo "$PRIMUS_WORKSPACE"/logs/*.log)
   [[ $(tail -n 1 "$TEST_DIR/launch.out") == *"; ranks 0, 1, 2 still running at the stop; "*"; exit status 130; log: $log." ]]
   refute grep -q -e "Traceback" -e "SignalException" "$TEST_DIR/launch.out"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
-# The user's own stack (issue 10): a second virtual environment (torch from the
+# The user's own stack: a second virtual environment (torch from the
 # same wheel, jax/jaxlib CPU, lightning; tests/userenv/setup.sh), distinct from
 # the runner's .venv, activated as a user would; real torchrun.
 
@@ -84,7 +84,7 @@ teardown() {
   assert_output --partial "workload interpreter $USERENV_NOTORCH/bin/python3 (chosen by python3 on PATH) cannot import torch"
   assert_output --partial "--python"
   [[ -z $(ls -A out) ]]
-  # an early stop still leaves a complete log (issue 14) holding the same error
+  # an early stop still leaves a complete log holding the same error
   grep -q "cannot import torch" "$TEST_DIR/run.log"
   # A dry run (which may run on a submit host) notes it as the node's check.
   run "$PRIMUS_CLI" direct --dry-run --script "$WORKLOADS/whoami.py" -- "$PWD/out"

@@ -1,4 +1,4 @@
-"""Bash decides nothing (issue 29, Build 1 and 4): the shell keeps no Neuron core
+"""Bash decides nothing: the shell keeps no Neuron core
 table and no NeuronCore arithmetic (launch/neuron_layer.py and
 hardware/neuron_cores.py decide, neuron.sh and run_worker.sh only apply), and no
 environment layer refuses anything (a refusal is a rule of the rules engine, named
@@ -33,7 +33,7 @@ CHECKS = {
     "a core-range parser": lambda code: bool(re.search(r"=~.*\)-\(", code)),
 }
 TABLES = re.compile(r"FAMILY_LNC|\[(trn|inf)[0-9]+\]=|\b(trn|inf)[0-9]\*\s*\|")
-# The JAX coordinator's derivation (jax_xla.sh and workload.sh before issue 29).
+# The JAX coordinator's derivation (jax_xla.sh and workload.sh).
 JAX_NAMES = re.compile(r"\bJAX_COORDINATOR_[A-Z]+")
 HOST_BRACKETS = re.compile(r"\*:\*.*\"\[\$|\"\[\$.*\*:\*")
 NNODES_COMPARED = re.compile(r"NNODES\b.*(>|<|-gt\b|-lt\b|-ge\b|-le\b)|(>|<|-gt|-lt|-ge|-le)\s*\$?\{?NNODES")
@@ -113,7 +113,7 @@ def test_the_jax_coordinator_is_not_decided_in_bash():
     assert jax_derivations(shell_sources(), compared) == []
 
 
-# The bash this replaced (neuron.sh, run_worker.sh and jax_xla.sh before issue 29).
+# The bash this replaced (neuron.sh, run_worker.sh and jax_xla.sh).
 OLD_NEURON = r'''
     if [[ $item =~ ^([0-9]{1,4})-([0-9]{1,4})$ ]]; then
     printf -v "$1" '%d' $((10#$__devices * 10#$__per / 10#$__lnc))

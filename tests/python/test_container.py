@@ -44,7 +44,7 @@ def test_clean_without_dashdash_only_cleans():
 
 
 def test_a_word_that_is_no_option_starts_the_direct_arguments():
-    # issue 30: upstream's container mode reads `container train pretrain` so.
+    # upstream's container mode reads `container train pretrain` so.
     a = container_opts.parse_args(["--image", "img", "train", "pretrain", "--x", "1"])
     assert a.image == "img" and a.inner == ["train", "pretrain", "--x", "1"]
     assert not a.clean_only and a.passthrough == []
@@ -156,7 +156,7 @@ def test_devices_by_existence(tmp_path):
 
 
 def test_a_host_only_volume_mounts_at_the_same_path_as_upstream():
-    # issue 30: upstream's container --help: "If only HOST given, mounts to same path".
+    # upstream's container --help: "If only HOST given, mounts to same path".
     class P:
         def log(self, level, message):
             pass

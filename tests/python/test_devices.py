@@ -263,7 +263,7 @@ def test_runs_for_real_on_this_machine() -> None:
         child.wait()
 
 
-# -- GPU masks (issue 15) ---------------------------------------------------------------
+# -- GPU masks ---------------------------------------------------------------
 @pytest.mark.parametrize("env, count", [
     ({"ROCR_VISIBLE_DEVICES": "4,5,6,7"}, "4"),
     ({"ROCR_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "0,1"}, "2"),

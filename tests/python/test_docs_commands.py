@@ -1,4 +1,4 @@
-"""Docs that cannot drift from the code (issue 28, item 9).
+"""Docs that cannot drift from the code.
 
 - Every ``runner/primus-cli ...`` command of a ```bash block in README.md and
   of an example header (the ``#`` comment lines at the top of examples/*) runs

@@ -1,4 +1,4 @@
-"""The variables the launcher uses before its verdict (issue 29: no rule in
+"""The variables the launcher uses before its verdict (no rule in
 bash): PRIMUS_KILL_GRACE, PRIMUS_HOOK_TIMEOUT and PRIMUS_NEURON_CORES_PER_PROC
 are checked by the launch helper's first step (env/refusals.py), by the
 registry's own bounds, and refused as the registry's ``type`` rule."""

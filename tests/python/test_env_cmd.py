@@ -191,7 +191,7 @@ def test_explain_misspelt_name_suggests(capsys):
 
 
 def test_explain_names_every_rule(capsys):
-    """env explain RULE: the id a finding names (issue 29), for every registered rule."""
+    """env explain RULE: the id a finding names, for every registered rule."""
     from primus_runner.env.registry import load
 
     reg = load()

@@ -19,7 +19,7 @@ def test_parse_reads_shell_assignments_and_skips_comments_and_blanks() -> None:
 
 
 def test_expansion_from_earlier_lines_then_the_environment() -> None:
-    # issue 30 item 9: upstream sources the file, so BAZ=$FOO/x expands.
+    # upstream sources the file, so BAZ=$FOO/x expands.
     text = ('FOO=/opt\nBAZ=$FOO/x\nQ="x"\nR="${HOME_DIR}/y"\nS=${UNSET:-dflt}\n'
             'T=${EMPTY:-d2}\nU=${EMPTY-d3}\nV="$FOO and ${NOPE}"\nW=${UNSET:-$FOO/z}\n')
     env = {"HOME_DIR": "/home/u", "EMPTY": "", "FOO": "ignored: the file's line wins"}

@@ -1,5 +1,5 @@
 """The one value grammar (python/primus_runner/grammar.py) and the promise it
-carries (issue 29, Build 3): every value the launcher derives passes the same
+carries: every value the launcher derives passes the same
 rules as a user value, on every fixture machine under tests/fixtures/sysfs.
 
 Expected values are written by hand from RFC 1123/1034/3986 and the NCCL and

@@ -1,4 +1,4 @@
-"""Drift between the environment layers and the registry (issue 5, section 7).
+"""Drift between the environment layers and the registry (section 7).
 
 The layers are run for real (bash, ``env -i``) and report, through the
 ``__PRIMUS_ORIGIN`` map they keep, which layer set each variable to what. Then:
@@ -30,7 +30,7 @@ DEVIATIONS = {
     ("neuron", "NEURON_LOGICAL_NC_CONFIG", "1"): "Trn1 family default",
     # Runtime default 30 s is too short across a network (reference, DMA & execution).
     ("neuron", "NEURON_RT_EXEC_TIMEOUT", "600"): "multi-node default",
-    # GPUS_PER_NODE = logical NeuronCores (issue 5 section 3).
+    # GPUS_PER_NODE = logical NeuronCores (section 3).
     ("neuron", "GPUS_PER_NODE", "32"): "trn1.32xlarge logical cores",
     # PRIMUS_DETERMINISTIC=1 turns torch.compile off (Megatron's ROCm check).
     ("deterministic", "TORCH_COMPILE_DISABLE", "1"): "deterministic mode",

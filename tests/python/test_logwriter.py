@@ -1,4 +1,4 @@
-"""The log writer (issue 27 item 6): a log file that cannot be written (/dev/full: a real
+"""The log writer: a log file that cannot be written (/dev/full: a real
 ENOSPC) or a console that went away never fails the stream's writer."""
 from __future__ import annotations
 

@@ -216,7 +216,7 @@ def test_proc_tables_place_addresses_and_flag_a_shared_subnet(tmp_path: Path) ->
     assert ambiguous == ["10.2.0.7"]  # ens2 and ens3 share 10.2.0.0/16: psutil must decide
 
 
-# -- the launch-failure trees (issue 15) ---------------------------------------------------
+# -- the launch-failure trees ---------------------------------------------------
 def _problems(machine: str, **env: str) -> list[tuple[str, str, str]]:
     from primus_runner.network.check import host_problems
 

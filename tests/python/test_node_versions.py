@@ -1,5 +1,5 @@
-"""Every launch's cluster check compares torch's version and the CPU vendor too
-(issue 26 item 5): python/primus_runner/hardware/versions.py read on fake nodes."""
+"""Every launch's cluster check compares torch's version and the CPU vendor too:
+python/primus_runner/hardware/versions.py read on fake nodes."""
 from __future__ import annotations
 
 from pathlib import Path

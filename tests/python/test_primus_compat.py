@@ -1,4 +1,4 @@
-"""docs/primus-compatibility.md holds what the code does (issue 30).
+"""docs/primus-compatibility.md holds what the code does.
 
 The page's Options table names every option of upstream's ``primus-cli``,
 ``primus-cli direct|slurm|container --help`` with a verdict. Each option the page

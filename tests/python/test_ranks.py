@@ -1,4 +1,4 @@
-"""Rank mapping for every scheduler shape (SPEC section 5); expected values by hand."""
+"""Rank mapping for every scheduler shape (the spec's rank mapping); expected values by hand."""
 from __future__ import annotations
 
 import json
@@ -263,7 +263,7 @@ def test_cli_formats() -> None:
     assert b"NODE_RANK=0" in bad.stderr and b"SLURM_NODEID=2" in bad.stderr
 
 
-# -- rendezvous semantics (issue 15) ------------------------------------------------------
+# -- rendezvous semantics ------------------------------------------------------
 def test_exported_pet_rdzv_is_refused_with_the_fix() -> None:
     env = {"MASTER_ADDR": "10.0.0.1", "NNODES": "2", "NODE_RANK": "0", "PET_RDZV_BACKEND": "c10d",
            "PET_RDZV_ENDPOINT": "10.0.0.1:29400"}

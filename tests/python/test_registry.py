@@ -64,11 +64,11 @@ def test_every_reference_name_is_registered(reg):
     assert missing == []
 
 
-# The runner's own switches (SPEC sections 4-6).
+# The runner's own switches (the spec's modes-6).
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
                    "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
                    "PRIMUS_WORKLOAD_PYTHON",
-                   # sourced first, as the upstream Primus runner does (issue 30)
+                   # sourced first, as the upstream Primus runner does
                    "VENV_ACTIVATE"]
 # Names the runner's own code reads or exports (grep of runner/, python/, examples/),
 # neither in the references nor in the SPEC list above.
@@ -97,15 +97,15 @@ RUNNER_OWN = [
     "PRIMUS_CLUSTER_CHECK_TIMEOUT", "PRIMUS_CLUSTER_CHECK_IGNORE", "PRIMUS_ELASTIC",
     "PRIMUS_SRUN_NATIVE", "PRIMUS_HANG_TIMEOUT", "PRIMUS_HANG_ACTION", "PRIMUS_HEARTBEAT_FILE",
     "PRIMUS_HEARTBEAT_DIR", "PRIMUS_RUN_LOG", "PRIMUS_FAULTHANDLER_FILE", "PRIMUS_FAILURE_STACKS"]
-# Library variables in neither reference that the runner sets or checks (issue 15):
+# Library variables in neither reference that the runner sets or checks:
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.
 LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_IB_ADDR_FAMILY",
-               # read by jax.distributed.initialize(); set in run mode single (issue 10)
+               # read by jax.distributed.initialize(); set in run mode single
                "JAX_COORDINATOR_ADDRESS",
-               # torchrun's --rdzv-backend default (issue 29: rule pet_rdzv_exported)
+               # torchrun's --rdzv-backend default (rule pet_rdzv_exported)
                "PET_RDZV_BACKEND",
-               # PyTorch's flight recorder on ROCm/CUDA (issue 25, runner/lib/flight_recorder.sh)
+               # PyTorch's flight recorder on ROCm/CUDA (runner/lib/flight_recorder.sh)
                "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
                # their newer names, for a torch that reads them (runner/lib/flight_recorder.sh)
                "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"]
@@ -449,7 +449,7 @@ def test_example_values_pass(reg):
 
 def test_runner_config_allowlist_matches_the_registry(reg):
     """runner/.primus.yaml's container.options.env is the allowlist the container mode
-    forwards (SPEC section 7: checked against the registry so the two cannot drift)."""
+    forwards (the spec's validation: checked against the registry so the two cannot drift)."""
     config = yaml.safe_load((ROOT / "runner" / ".primus.yaml").read_text())
     assert config["container"]["options"]["env"] == reg.container_forwarded()
 

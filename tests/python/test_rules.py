@@ -171,7 +171,7 @@ def test_unknown_primus_variable():
 
 
 def test_not_forwarded_into_container():
-    # A warning (issue 12): a registered variable the job reads that the
+    # A warning: a registered variable the job reads that the
     # container would silently lose.
     f = expect({"OMP_NUM_THREADS": "4"}, "warning", "OMP_NUM_THREADS", "not_forwarded", CONTAINER)
     assert "--env OMP_NUM_THREADS" in f.fix
@@ -735,7 +735,7 @@ def test_unknown_accelerator_checks_everything():
         ("NCCL_PROTO", "error")}
 
 
-# --------------------------------------------------------------------------- this host (issue 15)
+# --------------------------------------------------------------------------- this host
 def _fixture(name: str) -> str:
     from pathlib import Path
 
@@ -777,7 +777,7 @@ def test_gpu_masks_on_host():
           "HIP_VISIBLE_DEVICES", "gpu_masks_on_host", accelerator="rocm")
 
 
-# --------------------------------------------------------------------------- launch refusals (issue 29)
+# --------------------------------------------------------------------------- launch refusals
 def test_pet_rdzv_exported_is_an_error_unless_elastic():
     env = {"PET_RDZV_BACKEND": "c10d", "NNODES": "2", "MASTER_ADDR": "10.0.0.1"}
     f = expect(env, "error", "PET_RDZV_BACKEND", "pet_rdzv_exported")
@@ -888,7 +888,7 @@ def test_accelerators_free_is_a_host_probe_naming_the_holder(tmp_path):
         holder.wait()
 
 
-# --------------------------------------------------------------------------- issue 29, Build 5
+# --------------------------------------------------------------------------- Build 5
 # The references' stated constraints, each a rule with a failing and a passing case.
 SYSFS = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 

@@ -1,5 +1,5 @@
 """Neuron launch rules (rules/neuron_launch.py) and the Neuron registry details of
-issue 13. Expectations written by hand from the AWS sources cited in the rules."""
+Expectations written by hand from the AWS sources cited in the rules."""
 from __future__ import annotations
 
 import pytest

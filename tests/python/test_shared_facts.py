@@ -115,7 +115,7 @@ def test_stream_masking_follows_the_same_secret_rule(user: str) -> None:
 
 
 def test_masking_cost_does_not_grow_with_the_environment() -> None:
-    # 10,000 exported variables (issue 27): masking lists them once, not per line;
+    # 10,000 exported variables: masking lists them once, not per line;
     # a secret set after that first listing through a user-input path is still masked.
     env = {**_base_env(), **{f"BULK_VARIABLE_{i}": f"v{i}" for i in range(10000)},
            "AWS_SECRET_ACCESS_KEY": "early-secret-value"}

@@ -1,5 +1,5 @@
 """runner/helpers/torchrun_quiet.py: torchrun's exit status kept, its process
-ended without the interpreter's module teardown (issue 10, launch overhead),
+ended without the interpreter's module teardown (launch overhead),
 and nothing the interpreter's own exit would do left undone."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell
-# Hang diagnosis under Slurm (issue 25), on the live 4-node test cluster
+# Hang diagnosis under Slurm, on the live 4-node test cluster
 # (tests/slurm/run.sh starts it; run as
 # `flock /tmp/slurm-suite.lock tests/slurm/run.sh -f 'hang'`): a 2-node job
 # where one rank of the second node hangs. The nodes share this machine's

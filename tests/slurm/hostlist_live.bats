@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Hostlist parity (issue 11), in the live Slurm suite (tests/slurm/run.sh sets
+# Hostlist parity, in the live Slurm suite (tests/slurm/run.sh sets
 # SLURM_CONF): `python3 -m primus_runner hostlist expand` against the real
 # `scontrol show hostnames` on hundreds of generated lists - padded ranges, lists
 # inside brackets, several bracket groups, comma lists of all of these.

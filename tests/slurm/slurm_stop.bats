@@ -38,7 +38,7 @@ setup() {
   mkdir -p "$HOME"
   export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
   export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
-  # The workload interpreter (issue 10): the project's .venv, which has torch.
+  # The workload interpreter: the project's .venv, which has torch.
   export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
   mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
   export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/userenv/setup.sh: the user environments the launch tests run workloads in,
-# distinct from the runner's own .venv (issue 10: two interpreters, never confused).
+# distinct from the runner's own .venv (two interpreters, never confused).
 #
 # Usage: tests/userenv/setup.sh [DIR]     (DIR default: $PRIMUS_USERENV_DIR, else <repo>/.userenv)
 #

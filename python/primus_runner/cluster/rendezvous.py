@@ -1,4 +1,4 @@
-"""Rendezvous pre-checks of a direct launch (issue 10), run by the launch helper
+"""Rendezvous pre-checks of a direct launch, run by the launch helper
 after ``env check`` and before torchrun starts; ``PRIMUS_SKIP_VALIDATION=1``
 skips them with the other checks, and a dry run does not run them (they probe
 this host's live sockets, which a simulated node does not have).

@@ -78,7 +78,7 @@ SCHEMA: dict[str, str] = {
 }
 
 # Quoted booleans, as upstream Primus's own runner/.primus.yaml writes them
-# (privileged: "true", debug: false); read as the boolean (issue 30, item 5).
+# (privileged: "true", debug: false); read as the boolean.
 BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True,
               "off": False, "1": True, "0": False}
 

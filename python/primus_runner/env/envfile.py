@@ -1,7 +1,7 @@
 """The one parser of ``--env FILE`` / ``--env-file FILE``: every mode asks it.
 
 It owns reading an env file as shell-style assignments, without ever running
-anything (the upstream Primus runner sources the file, issue 30 item 9, so its
+anything (the upstream Primus runner sources the file, so its
 users write shell syntax; sourcing would run commands). It must not export,
 log or print values: callers decide what happens to the items.
 

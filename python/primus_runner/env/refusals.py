@@ -1,4 +1,4 @@
-"""The precedence step's refusals as registered findings (issue 29).
+"""The precedence step's refusals as registered findings.
 
 Owns the conditions under which the rank mapping (ranks.py) refuses a launch
 for reasons no value type explains - an exported ``PET_RDZV_*``, a bare

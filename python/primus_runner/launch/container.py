@@ -47,7 +47,7 @@ LABEL = "io.primus-runner.managed"
 LABEL_NAME = "io.primus-runner.name"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Devices the accelerator needs, passed when present (SPEC section 4; the reference
+# Devices the accelerator needs, passed when present (the spec's modes; the reference
 # .primus.yaml device list: /dev/kfd, /dev/dri, /dev/infiniband).
 ACCEL_DEVICES = {"rocm": ("/dev/kfd", "/dev/dri")}
 RDMA_DEVICE = "/dev/infiniband"
@@ -134,7 +134,8 @@ def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> 
     from primus_runner.cluster import ranks
     from primus_runner.scheduler.variables import detect_source
 
-    # One owner for "which scheduler is this" (scheduler/variables.py detect_source, SPEC section 5).
+    # One owner for "which scheduler is this" (scheduler/variables.py detect_source,
+    # the spec's distributed environment and rank mapping).
     if detect_source(env) is None:
         return {}
     from primus_runner.launch import detect
@@ -248,8 +249,8 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str,
         plan.pass_env("PRIMUS_USER_CONFIG", user_cfg)
         plan.log("INFO", f"user config {user_cfg} mounted read-only for the inner direct")
     mounts.extend(inner_mounts)
-    # main./container.dry_run, and slurm.dry_run under the slurm entry (issue 30,
-    # item 6; the keys upstream Primus reads; runner/lib/mode_config.sh for bash).
+    # main./container.dry_run, and slurm.dry_run under the slurm entry (the
+    # keys upstream Primus reads; runner/lib/mode_config.sh for bash).
     sections = ["main", "container"] + (["slurm"] if env.get("PRIMUS_VIA_SLURM_ENTRY") == "1" else [])
     dry = opts.dry_run or verdict is not None
     for section in sections:

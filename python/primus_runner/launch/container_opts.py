@@ -19,7 +19,7 @@ every ulimit). A value the launcher or the config already gives (``--cap-add
 SYS_PTRACE``, ``CAP_SYS_PTRACE`` too, ``--group-add video``, a mount of the
 repository) is not given twice. ``--shm-size`` is dropped while ``--ipc`` is ``host``: podman
 refuses the two together ("cannot set shmsize when running in the host IPC
-Namespace", issue 12) and the host's /dev/shm is used anyway.
+Namespace") and the host's /dev/shm is used anyway.
 """
 from __future__ import annotations
 

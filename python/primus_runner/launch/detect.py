@@ -1,4 +1,5 @@
-"""``detect``: the one detection path of every entry point (SPEC sections 5 and 6).
+"""``detect``: the one detection path of every entry point (the spec's rank mapping and
+environment layers).
 
 The launcher's ``launch prepare``/``serve`` step, sourcing base_env.sh by hand
 (through ``detect --format nul``) and a user running ``python3 -m primus_runner

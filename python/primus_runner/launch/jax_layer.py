@@ -1,4 +1,4 @@
-"""The JAX coordinator's decisions (issue 29: one decision point). Both places
+"""The JAX coordinator's decisions (one decision point). Both places
 that give a JAX workload its coordinator ask here; the shell only applies the
 records (runner/helpers/envs/jax_xla.sh, runner/lib/workload.sh).
 

@@ -1,4 +1,4 @@
-"""The shell layers' Python decisions (issue 29: bash keeps no rule): which
+"""The shell layers' Python decisions (bash keeps no rule): which
 module answers a ``layer`` request, and the ``layer`` command.
 
 Requests (the shell sends WHICH with its exported environment):

@@ -8,7 +8,7 @@ on the launch path:
         [--fallback PATH --prefix TEXT] [--warn PATH | --warn-fd N] [--once FLAG]
 
 It reads its stdin until end of file and copies every chunk to the log file
-(appending) and to the console descriptor. Issue 27 item 6:
+(appending) and to the console descriptor. A full disk or a closed console:
 
 - The log file cannot be written (a full disk: ENOSPC, a quota, EIO): the copy
   to the file stops, the stream is still read to its end, so its writer (the

@@ -1,4 +1,4 @@
-"""The Neuron layer's decisions (issue 29: one decision point): every value
+"""The Neuron layer's decisions (one decision point): every value
 runner/helpers/envs/neuron.sh exports on a Neuron host, decided here from the
 environment the layer sees; the shell layer only applies the records.
 

@@ -281,7 +281,7 @@ def report(rc_dir: Path, log_file: str, torchrun_code: int, requeue_code: int | 
                      os.environ.get("PRIMUS_DEV_ROOT") or "/")
     for line in format_report(first, others, exception, tail(output, TAIL_LINES), log_file, node, hints):
         log.error(line)
-    # The other ranks' stacks, read by run_worker.sh when the first rank failed (issue 25).
+    # The other ranks' stacks, read by run_worker.sh when the first rank failed.
     stacks = _read(str(rc_dir / "failure-stacks")).rstrip("\n")
     if stacks:
         log.error(stacks)

@@ -1,4 +1,4 @@
-"""How the launch helper reports its verdict (issue 29).
+"""How the launch helper reports its verdict.
 
 Owns the verdict options ``primus-cli env check`` hands to the launch helper
 (``launch serve --verdict strict,json,container,no-host-probes,say-ok``) and

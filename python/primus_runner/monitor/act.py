@@ -24,6 +24,7 @@ from primus_runner.diagnose.cli import cmd_gather
 from primus_runner.diagnose.pyspy import sample_stacks
 from primus_runner.diagnose.runs import scan
 from primus_runner.diagnose.summary import RankPlace, place_of
+from primus_runner.facts import EXIT_HANG_STOPPED
 from primus_runner.monitor import helpers, straggler, verdicts
 from primus_runner.monitor.procstat import read_sample
 from primus_runner.monitor.watch import OWN, Counted, Monitor
@@ -212,7 +213,7 @@ class Judge:
             with contextlib.suppress(OSError):
                 open(os.path.join(self.m.s.rc_dir, "hang-stop"), "w").close()
         self.say("WARN", f"{PREFIX}PRIMUS_HANG_ACTION=stop: stopping the run on the {verdict.kind} verdict "
-                 f"(SIGTERM to the launcher, pid {self.m.s.launcher}); exit code 86.")
+                 f"(SIGTERM to the launcher, pid {self.m.s.launcher}); exit code {EXIT_HANG_STOPPED}.")
         with contextlib.suppress(OSError):
             os.kill(self.m.s.launcher, signal.SIGTERM)
 

@@ -19,7 +19,7 @@
 #   is never chosen, so it is not looked up (getent and ip cost ~15 ms of every
 #   single-node launch; the default MASTER_ADDR is localhost). A shortcut only:
 #   any other address, 127.x.y.z included, is looked up as before.
-# One owner (issue 29): in a launch, and whenever base_env.sh ran, the NIC/HCA
+# One owner: in a launch, and whenever base_env.sh ran, the NIC/HCA
 # values are python/primus_runner/nics' detection and what the layers made of
 # it (PRIMUS_DETECTION_DONE=1): an empty NCCL_IB_HCA there is a decision (the
 # Neuron layer unsets it: EFA is not RoCE), so the hook emits nothing. The

@@ -1,4 +1,4 @@
-"""Set up by runner/helpers/run_worker.sh for each rank (issue 25): what a stack dump
+"""Set up by runner/helpers/run_worker.sh for each rank: what a stack dump
 needs from inside the rank. It owns two hooks and must do nothing else (no import of
 the launcher's package: the rank may run on another interpreter):
 

@@ -25,7 +25,7 @@ launcher_setup() {
     SLURM_NNODES SLURM_NODEID SLURM_PROCID OMPI_COMM_WORLD_RANK PMIX_RANK PET_NNODES \
     JOB_COMPLETION_INDEX HF_TOKEN PRIMUS_SKIP_VALIDATION RUN_MODE PRIMUS_TORCHRUN \
     JAX_COORDINATOR_IP JAX_COORDINATOR_PORT JAX_COORDINATOR_ADDRESS
-  # The workload interpreter (issue 10: never the runner's by accident): the
+  # The workload interpreter (never the runner's by accident): the
   # project's .venv, which has torch. The user-env suites unset it and activate
   # their own environment instead.
   export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python

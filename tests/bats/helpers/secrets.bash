@@ -10,7 +10,7 @@ secrets_init() {
   S_CONFIG=db_cfg_${RANDOM}${RANDOM}x         # config direct.env DATABRICKS_TOKEN=...
   S_HOOK=pw_hook_${RANDOM}${RANDOM}x          # a hook's env.DB_PASSWORD=... line
   S_OUTER=gh_outer_${RANDOM}${RANDOM}x        # --env given at the outer level (slurm)
-  # Issue 27: credential-shaped names beyond the suffixes, and a user's own name.
+  # credential-shaped names beyond the suffixes, and a user's own name.
   S_AWS=aws_cli_${RANDOM}${RANDOM}x           # --env AWS_SECRET_ACCESS_KEY=...
   S_PAT=gh_pat_${RANDOM}${RANDOM}x            # exported GITHUB_PAT
   S_USER=corp_key_${RANDOM}${RANDOM}x         # exported CORP_SIGNING_KEY, named by PRIMUS_SECRET_NAMES

@@ -1,4 +1,4 @@
-"""Rules engine: check an environment against the registry (SPEC section 7).
+"""Rules engine: check an environment against the registry (the spec's validation).
 
 The package is split along its seams: ``types`` (findings, check context, value
 parsing), ``engine`` (rule registry, state, driver and the generic rules),

@@ -1,5 +1,5 @@
-"""Rules for constraints the two references state on single values or pairs
-(issue 29, Build 5): NCCL_PXN_DISABLE, NCCL_ALGO, NEURON_RT_MAP_HBM,
+"""Rules for constraints the two references state on single values or pairs:
+NCCL_PXN_DISABLE, NCCL_ALGO, NEURON_RT_MAP_HBM,
 NEURON_RT_DBG_DUMP_INPUTS_ON_ERR, NEURON_RT_NUM_CORES with
 NEURON_RT_VISIBLE_CORES, DATABRICKS_TOKEN without DATABRICKS_HOST.
 

@@ -1,5 +1,5 @@
 """The distributed-launch rules, once: host names, the rendezvous port range, the
-node counts, the rank bound and loopback (SPEC section 5; reference section 1).
+node counts, the rank bound and loopback (the spec's distributed environment and rank mapping; reference section 1).
 
 ``env check`` (rules/engine.py's type rule and the ``rank_bounds`` and
 ``master_addr_multinode`` rules) and the launcher's rank mapping (ranks.py, run

@@ -1,4 +1,4 @@
-"""Rules engine: check an environment against the registry (SPEC section 7).
+"""Rules engine: check an environment against the registry (the spec's validation).
 
 ``check(env, accelerator=..., context=...)`` returns findings, most severe first.
 Severity policy: ``error`` where the launcher, the runtime or the job would fail

@@ -1,4 +1,4 @@
-"""Rules for the launch path's refusals (issue 29): each refusal of the rank
+"""Rules for the launch path's refusals: each refusal of the rank
 mapping or of detection that no value type explains is a registered rule, so
 ``env check`` and ``env explain`` name it. The conditions live once, where the
 launch raises them (env/refusals.py, scheduler/variables.py,

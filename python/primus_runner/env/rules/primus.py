@@ -78,7 +78,7 @@ def _jax_single(s: _State) -> Iterator[Finding]:
 @rule("jax_coordinator_port_clash")
 def _jax_port_clash(s: _State) -> Iterator[Finding]:
     # In run mode torchrun, torchrun's TCP store listens on MASTER_PORT (and may
-    # take MASTER_PORT+1, issue 10); a JAX coordinator on either port collides
+    # take MASTER_PORT+1); a JAX coordinator on either port collides
     # with it (seen: a segfault on one node and a 65 s hang on the other). The
     # launcher exports RUN_MODE with the mode it chose; by hand, unset, no finding.
     if s.get("RUN_MODE") != "torchrun":
