@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from primus_runner.errors import UsageError
 
@@ -55,3 +55,23 @@ def nul_records(records: Iterable[Sequence[str]]) -> bytes:
             chunks.append(part)
             chunks.append("\0")
     return "".join(chunks).encode("utf-8", "surrogateescape")
+
+
+def print_report(fmt: str, document: object, env: Mapping[str, str], table: Callable[[], str]) -> None:
+    """A detection command's answer on stdout, the one writer of its four formats:
+    ``json`` (DOCUMENT), ``shell`` (export lines of ENV), ``nul`` (NUL records of ENV),
+    else the TABLE text (called only then)."""
+    import sys
+
+    if fmt == "json":
+        import json
+
+        print(json.dumps(document, indent=2))
+    elif fmt == "shell":
+        sys.stdout.write(export_lines(env))
+    elif fmt == "nul":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(nul_records(env.items()))
+        sys.stdout.buffer.flush()
+    else:
+        sys.stdout.write(table())

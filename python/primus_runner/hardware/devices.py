@@ -303,7 +303,6 @@ def _table(found: Devices) -> str:
 
 def main(argv: list[str]) -> int:
     import argparse
-    import json
     import sys
 
     parser = argparse.ArgumentParser(
@@ -338,18 +337,7 @@ def main(argv: list[str]) -> int:
             status = set_affinity(args.set_affinity_pid, parse_cpulist(cpus))
         print(f"{node} {cpus or '-'} {status}")
         return 0
-    if args.format == "json":
-        print(json.dumps(found.as_dict(), indent=2))
-    elif args.format == "shell":
-        from primus_runner.shellfmt import export_lines
+    from primus_runner.shellfmt import print_report
 
-        sys.stdout.write(export_lines(found.as_env()))
-    elif args.format == "nul":
-        from primus_runner.shellfmt import nul_records
-
-        sys.stdout.flush()
-        sys.stdout.buffer.write(nul_records(found.as_env().items()))
-        sys.stdout.buffer.flush()
-    else:
-        sys.stdout.write(_table(found))
+    print_report(args.format, found.as_dict(), found.as_env(), lambda: _table(found))
     return 0

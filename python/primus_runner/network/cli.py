@@ -44,7 +44,6 @@ def _table(result: NicResult) -> str:
 
 def main(argv: list[str]) -> int:
     import argparse
-    import json
     import sys
 
     parser = argparse.ArgumentParser(
@@ -82,18 +81,7 @@ def main(argv: list[str]) -> int:
         value = result.user.get(args.get) or result.as_env().get(args.get, "")
         print(value)
         return 0
-    if args.format == "json":
-        print(json.dumps(result.as_dict(), indent=2))
-    elif args.format == "shell":
-        from primus_runner.shellfmt import export_lines
+    from primus_runner.shellfmt import print_report
 
-        sys.stdout.write(export_lines(result.as_env()))
-    elif args.format == "nul":
-        from primus_runner.shellfmt import nul_records
-
-        sys.stdout.flush()
-        sys.stdout.buffer.write(nul_records(result.as_env().items()))
-        sys.stdout.buffer.flush()
-    else:
-        sys.stdout.write(_table(result))
+    print_report(args.format, result.as_dict(), result.as_env(), lambda: _table(result))
     return 0
