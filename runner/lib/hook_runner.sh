@@ -186,13 +186,13 @@ __primus_hr_hook_child() {
 # status 1 when a name has an attribute here that refuses or alters the value
 # (readonly, integer, case, array): its caller then sets them all with env(1).
 __primus_hr_export_all() {
-  local pair name
+  local __primus_pair __primus_name
   local -  # with errexit on, bash exits at an export to a readonly name, even here
   set +e
-  for pair in "$@"; do
-    name=${pair%%=*}
-    export "${pair?}" 2>/dev/null || return 1
-    [[ ${!name} == "${pair#*=}" && ${!name@a} != *[aAn]* ]] || return 1
+  for __primus_pair in "$@"; do
+    __primus_name=${__primus_pair%%=*}
+    export "${__primus_pair?}" 2>/dev/null || return 1
+    [[ ${!__primus_name} == "${__primus_pair#*=}" && ${!__primus_name@a} != *[aAn]* ]] || return 1
   done
 }
 

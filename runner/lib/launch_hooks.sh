@@ -53,9 +53,9 @@ primus_hooks_on_record() {
 # mapfile, not read -d '': that one shifts the records after a value that is
 # not UTF-8 in a UTF-8 locale (runner/lib/launch_helper.sh).
 primus_hooks_read_records() {
-  local -a rec
-  while mapfile -n 3 -d '' -t rec && ((${#rec[@]} == 3)); do
-    primus_hooks_on_record "${rec[@]}"
+  local -a __primus_rec
+  while mapfile -n 3 -d '' -t __primus_rec && ((${#__primus_rec[@]} == 3)); do
+    primus_hooks_on_record "${__primus_rec[@]}"
   done
 }
 
@@ -66,9 +66,10 @@ primus_hooks_read_records() {
 # running hook's process group (TERM, grace, KILL: runner/lib/hook_exec.sh);
 # the launcher waits for it and exits 128+N, as its own traps do.
 primus_hooks_apply() {
-  local -a cmd=("${@:2}")
-  [[ $1 != 1 ]] || cmd=("$2" --dry-run "${@:3}")
-  local fd rc=0
+  # __primus_ locals: a hook's env. line may name any variable (env.rc=...).
+  local -a __primus_hooks_cmd=("${@:2}")
+  [[ $1 != 1 ]] || __primus_hooks_cmd=("$2" --dry-run "${@:3}")
+  local __primus_fd __primus_rc=0
   # The traps come first: a signal after the fork (a loaded host can run the
   # runner and its hook before the launcher's next command) is kept until the
   # runner's pid is known, then handled.
@@ -78,16 +79,16 @@ primus_hooks_apply() {
   trap 'primus_hooks_stop 2' INT
   # PRIMUS_HR_BEFORE_GROUP a plain assignment: in front of the call it would be
   # exported to every hook.
-  exec {fd}< <(set -euo pipefail; PRIMUS_HR_BEFORE_GROUP=primus_helper_hook_inputs_here; "${cmd[@]}")
+  exec {__primus_fd}< <(set -euo pipefail; PRIMUS_HR_BEFORE_GROUP=primus_helper_hook_inputs_here; "${__primus_hooks_cmd[@]}")
   __PRIMUS_HOOKS_PID=$!
   [[ -z $__PRIMUS_HOOKS_PENDING ]] || primus_hooks_stop "$__PRIMUS_HOOKS_PENDING"
-  primus_hooks_read_records <&"$fd"
-  exec {fd}<&-
-  wait "$__PRIMUS_HOOKS_PID" || rc=$?
+  primus_hooks_read_records <&"$__primus_fd"
+  exec {__primus_fd}<&-
+  wait "$__PRIMUS_HOOKS_PID" || __primus_rc=$?
   trap 'exit 143' TERM
   trap 'exit 129' HUP
   trap 'exit 130' INT
-  ((rc == 0)) || exit "$rc"
+  ((__primus_rc == 0)) || exit "$__primus_rc"
 }
 
 # primus_hooks_stop N: the trap while the hook runner runs: signal N to it, wait
@@ -108,18 +109,18 @@ primus_hooks_stop() {
 # run), handed over as option values; the workload words follow `--` as data,
 # whatever they start with.
 primus_hooks_run() {
-  local dry=$1
+  local __primus_dry=$1
   shift
-  primus_hooks_apply "$dry" primus_hook_runner_main --group "${1-}" --name "${2-}" -- "${@:3}"
+  primus_hooks_apply "$__primus_dry" primus_hook_runner_main --group "${1-}" --name "${2-}" -- "${@:3}"
 }
 
 # primus_hooks_run_patches DRY_RUN PATCH...: every patch must exist.
 primus_hooks_run_patches() {
-  local dry=$1 patch
+  local __primus_dry=$1 __primus_patch
   shift
   (($# > 0)) || return 0
-  for patch in "$@"; do
-    primus_require_file "$patch" "patch (--patch / direct.patch)"
+  for __primus_patch in "$@"; do
+    primus_require_file "$__primus_patch" "patch (--patch / direct.patch)"
   done
-  primus_hooks_apply "$dry" primus_patch_runner_main "$@"
+  primus_hooks_apply "$__primus_dry" primus_patch_runner_main "$@"
 }

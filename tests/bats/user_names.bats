@@ -87,3 +87,18 @@ teardown() {
   assert_success
   refute_output --partial "PYTHONPATH:"
 }
+
+@test "a hook's env. line of any name (cmd, fd, rc, rec, ...) reaches the rank: no local of the launcher takes it" {
+  mkdir -p "$TEST_DIR/h"
+  local name
+  local -a hook_names=(cmd fd rc rec pair name item value dry patch)
+  for name in "${hook_names[@]}"; do
+    printf 'echo "env.%s=from hook %s"\n' "$name" "$name" >>"$TEST_DIR/h/00_emit.sh"
+  done
+  MASTER_PORT=$(free_port) PRIMUS_HOOKS_DIR=$TEST_DIR/h run env "${USER_NAMES_ENV[@]}" \
+    "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${hook_names[@]}"
+  assert_success
+  for name in "${hook_names[@]}"; do
+    assert_equal "$(<"out/$name.0")" "from hook $name"
+  done
+}
