@@ -7,7 +7,7 @@
 # the other tasks with SIGKILL once one fails, and srun returns the highest
 # status: the launcher's own calls report the status of the task that ended
 # first (runner/helpers/step_exit.sh). `direct` and `container` hold the same
-# rows in tests/bats/exit_codes.bats; row 86 is tests/bats/hang.bats.
+# rows in tests/bats/exit_codes.bats (row 86 of direct: tests/bats/hang.bats).
 
 REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 load "$REPO_ROOT/node_modules/bats-support/load"
@@ -116,6 +116,16 @@ three() {
     three 3 -- --script "$WORKLOADS/exit_with.py" -- 0
   done
   assert_output --partial "hook says no"
+}
+
+@test "exit 86: the run monitor stops a hang on node2 (PRIMUS_HANG_ACTION=stop); srun kills node1, 86 decides" {
+  mkdir out
+  export HANG_RANK=3 PRIMUS_HANG_ACTION=stop
+  # node1's ranks wait in all_reduce for rank 3: a plain srun of the entry
+  # would end them only with --kill-on-bad-exit, as srun's own 137.
+  two 86 -- --script "$WORKLOADS/hang_rank.py" -- "$TEST_DIR/out" hang
+  [[ $SRUN_OUTPUT == *"PRIMUS_HANG_ACTION=stop: stopping the run on the hang verdict"* ]]
+  [[ $SRUN_OUTPUT == *"ended first, its launcher with exit status 86"* ]]
 }
 
 @test "other: the workload's own code (7), also when only global rank 3 (node2) fails and srun kills node1" {
