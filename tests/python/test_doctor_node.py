@@ -208,3 +208,22 @@ def test_cuda_gpus_listed_by_nvidia_smi_count_as_the_vendor_tool_answering(tmp_p
     assert Path(f"{smi}.args").read_text() == "-L\n"
     assert facts == {"accelerator": "cuda", "devices": "1"}
     assert [(c.name, c.status) for c in checks] == [("accelerators", "pass"), ("vendor tool", "pass")]
+
+
+def test_one_node_without_a_port_passes_the_port_check_a_launch_picks_one() -> None:
+    import socket
+
+    held = socket.socket()
+    held.bind(("", 0))
+    held.listen(1)
+    port = held.getsockname()[1]
+    try:
+        picked = system.port_check(port, 0, picked=True)
+        assert picked.status == "pass" and "a launch picks a free port" in picked.value
+    finally:
+        held.close()
+    from primus_runner.doctor.node import picks_free_port
+
+    assert picks_free_port({}) is True
+    assert picks_free_port({"MASTER_PORT": "29500"}) is False
+    assert picks_free_port({"NNODES": "2", "MASTER_ADDR": "10.0.0.1"}) is False

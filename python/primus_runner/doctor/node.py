@@ -32,6 +32,18 @@ def job_of(env: Mapping[str, str]) -> tuple[str, int, int, int]:
     return mapping.master_addr, mapping.master_port, mapping.node_rank, mapping.nnodes
 
 
+def picks_free_port(env: Mapping[str, str]) -> bool:
+    """A launch here would pick a free MASTER_PORT (one node, no scheduler, no port given)."""
+    from primus_runner.cluster import rendezvous
+    from primus_runner.cluster.ranks import resolve
+    from primus_runner.errors import PrimusError
+
+    try:
+        return rendezvous.wants_free_port(resolve(env))
+    except (PrimusError, ValueError):
+        return False
+
+
 def run_checks(env: Mapping[str, str]) -> tuple[list[Check], dict[str, Any]]:
     from primus_runner.cluster.clustercheck import uniform_values
     from primus_runner.doctor import accel, network, system
@@ -52,7 +64,7 @@ def run_checks(env: Mapping[str, str]) -> tuple[list[Check], dict[str, Any]]:
     checks.append(system.shm_check())
     checks += system.ulimit_checks(len(nics.ports) if nics else 0)
     checks.append(system.workspace_check(env))
-    checks.append(system.port_check(port, rank, master))
+    checks.append(system.port_check(port, rank, master, picks_free_port(env)))
     checks.append(clock_check(env, master, port, rank, nnodes))
     vendor, model = cpu_facts(root)
     facts: dict[str, Any] = {"cpu vendor": vendor, "cpu model": model, **accel_facts,

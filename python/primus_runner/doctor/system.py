@@ -116,9 +116,13 @@ def workspace_check(env: Mapping[str, str]) -> Check:
                  "" if status == PASS else "free space there, or set PRIMUS_WORKSPACE elsewhere")
 
 
-def port_check(port: int, node_rank: int, master: str = "") -> Check:
+def port_check(port: int, node_rank: int, master: str = "", picked: bool = False) -> Check:
     """Can MASTER_PORT be bound on node 0 (which listens on it)? Other nodes do not try:
-    only node 0 binds it in a launch (and nodes may share a host in tests)."""
+    only node 0 binds it in a launch (and nodes may share a host in tests). ``picked``:
+    one node and nobody gave a port, so a launch picks a free one (rendezvous.wants_free_port)."""
+    if picked:
+        return Check("rendezvous port", PASS, "MASTER_PORT not set on one node: a launch picks a free "
+                     f"port, not {port}", "bindable on node 0")
     if node_rank != 0:
         return Check("rendezvous port", PASS, f"MASTER_PORT={port}: node 0 binds it, not this node "
                      f"(node {node_rank})", "bindable on node 0")
