@@ -80,6 +80,22 @@ def test_a_node_slow_with_some_partners_is_confirmed_against_a_node_known_to_be_
     assert fleet.exclude_line(verdicts) == "--exclude=node2"
 
 
+def test_a_slow_confirmation_is_measured_again_before_it_excludes() -> None:
+    # Recorded in the live lab at --ratio 0.8: node4's confirmation with node1 met a busy
+    # moment (0.68x) and node4 was excluded beside node2. Round 5 measures it again.
+    rechecked = {**_survey(node2_node4=0.03), ("node2", "node4", 3): 0.028}
+    confirmed = {**rechecked, ("node2", "node3", 4): 0.02, ("node1", "node4", 4): 1.25}
+    assert pairs.plan(pairs.measured(_fleet(confirmed, NODES)), LIMITS, pairs.CONFIRM_RECHECK_ROUND) == [
+        [("node1", "node4"), ("node2", "node3")]]
+    reps = _fleet({**confirmed, ("node1", "node4", 5): 1.9, ("node2", "node3", 5): 0.021}, NODES)
+    verdicts = fleet.rank(reps)
+    assert fleet.exclude_line(verdicts) == "--exclude=node2"
+    assert not any(v.suspect for v in verdicts)
+    # Slow twice, it is a confirmation.
+    reps = _fleet({**confirmed, ("node1", "node4", 5): 1.2, ("node2", "node3", 5): 0.021}, NODES)
+    assert fleet.exclude_line(fleet.rank(reps)) == "--exclude=node[2,4]"
+
+
 def test_a_slow_pair_the_recheck_finds_fast_is_noise() -> None:
     survey = _survey(node3_node4=0.5)                             # a busy moment
     assert pairs.rechecks(pairs.measured(_fleet(survey, NODES)), LIMITS) == [[("node3", "node4")]]

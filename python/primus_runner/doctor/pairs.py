@@ -13,7 +13,8 @@ same figures) and by the fleet verdict. Rules:
   (GB/s) when one is given;
 - after the recheck, a node with no slow link is known good; a node with a slow
   link is a suspect, and the confirmation round (4) pairs each suspect with a
-  known-good node it was not measured with yet;
+  known-good node it was not measured with yet; round 5 measures each slow
+  confirmation link once more (one busy moment never excludes a node);
 - a node is excluded only when it is slow in every pair it was measured in (with
   two partners at least), or slow with a node known to be good (confirmed);
 - any other node with a slow pair that no excluded partner explains is a suspect:
@@ -35,6 +36,8 @@ DEFAULT_RATIO = 0.8
 SURVEY_ROUNDS = (1, 2)
 RECHECK_ROUND = 3
 CONFIRM_ROUND = 4
+CONFIRM_RECHECK_ROUND = 5
+PLANNED_ROUNDS = (RECHECK_ROUND, CONFIRM_ROUND, CONFIRM_RECHECK_ROUND)
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def measured(reports: Iterable[Mapping[str, Any]]) -> list[Pair]:
     return sorted(best.values(), key=lambda p: (p.round, natural(p.a), natural(p.b)))
 
 
-def links(pairs: Iterable[Pair], last_round: int = CONFIRM_ROUND) -> list[Pair]:
+def links(pairs: Iterable[Pair], last_round: int = CONFIRM_RECHECK_ROUND) -> list[Pair]:
     """One entry per two hosts: its best figure up to ``last_round``."""
     best: dict[tuple[str, str], Pair] = {}
     for p in pairs:
@@ -133,12 +136,22 @@ def _steps(plan: Iterable[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     return steps
 
 
-def rechecks(pairs: Sequence[Pair], limits: Limits) -> list[list[tuple[str, str]]]:
-    """Steps of the survey's slow links, measured once more."""
-    survey = links(pairs, max(SURVEY_ROUNDS))
-    ref = reference(survey)
-    return _steps((p.a, p.b) for p in sorted(survey, key=lambda p: (natural(p.a), natural(p.b)))
-                  if _slow(p, ref, limits))
+def rechecks(pairs: Sequence[Pair], limits: Limits, rounds: tuple[int, ...] = SURVEY_ROUNDS
+             ) -> list[list[tuple[str, str]]]:
+    """Steps of the slow links first measured in ``rounds``, measured once more."""
+    ref = reference(pairs)
+    keys = {(p.a, p.b) for p in pairs if p.round in rounds}
+    chosen = [p for p in links(pairs) if (p.a, p.b) in keys and _slow(p, ref, limits)]
+    return _steps((p.a, p.b) for p in sorted(chosen, key=lambda p: (natural(p.a), natural(p.b))))
+
+
+def plan(pairs: Sequence[Pair], limits: Limits, rnd: int) -> list[list[tuple[str, str]]]:
+    """Round ``rnd``'s steps (one of PLANNED_ROUNDS), from every measurement so far."""
+    if rnd == RECHECK_ROUND:
+        return rechecks(pairs, limits)
+    if rnd == CONFIRM_ROUND:
+        return confirmations(pairs, limits)
+    return rechecks(pairs, limits, (CONFIRM_ROUND,))
 
 
 def confirmations(pairs: Sequence[Pair], limits: Limits) -> list[list[tuple[str, str]]]:

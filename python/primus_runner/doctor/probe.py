@@ -3,9 +3,10 @@
 In a multi-node job (one process per node, e.g. the ``slurm doctor`` step), with
 torch.distributed: gloo on CPU, NCCL/RCCL when torch sees a GPU. Two rounds of
 pairings, i with i+1 then i with i+N/2 (a node left over in an odd fleet pairs
-with node 0 in an extra step), then a recheck of the slow pairs (round 3) and a
+with node 0 in an extra step), then a recheck of the slow pairs (round 3), a
 confirmation round (4) that pairs each node of a slow pair with a node known to be
-good (the plans are pairs.py's, computed on every node from every node's figures),
+good, and a recheck of its slow pairs (5) (the plans are pairs.py's, computed on
+every node from every node's figures),
 each pair timing a ping-pong of
 ``PROBE_BYTES`` both ways (bandwidth) and of one element (latency), then one all_reduce over all
 nodes (bus bandwidth = bytes x 2(N-1)/N / time, the nccl-tests convention,
@@ -21,7 +22,7 @@ import socket
 import time
 from collections.abc import Mapping
 
-from primus_runner.doctor.pairs import CONFIRM_ROUND, RECHECK_ROUND, Limits
+from primus_runner.doctor.pairs import PLANNED_ROUNDS, Limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -168,13 +169,12 @@ def _planned(dist: Any, store: Any, me: int, hosts: list[str], pairs: list[dict[
     """Round ``rnd``'s steps (node indexes), the same on every node."""
     import json
 
-    from primus_runner.doctor.pairs import RECHECK_ROUND, confirmations, measured, rechecks
+    from primus_runner.doctor.pairs import measured, plan
 
     everyone = _exchange(dist, store, me, len(hosts), f"pairs{rnd}", json.dumps(pairs))
     reports = [{"host": h, "probe": {"pairs": json.loads(p)}} for h, p in zip(hosts, everyone, strict=True)]
-    plan = (rechecks if rnd == RECHECK_ROUND else confirmations)(measured(reports), limits)
     index = {h: i for i, h in enumerate(hosts)}
-    return [[(index[a], index[b]) for a, b in step] for step in plan]
+    return [[(index[a], index[b]) for a, b in step] for step in plan(measured(reports), limits, rnd)]
 
 
 def run_probe(env: Mapping[str, str], rep: Mapping[str, Any], limits: Limits | None = None) -> dict[str, Any]:
@@ -215,7 +215,7 @@ def run_probe(env: Mapping[str, str], rep: Mapping[str, Any], limits: Limits | N
         survey = [(round_of(i, n), step) for i, step in enumerate(pairings(n))]
         for rnd, step in survey:
             _run_step(comm, (big, small), me, hosts, rnd, step, out["pairs"])
-        for rnd in (RECHECK_ROUND, CONFIRM_ROUND) if len(set(hosts)) == n else ():    # judged by host name
+        for rnd in PLANNED_ROUNDS if len(set(hosts)) == n else ():    # pairs are judged by host name
             for step in _planned(dist, store, me, hosts, out["pairs"], limits or Limits(), rnd):
                 _run_step(comm, (big, small), me, hosts, rnd, step, out["pairs"])
         comm.all_reduce(big)                                          # warm up
