@@ -348,7 +348,7 @@ add_default_flags() {
 # ------------------------------------------------------------------- main
 
 main() {
-  # `primus-cli slurm stacks JOBID`: runner/primus-cli-slurm-stacks.sh (issue 25).
+  # `primus-cli slurm stacks JOBID`: runner/primus-cli-slurm-stacks.sh.
   [[ ${1:-} != stacks ]] || exec "$BASH" "$PRIMUS_SLURM_RUNNER_DIR/primus-cli-slurm-stacks.sh" "${@:2}"
   local __primus_w # `slurm doctor`: its own entry
   for __primus_w in "$@"; do case $__primus_w in --debug | --dry-run) ;; doctor) exec "$BASH" "$PRIMUS_SLURM_RUNNER_DIR/primus-cli-slurm-doctor.sh" "$@" ;; *) break ;; esac; done

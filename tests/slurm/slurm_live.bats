@@ -47,7 +47,7 @@ setup() {
   export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
   export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
   mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
-  # The workload interpreter (issue 10): the project's .venv, which has torch.
+  # The workload interpreter: the project's .venv, which has torch.
   export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
   # A port of its own per test: jobs of earlier tests may still be closing.
   export MASTER_PORT=$((21000 + (RANDOM % 2000) * 2))
@@ -242,7 +242,7 @@ hosts_of_pids() {
   [[ -z $(squeue -h -o %i) ]]
 }
 
-# ---------------------------------------------------------------- secrets (issue 18)
+# ---------------------------------------------------------------- secrets
 
 # secret_job_setup: the four ways a secret is given (tests/bats/helpers/secrets.bash):
 # an export, --env on the mode's command line, config direct.env, a hook's env. line.
@@ -255,7 +255,7 @@ secret_job_setup() {
   export HF_TOKEN=$S_EXPORT PRIMUS_HOOKS_DIR=$TEST_DIR/hooks
   PROBE_ARGS=("$(sha HF_TOKEN "$S_EXPORT")" "$(sha WANDB_API_KEY "$S_CLI")"
     "$(sha DATABRICKS_TOKEN "$S_CONFIG")" "$(sha DB_PASSWORD "$S_HOOK")")
-  # Issue 27: credential-shaped names and a PRIMUS_SECRET_NAMES name (exported:
+  # credential-shaped names and a PRIMUS_SECRET_NAMES name (exported:
   # srun/sbatch pass the environment on).
   secrets_more_init
   PROBE_ARGS+=("${NEW_PROBE_ARGS[@]}")
