@@ -101,7 +101,7 @@ __PRIMUS_RANK_OUT=""
 
 # rank_writer: the rank's output to __PRIMUS_RANK_OUT through logwriter.py (see the header).
 rank_writer() {
-  local writer=${BASH_SOURCE[0]%/*}/../../python/primus_runner/launch/logwriter.py fd pipe done_w shown=""
+  local writer=${BASH_SOURCE[0]%/*}/../../python/primus_runner/launch/logwriter.py fd pipe done_w data data_w shown=""
   [[ -n $__PRIMUS_RANK_OUT && -n ${PRIMUS_PYTHON:-} && -f $writer ]] || return 0
   local -a args=(--warn "/proc/$PPID/fd/2")
   [[ -z ${PRIMUS_LOG_ONCE:-} ]] || args+=(--once "$PRIMUS_LOG_ONCE")
@@ -112,17 +112,32 @@ rank_writer() {
   exec {pipe}<> <(:)
   # shellcheck disable=SC2094  # one end each of the pipe, on purpose
   exec {__PRIMUS_WRITER_DONE}<"/proc/self/fd/$pipe" {done_w}>"/proc/self/fd/$pipe" {pipe}>&-
+  # The rank's output pipe. This wrapper keeps its read end open for the rank's
+  # life (the rank never gets it): a writer killed (kill -9, the OOM killer)
+  # then leaves the rank's prints waiting in the pipe instead of failing with
+  # EPIPE, and the run monitor starts a new writer on that read end
+  # (python/primus_runner/monitor/writers.py, from $PRIMUS_RC_DIR/writer.<RANK>).
+  exec {data}<> <(:)
+  # shellcheck disable=SC2094  # one end each of the pipe, on purpose
+  exec {__PRIMUS_RANK_PIPE}<"/proc/self/fd/$data" {data_w}>"/proc/self/fd/$data" {data}>&-
   exec {fd}>&1
-  # The writer is started in the background of a process substitution that
-  # ends at once: it is no child of this wrapper (the rank stays its only
-  # child: the launcher and `primus-cli stacks` find the ranks that way), and
-  # without PRIMUS_RUN_ID it is no process of the run; it ends when the
-  # rank's output closes. ( exec ): no environment rebuild (runner/lib/nofork.sh);
-  # 0<&0: a background command would read /dev/null otherwise.
-  exec > >(trap "" INT TERM HUP USR1 USR2
-    (exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}" {__PRIMUS_WRITER_DONE}<&-) 0<&0 &) 2>&1
-  exec {fd}>&- {done_w}>&-
+  # The writer is started in the background of a subshell that ends at once: it
+  # is no child of this wrapper (the rank stays its only child: the launcher and
+  # `primus-cli stacks` find the ranks that way), and without PRIMUS_RUN_ID it
+  # is no process of the run; it ends when the rank's output closes. ( exec ):
+  # no environment rebuild (runner/lib/nofork.sh).
+  ( trap "" INT TERM HUP USR1 USR2
+    (
+      [[ -z ${PRIMUS_RC_DIR:-} || ! -d $PRIMUS_RC_DIR ]] ||
+        printf '%s %s %s %s\n' "$BASHPID" "$$" "$__PRIMUS_RANK_PIPE" "$__PRIMUS_RANK_OUT" \
+          >"$PRIMUS_RC_DIR/writer.${RANK:-$__primus_local_rank}"
+      exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}" \
+        <&"$__PRIMUS_RANK_PIPE" {__PRIMUS_WRITER_DONE}<&- {__PRIMUS_RANK_PIPE}<&- {data_w}>&-
+    ) &
+  )
+  exec 1>&"$data_w" 2>&1 {fd}>&- {done_w}>&- {data_w}>&-
 }
+__PRIMUS_RANK_PIPE=""
 __PRIMUS_WRITER_DONE=""
 rank_writer
 # The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
@@ -155,7 +170,11 @@ fi
 # from here on, so bash's report of a child stopped by a signal ("Terminated",
 # "Killed") never joins the rank's output: the launcher says how the run ended.
 exec {__primus_worker_err}>&2 2>/dev/null
-"${__primus_cmd[@]}" 2>&"$__primus_worker_err" {__primus_worker_err}>&-
+if [[ -n $__PRIMUS_RANK_PIPE ]]; then
+  "${__primus_cmd[@]}" 2>&"$__primus_worker_err" {__primus_worker_err}>&- {__PRIMUS_RANK_PIPE}<&-
+else
+  "${__primus_cmd[@]}" 2>&"$__primus_worker_err" {__primus_worker_err}>&-
+fi
 rc=$?
 ended=${EPOCHREALTIME//[.,]/}
 # Every line written before the rank is reported gone (torchrun stops echoing it

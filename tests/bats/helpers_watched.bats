@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Every helper process of a launch is watched: kill -9 of the launcher's log
-# writer for stdout or stderr, of the run monitor or of the parent-death
-# watcher, while a 2-rank job prints 40 lines per rank. The console and the
+# writer for stdout or stderr, of the run monitor, of the parent-death
+# watcher or of a rank's log writer, while a 2-rank job prints 40 lines per rank. The console and the
 # log hold all 80 lines, or the launcher names the loss and where the full
 # output is; never a silent exit 0 with lines missing. The one who notices is
 # the run monitor (python/primus_runner/monitor/helpers.py), and for the
@@ -28,6 +28,10 @@ helper_pid() {
     watcher)
       for pid in $(pgrep -f watch_run.sh); do
         tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "PRIMUS_WORKSPACE=$PRIMUS_WORKSPACE" && echo "$pid"
+      done | head -n1 ;;
+    rank-writer)
+      for pid in $(pgrep -f -- "logwriter.py --log-fd"); do
+        find "/proc/$pid/fd" -lname "$PRIMUS_WORKSPACE/*" 2>/dev/null | grep -q . && echo "$pid"
       done | head -n1 ;;
     stdout | stderr)
       for pid in $(pgrep -f -- "logwriter.py --log $PRIMUS_WORKSPACE/"); do
@@ -113,5 +117,14 @@ log_of() {
   [[ $STATUS -eq 0 ]]
   [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
   grep -q "run monitor: the launcher's parent-death watcher (runner/helpers/watch_run.sh) (pid [0-9]*) died" "$OUT"
+  grep -q "INFO\] workload finished successfully" "$OUT"
+}
+
+@test "kill -9 of a rank's log writer: the rank is unharmed (it used to die of EPIPE); a new writer takes over its pipe within a second; all 80 lines everywhere, exit 0" {
+  kill_helper rank-writer "run monitor: rank [01]'s log writer (pid [0-9]*) died (killed: SIGKILL or the OOM killer); a new one (pid [0-9]*) took over its pipe"
+  noticed_within 2
+  [[ $STATUS -eq 0 ]]
+  [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
+  [[ $(cat "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-[01].log | grep -c "rank [01] line") -eq 80 ]]
   grep -q "INFO\] workload finished successfully" "$OUT"
 }

@@ -178,3 +178,13 @@ def test_table_has_one_line_per_rank_with_its_state() -> None:
     assert lines[2] == "  node 1 n2  rank 2  -  exited (code 1)"
     assert lines[3] == "  node 1 n2  rank 3  pid 103  progressing"
     assert lines[4] == "  node 1 n2  rank 4  pid 104  stopped 5 s"
+
+
+def test_writer_records_parse() -> None:
+    from primus_runner.monitor import writers
+
+    record = writers.parse("3", "101 100 12 /w/run.ranks/x/attempt_0/3/stdout.log\n")
+    assert record == writers.WriterRecord(3, 101, 100, 12, "/w/run.ranks/x/attempt_0/3/stdout.log")
+    assert writers.parse("3", "101 100 /w/file\n") is None
+    assert writers.parse("x", "101 100 12 /w/file\n") is None
+    assert writers.parse("3", "101 100 12 /w/a file with spaces.log").path == "/w/a file with spaces.log"  # type: ignore[union-attr]

@@ -52,6 +52,7 @@ def run(monitor: Monitor, judge: Judge) -> None:
             return  # end of file: the launch ended
         now = time.monotonic()
         judge.helpers()
+        judge.rank_writers()
         monitor.discover(now)
         monitor.look(now)
         if monitor.stopping:

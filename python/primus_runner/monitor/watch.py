@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import time
 
 from primus_runner.diagnose.frames import Thread
@@ -119,6 +120,7 @@ class Monitor:
         self.rounds = 0
         self.stopping = False
         self.hung = False
+        self.restarted: list[subprocess.Popen[bytes]] = []   # ranks' log writers started again (act.py)
         self.current = ""   # the verdict line of now (act.py writes it for primus-cli stacks)
 
     # ----- finding and looking -------------------------------------------------
