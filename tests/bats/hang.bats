@@ -154,7 +154,7 @@ has_summary() {
   [[ $output == *"--log $TEST_DIR/none.log: no running launch writes that log on this node"* ]]
 }
 
-@test "primus-cli stacks given hostile input: a --log path with a space and a newline is quoted on one line; another user's pid and a pid that is not a number are clear errors" {
+@test "primus-cli stacks given hostile input: a --log path with a space and a newline is quoted on one line; another user's pid, a pid that is not a number and a 1 GB summary are clear errors" {
   run "$PRIMUS_CLI" stacks --log $'/tmp/a b\nc.log'
   [[ $status -eq 1 ]]
   [[ ${#lines[@]} -eq 1 ]]
@@ -168,6 +168,11 @@ has_summary() {
   run "$PRIMUS_CLI" stacks --pid '1;id'
   [[ $status -eq 2 ]]
   [[ $output == *"--pid '1;id' is not a process id"* ]]
+  # The merge of the nodes' summaries (slurm stacks) given a 1 GB "bundle": refused unread.
+  truncate -s 1G "$TEST_DIR/big.json"
+  run env PYTHONPATH="$REPO_ROOT/python" timeout 20 "$REPO_ROOT/.venv/bin/python" -m primus_runner.diagnose merge "$TEST_DIR/big.json"
+  [[ $status -eq 1 ]]
+  [[ $output == *"merge: $TEST_DIR/big.json is 1073741824 bytes, not a node's summary.json (at most 16 MiB); left out"* ]]
 }
 
 @test "a dry run on a ROCm host (mi300x-2gpu fixture): the flight recorder under the installed torch's names (TORCH_FR_*), the dump path under the workspace; a user value of either name is kept" {

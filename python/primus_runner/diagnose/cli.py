@@ -175,21 +175,39 @@ def merge_lines(documents: Sequence[object]) -> list[str]:
             *(f"  {line}" for line in verdicts)]
 
 
+# A node's summary.json holds one place per rank: kilobytes. A larger file or line
+# is not one (a stray file, a bundle of stack dumps) and is refused, not read.
+SUMMARY_MAX_BYTES = 16 << 20
+
+
 def cmd_merge(args: list[str]) -> int:
     opts, files = _options(args, {"--heading": "stacks across nodes"}, {"--stdin"})
     docs: list[object] = []
     for path in files:
         try:
+            size = os.path.getsize(path)
+            if size > SUMMARY_MAX_BYTES:
+                log.warn(f"merge: {shown(path)} is {size} bytes, not a node's summary.json (at most "
+                         f"{SUMMARY_MAX_BYTES >> 20} MiB); left out")
+                continue
             with open(path, encoding="utf-8") as handle:
                 doc = json.load(handle)
         except (OSError, ValueError) as exc:
-            log.warn(f"merge: cannot read {path}: {exc}")
+            log.warn(f"merge: cannot read {shown(path)}: {exc}")
             continue
         if isinstance(doc, dict):
             doc.setdefault("bundle", os.path.dirname(path))
         docs.append(doc)
     if opts["--stdin"]:
-        for line in sys.stdin:
+        while True:
+            line = sys.stdin.readline(SUMMARY_MAX_BYTES + 1)
+            if not line:
+                break
+            if len(line) > SUMMARY_MAX_BYTES:
+                log.warn(f"merge: a line of over {SUMMARY_MAX_BYTES >> 20} MiB on stdin is no node's summary; left out")
+                while line and not line.endswith("\n"):
+                    line = sys.stdin.readline(SUMMARY_MAX_BYTES + 1)
+                continue
             line = line.strip()
             if line.startswith("{"):
                 try:
