@@ -131,7 +131,7 @@ rank_writer() {
       [[ -z ${PRIMUS_RC_DIR:-} || ! -d $PRIMUS_RC_DIR ]] ||
         printf '%s %s %s %s\n' "$BASHPID" "$$" "$__PRIMUS_RANK_PIPE" "$__PRIMUS_RANK_OUT" \
           >"$PRIMUS_RC_DIR/writer.${RANK:-$__primus_local_rank}"
-      exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" "${args[@]}" \
+      exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" --lines "${args[@]}" \
         <&"$__PRIMUS_RANK_PIPE" {__PRIMUS_WRITER_DONE}<&- {__PRIMUS_RANK_PIPE}<&- {data_w}>&-
     ) &
   )

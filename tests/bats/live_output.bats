@@ -26,6 +26,8 @@ teardown() {
   [[ $LIVE_RC == 0 ]]
   live_assert console.lags 60
   live_assert log.lags 60
+  # Whole lines: no echoed line holds half of one rank's line and another's.
+  [[ $(grep -cE '^\[default[01]\]:live [0-9.]+ rank[01] line[0-9]+$' console.out) -eq 60 ]]
 }
 
 @test "run mode single, flushed lines, console piped: each line reaches the console and the log within 1 s (median)" {

@@ -89,3 +89,41 @@ def test_a_rank_whose_file_is_full_sends_its_lines_on_prefixed(tmp_path: Path) -
     text = console.read_text()
     assert "cannot write the log file /dev/full: no space left on device" in text
     assert text.endswith("[default0]:one\n[default0]:two\n[default0]:last without newline\n")
+
+
+def test_whole_lines_holds_a_line_until_its_newline():
+    from primus_runner.launch.logwriter import CHUNK, whole_lines
+
+    assert whole_lines(b"", b"checkpoint saved: x.pt") == (b"", b"checkpoint saved: x.pt")
+    assert whole_lines(b"checkpoint saved: x.pt", b"\nnext") == (b"checkpoint saved: x.pt\n", b"next")
+    assert whole_lines(b"", b"a\nb\n") == (b"a\nb\n", b"")
+    long = b"x" * CHUNK
+    assert whole_lines(b"", long) == (long, b"")
+
+
+def test_lines_mode_writes_whole_lines_and_a_prompt_after_a_pause(tmp_path):
+    """A print under python -u is two writes (text, then newline); the lines arrive whole
+    and a last line without a newline still arrives (after the writer's short wait)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    writer = Path(__file__).resolve().parents[2] / "python" / "primus_runner" / "launch" / "logwriter.py"
+    out = tmp_path / "rank.log"
+    proc = subprocess.Popen([sys.executable, "-I", "-S", str(writer), "--log", str(out), "--lines"],
+                            stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(b"checkpoint saved: x.pt")
+    proc.stdin.flush()
+    proc.stdin.write(b"\nprompt> ")
+    proc.stdin.flush()
+    def content() -> bytes:
+        return out.read_bytes() if out.exists() else b""
+
+    deadline = time.monotonic() + 10
+    while content() != b"checkpoint saved: x.pt\nprompt> " and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert content() == b"checkpoint saved: x.pt\nprompt> "
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0

@@ -5,7 +5,7 @@ and runner/helpers/run_worker.sh (one torchrun rank's output), never imported
 on the launch path:
 
     python3 -I -S logwriter.py (--log PATH | --log-fd N) [--console-fd N]
-        [--fallback PATH --prefix TEXT] [--warn PATH | --warn-fd N] [--once FLAG]
+        [--fallback PATH --prefix TEXT] [--warn PATH | --warn-fd N] [--once FLAG] [--lines]
 
 It reads its stdin until end of file and copies every chunk to the log file
 (appending) and to the console descriptor. A full disk or a closed console:
@@ -26,10 +26,12 @@ last writer of the stream closes it, after the launcher's closing lines.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 
 CHUNK = 65536
+LINE_WAIT_S = 0.1
 _STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
 
 
@@ -170,6 +172,9 @@ def parse(argv: list[str]) -> dict[str, str]:
     opts: dict[str, str] = {}
     it = iter(argv)
     for word in it:
+        if word == "--lines":
+            opts[word] = "1"
+            continue
         if word not in known:
             raise ValueError(f"unknown option {word!r}")
         value = next(it, None)
@@ -218,16 +223,46 @@ def main(argv: list[str]) -> int:
                     opts.get("--fallback"), opts.get("--prefix", "").encode(), warn, opts.get("--once"))
     if failed is not None:
         writer.log_failed(failed)
+    copy(writer, "--lines" in opts)
+    writer.finish()
+    return 0
+
+
+def whole_lines(pending: bytes, chunk: bytes) -> tuple[bytes, bytes]:
+    """(what to write now: PENDING + CHUNK up to its last newline, the rest to hold) (pure)."""
+    data = pending + chunk
+    cut = data.rfind(b"\n") + 1
+    if not cut and len(data) >= CHUNK:
+        return data, b""  # a line longer than a chunk goes on as it comes
+    return data[:cut], data[cut:]
+
+
+def copy(writer: Writer, lines: bool) -> None:
+    """Read stdin to its end into WRITER. LINES: write whole lines only, a line's
+    start held until its newline or LINE_WAIT_S of quiet (a prompt without one):
+    a rank's `print` under `python -u` writes the text and the newline in two
+    writes, and torchrun's tee, reading the rank's file line by line, would echo
+    the half line and let another rank's line in between."""
+    pending = b""
     while True:
+        if lines and pending and not select.select([0], [], [], LINE_WAIT_S)[0]:
+            writer.feed(pending)
+            pending = b""
+            continue
         try:
             chunk = os.read(0, CHUNK)
         except InterruptedError:
             continue
         if not chunk:
             break
-        writer.feed(chunk)
-    writer.finish()
-    return 0
+        if not lines:
+            writer.feed(chunk)
+            continue
+        now, pending = whole_lines(pending, chunk)
+        if now:
+            writer.feed(now)
+    if pending:
+        writer.feed(pending)
 
 
 if __name__ == "__main__":

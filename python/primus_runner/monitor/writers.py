@@ -75,8 +75,8 @@ def restart(record: WriterRecord, rc_dir: str) -> tuple[subprocess.Popen[bytes] 
         return None, f"its pipe cannot be opened ({exc.strerror})"
     env = {k: v for k, v in os.environ.items() if k != "PRIMUS_RUN_ID"}
     try:
-        process = subprocess.Popen([sys.executable, "-I", "-S", LOGWRITER, "--log", record.path, "--warn-fd", "2"],
-                                   stdin=pipe, stdout=subprocess.DEVNULL, env=env)
+        argv = [sys.executable, "-I", "-S", LOGWRITER, "--log", record.path, "--lines", "--warn-fd", "2"]
+        process = subprocess.Popen(argv, stdin=pipe, stdout=subprocess.DEVNULL, env=env)
     except OSError as exc:
         return None, f"a new writer cannot start ({exc.strerror})"
     finally:
