@@ -27,13 +27,15 @@ PRIMUS_NOTICE_QUEUE=()
 # start SCRIPT again in this same process (same pid) with SIGINT at its default:
 # one read of /proc, and a Python start only in that case.
 primus_default_sigint() {
-  local line mask=0
-  while primus_read line; do
-    [[ $line == SigIgn:* ]] || continue
-    mask=${line##*[[:space:]]}
+  # __primus_ names: the exec below keeps them in the new process's environment
+  # when the user exported the same name (README "Your variables reach the ranks").
+  local __primus_line __primus_mask=0
+  while primus_read __primus_line; do
+    [[ $__primus_line == SigIgn:* ]] || continue
+    __primus_mask=${__primus_line##*[[:space:]]}
     break
   done 2>/dev/null <"/proc/$BASHPID/status" || return 0
-  [[ $mask =~ ^[0-9a-fA-F]+$ ]] && ((16#${mask: -1} & 2)) || return 0
+  [[ $__primus_mask =~ ^[0-9a-fA-F]+$ ]] && ((16#${__primus_mask: -1} & 2)) || return 0
   primus_pick_python
   command -v "$PRIMUS_PYTHON" >/dev/null 2>&1 || return 0
   exec "$PRIMUS_PYTHON" -I -S -c 'import os, signal, sys

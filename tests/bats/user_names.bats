@@ -40,6 +40,15 @@ teardown() {
   user_names_check out 0 1
 }
 
+@test "direct started by a script in the background (SIGINT ignored on entry: the launcher restarts itself with it at its default): every name reaches both ranks" {
+  # The restart is an exec: a local of the launcher alive then went with it into
+  # the ranks under the user's name (line, mask: the SigIgn line of /proc).
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
+    bash -c 'trap "" INT; exec "$@"' _ "$PRIMUS_CLI" direct --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
+  assert_success
+  user_names_check out 0 1
+}
+
 @test "direct --single: every exported name reaches the process byte for byte" {
   MASTER_PORT=$(free_port) run env "${USER_NAMES_ENV[@]}" \
     "$PRIMUS_CLI" direct --single --script "$WORKLOADS/print_env.py" -- "$PWD/out" "${USER_NAMES[@]}"
