@@ -224,3 +224,20 @@ def test_pairings_two_rounds_and_odd_leftovers() -> None:
         for node in range(n):
             rounds = {round_of(i, n) for i, step in enumerate(steps) for pair in step if node in pair}
             assert rounds == {1, 2}, (n, node)
+
+
+def test_hostile_input_a_huge_line_is_skipped_unread_and_a_bad_json_path_is_refused_first(tmp_path):
+    """`doctor fleet FILE` given a file with a line of 3 MiB before a real report: the line is
+    skipped (never held whole) and the report is still read; `--json` naming a path whose
+    directory is missing (a space and a newline in it) is refused before any check, quoted."""
+    from primus_runner.doctor import cli
+
+    good = cli.report_lines({"host": "node1", "node_rank": 0, "checks": []})
+    path = tmp_path / "reports.txt"
+    path.write_text("x" * (3 << 20) + "\n" + "\n".join(good) + "\n", encoding="utf-8")
+    assert [r["host"] for r in cli.read_reports(str(path))] == ["node1"]
+    problem = cli.json_target_problem(str(tmp_path / "a b\nc" / "x.json"))
+    assert "its directory does not exist" in problem and "\\n" in problem and "\n" not in problem
+    assert cli.json_target_problem(str(tmp_path)).endswith("is a directory; accepted: a file path")
+    assert cli.json_target_problem(str(tmp_path / "out.json")) == ""
+    assert cli.node_main(["--json", str(tmp_path / "missing" / "x.json")]) == cli.EXIT_USAGE

@@ -76,12 +76,30 @@ def print_checks(checks: list[Check], host: str) -> None:
     print(f"[doctor] {host}: {len(checks)} checks, {failed} failed, {warned} warning(s) - {verdict}")
 
 
+def json_target_problem(path: str) -> str:
+    """Why --json PATH cannot be written ("" when it can), said before any check runs."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    shown = path if path.isprintable() and " " not in path else repr(path)
+    if os.path.isdir(path):
+        return f"--json {shown} is a directory; accepted: a file path"
+    if not os.path.isdir(folder):
+        return f"--json {shown}: its directory does not exist; create it or name a file in one that does"
+    if not os.access(folder, os.W_OK):
+        return f"--json {shown}: its directory is not writable by this user"
+    return ""
+
+
 def node_main(argv: list[str]) -> int:
     import os
 
     from primus_runner.doctor.node import checks_of, job_of, report
 
     args = _node_parser().parse_args(argv)
+    if args.json and (problem := json_target_problem(args.json)):
+        print(f"primus-cli doctor: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     env = dict(os.environ)
     nnodes = job_of(env)[3]
     if not args.report_line:                      # under slurm doctor, it numbers the phases
@@ -129,6 +147,11 @@ def report_lines(rep: dict[str, object]) -> list[str]:
     return [f"{REPORT_PREFIX}{ident} {i} {len(chunks)} {c}" for i, c in enumerate(chunks)]
 
 
+# A report line carries one chunk of a node's report (CHUNK characters); a longer
+# line is something else (a stray file, a log of 1 GB) and is skipped unread.
+LINE_MAX = 1 << 20
+
+
 def read_reports(path: str) -> list[dict[str, object]]:
     """Every whole report among the lines of ``path`` (other lines and partial reports ignored)."""
     import base64
@@ -138,7 +161,11 @@ def read_reports(path: str) -> list[dict[str, object]]:
     parts: dict[str, dict[int, str]] = {}
     totals: dict[str, int] = {}
     with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
+        while line := handle.readline(LINE_MAX):
+            if len(line) >= LINE_MAX and not line.endswith("\n"):  # no report line: skipped, never held whole
+                while (rest := handle.readline(LINE_MAX)) and not rest.endswith("\n"):
+                    pass
+                continue
             _, found, payload = line.rstrip("\n").partition(REPORT_PREFIX)
             fields = payload.split(" ")
             if not found or len(fields) != 4 or not fields[1].isdigit() or not fields[2].isdigit():
@@ -162,6 +189,9 @@ def fleet_main(argv: list[str]) -> int:
     from primus_runner.doctor import fleet
 
     args = _fleet_parser().parse_args(argv)
+    if args.json and (problem := json_target_problem(args.json)):
+        print(f"primus-cli doctor: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if not 0 < args.ratio <= 1:
         print(f"primus-cli doctor: error: --ratio {args.ratio:g} is not accepted; accepted: 0 < R <= 1 "
               "(e.g. 0.8)", file=sys.stderr)
