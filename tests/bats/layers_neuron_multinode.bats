@@ -207,7 +207,9 @@ root_case() {
     --script '$WORK/w.py' -- a"
   assert_success
   [[ $(finding "open-files limit") == *"32 processes per node with an open-files limit (ulimit -n) of 4096"*"ulimit -n 65535"* ]]
-  [[ $(finding "ip_local_port_range") == *"port 44001 lies in the ephemeral range"*"(32768-60999)"*"ip_local_reserved_ports=44001"* ]]
+  [[ $(finding "NEURON_RT_ROOT_COMM_ID=") == *"port 44001 lies in the ephemeral range"*"(32768-60999)"*"ip_local_reserved_ports=44001"* ]]
+  # MASTER_PORT 44000 itself lies in that range too (rule master_port_ephemeral).
+  [[ $(finding "MASTER_PORT='44000'") == *"lies in this host's ephemeral port range 32768-60999"* ]]
   # Outside the range, or few processes: quiet.
   run --separate-stderr bash -c "ulimit -n 4096 && env -i PATH='$REPO_ROOT/.venv/bin:/usr/bin:/bin' \
     HOME='$WORK' PRIMUS_LOG_COLOR=0 PRIMUS_SYSFS_ROOT='$SYSFS/trn1.32xlarge' \
