@@ -8,16 +8,17 @@
 # with the global --dry-run it says so.
 set -euo pipefail
 
+# config_main ARGS...: the mode's own arguments, the global options read.
+config_main() {
+  ((PRIMUS_MODE_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
+  if [[ -n $PRIMUS_MODE_CONFIG && ${1:-} == show ]]; then
+    exec "$PRIMUS_PYTHON" -m primus_runner config show --config "$PRIMUS_MODE_CONFIG" "${@:2}"
+  fi
+  exec "$PRIMUS_PYTHON" -m primus_runner config "$@"
+}
+
 PRIMUS_MODE_DIR=${BASH_SOURCE[0]%/*}
 [[ $PRIMUS_MODE_DIR != "${BASH_SOURCE[0]}" ]] || PRIMUS_MODE_DIR=.
-# shellcheck source=runner/lib/common.sh
-source "$PRIMUS_MODE_DIR/lib/common.sh"
 # shellcheck source=runner/lib/python_mode.sh
 source "$PRIMUS_MODE_DIR/lib/python_mode.sh"
-primus_python_mode "$@"
-set -- "${PRIMUS_MODE_ARGS[@]}"
-((PRIMUS_MODE_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1
-if [[ -n $PRIMUS_MODE_CONFIG && ${1:-} == show ]]; then
-  exec "$PRIMUS_PYTHON" -m primus_runner config show --config "$PRIMUS_MODE_CONFIG" "${@:2}"
-fi
-exec "$PRIMUS_PYTHON" -m primus_runner config "$@"
+primus_python_main config_main "$@"

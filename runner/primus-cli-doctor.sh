@@ -9,10 +9,6 @@ set -euo pipefail
 
 PRIMUS_MODE_DIR=${BASH_SOURCE[0]%/*}
 [[ $PRIMUS_MODE_DIR != "${BASH_SOURCE[0]}" ]] || PRIMUS_MODE_DIR=.
-# shellcheck source=runner/lib/common.sh
-source "$PRIMUS_MODE_DIR/lib/common.sh"
 # shellcheck source=runner/lib/python_mode.sh
 source "$PRIMUS_MODE_DIR/lib/python_mode.sh"
-primus_python_mode "$@"
-set -- "${PRIMUS_MODE_ARGS[@]}"
-exec "$PRIMUS_PYTHON" -m primus_runner doctor "$@"
+primus_python_exec primus_runner doctor "$@"
