@@ -149,10 +149,9 @@ setting() {
 }
 
 resolve_settings() {
-  local numa all
+  local all
   [[ $PRIMUS_OPT_DEBUG != 1 ]] || export PRIMUS_LOG_LEVEL=DEBUG
-  primus_config_get_into numa direct.numa ""
-  primus_numa_decide "$PRIMUS_OPT_NUMA" "$numa"  # runner/lib/numa_decision.sh
+  # PRIMUS_NUMA_BIND came from the helper (python/primus_runner/launch/numa.py).
   setting all "$PRIMUS_OPT_ALL_RANKS" direct.log_all_ranks 0
   PRIMUS_LAUNCH_ALL_RANKS=$all
   setting PRIMUS_LAUNCH_LOG "$PRIMUS_OPT_LOG_FILE" direct.log_file ""
@@ -321,7 +320,8 @@ main() {
   # it (with PRIMUS_KILL_GRACE and PRIMUS_HOOK_TIMEOUT) at its first step.
   [[ -z $PRIMUS_OPT_NEURON_CORES ]] || export PRIMUS_NEURON_CORES_PER_PROC=$PRIMUS_OPT_NEURON_CORES
   ((PRIMUS_OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1  # the helper loads less (no socket)
-  primus_helper_start "$PRIMUS_CONSOLE_FD" "$PRIMUS_OPT_CONFIG" "$PRIMUS_OPT_ACCELERATOR" "${PRIMUS_WORKLOAD_ARGS[@]}"
+  primus_helper_start "$PRIMUS_CONSOLE_FD" "$PRIMUS_OPT_CONFIG" "$PRIMUS_OPT_ACCELERATOR" "$PRIMUS_OPT_NUMA" \
+    "${PRIMUS_WORKLOAD_ARGS[@]}"
 }
 
 # launch: everything after the helper's start (main, then the later libraries).
@@ -393,8 +393,6 @@ source "$PRIMUS_CLI_DIR/lib/launch_command.sh"
 source "$PRIMUS_CLI_DIR/lib/launch_summary.sh"
 # shellcheck source=runner/lib/venv_activate.sh
 source "$PRIMUS_CLI_DIR/lib/venv_activate.sh"
-# shellcheck source=runner/lib/numa_decision.sh
-source "$PRIMUS_CLI_DIR/lib/numa_decision.sh"
 # shellcheck source=runner/lib/mode_config.sh
 source "$PRIMUS_CLI_DIR/lib/mode_config.sh"
 launch

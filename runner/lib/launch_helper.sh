@@ -11,10 +11,13 @@
 # One interpreter start instead of two, and the registry loads on the other
 # core (the spec's performance budgets). Its stdout carries NUL records kind\0key\0value\0.
 #
-#   primus_helper_start CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]   start it
+#   primus_helper_start CONSOLE_FD CONFIG ACCELERATOR NUMA [WORKLOAD...]   start it
+#       (NUMA: 1 --numa, 0 --no-numa, '' neither; the helper decides the
+#       binding, python/primus_runner/launch/numa.py)
 #   primus_helper_prepared
 #       take its records up to `end`: config values (config.sh),
-#       env records (exported), note records (PRIMUS_PREPARE_NOTE), cli records
+#       env records (exported), note records (PRIMUS_PREPARE_NOTE: why a value
+#       is what it is, e.g. GPUS_PER_NODE, PRIMUS_NUMA_BIND), cli records
 #       (config direct.env and PRIMUS_CLI_ENV_ARGS, the raw --env arguments,
 #       resolved by the helper: exported and added to PRIMUS_CLI_ENV)
 #   primus_helper_hook_inputs   its records up to `hooks` (what the hooks need);
@@ -72,18 +75,19 @@ primus_helper_experiment() {
   done
 }
 
-# primus_helper_start CONSOLE_FD CONFIG ACCELERATOR [WORKLOAD...]
+# primus_helper_start CONSOLE_FD CONFIG ACCELERATOR NUMA [WORKLOAD...]
 primus_helper_start() {
   # __primus_ locals: the helper reads the user's names (--env NAME) from its
   # environment, where a local of the same name would replace them.
   local -a __primus_args=(launch serve --console-fd "$1")
   [[ -z $2 ]] || __primus_args+=(--config "$2")
   [[ -z $3 ]] || __primus_args+=(--accelerator "$3")
+  [[ -z $4 ]] || __primus_args+=(--numa "$4")
   # --env arguments reach the precedence step on stdin (never argv: secrets).
   local __primus_n_env=${#PRIMUS_CLI_ENV_ARGS[@]}
   ((__primus_n_env == 0)) || __primus_args+=(--cli-env-count "$__primus_n_env")
   [[ -z ${PRIMUS_VERDICT:-} ]] || __primus_args+=(--verdict "$PRIMUS_VERDICT")
-  shift 3
+  shift 4
   local __primus_experiment
   primus_helper_experiment __primus_experiment "$@"
   # Only this launch's helper says so (never an inherited value).

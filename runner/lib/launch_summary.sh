@@ -24,7 +24,7 @@ primus_launch_print_summary() {
     "  accelerator=${PRIMUS_ACCELERATOR:-auto} gpu_model=${PRIMUS_GPU_MODEL:-none} run_mode=$PRIMUS_WL_RUN_MODE ($PRIMUS_WL_RUN_MODE_ORIGIN)"
     "  python=$PRIMUS_WL_EXE ($PRIMUS_WL_PYTHON_ORIGIN) torch=${PRIMUS_WL_TORCH_VERSION:-none}${PRIMUS_WL_TORCH_PATH:+ ($PRIMUS_WL_TORCH_PATH)}"
     "  entry=${PRIMUS_WL_ENTRY[*]} ($PRIMUS_WL_ENTRY_ORIGIN)"
-    "  numa binding: $PRIMUS_NUMA_DECISION"
+    "  numa binding: ${PRIMUS_PREPARE_NOTE[PRIMUS_NUMA_BIND]-}"
     "  workspace=$PRIMUS_LAUNCH_WORKSPACE log_file=$PRIMUS_LAUNCH_LOG")
   # The one name of the user's the launch changes on purpose (README "Your
   # variables reach the ranks"): said when the user had set it.

@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every lau
 
 def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator: str | None,
                     sysfs_root: str, dev_root: str, cli_env: tuple[str, ...] = (),
-                    host_probes: bool = True) -> Iterator[tuple[str, str, str]]:
+                    host_probes: bool = True, numa_flag: str = "") -> Iterator[tuple[str, str, str]]:
     cfg = cfgmod.load(config_file)
     for warning in cfg.warnings:
         log.warn(warning)
@@ -83,6 +83,12 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
         view["slurm"] = {k: v for k, v in slurm.items() if k in ("dry_run", "debug")}
     direct_view = cfgmod.Config(view, cfg.sources, cfg.warnings)
     yield from config_records(direct_view)
+    # NUMA binding (launch/numa.py): the value, then the note saying why.
+    from primus_runner.launch import numa
+
+    bind, why = numa.decide(numa_flag, cfgmod.scalar_text(cfg.get("direct.numa")), env)
+    yield "env", "PRIMUS_NUMA_BIND", bind
+    yield "note", "PRIMUS_NUMA_BIND", why
     # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
     # No MASTER_PORT on a single node: a free port too (rendezvous.wants_free_port).
     picked = rendezvous.auto_port(env, sysfs_root)
@@ -157,6 +163,8 @@ def _parser() -> Any:
     prep = sub.add_parser("prepare", help="config + ranks + detection as NUL records")
     prep.add_argument("--config", help="config file (above ~/.primus.yaml and runner/.primus.yaml)")
     prep.add_argument("--accelerator", choices=ACCELERATORS)
+    prep.add_argument("--numa", choices=("", "0", "1"), default="",
+                      help="1: --numa, 0: --no-numa, '' (default): config direct.numa, then ENABLE_NUMA_BINDING")
     prep.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT", "/"))
     prep.add_argument("--dev-root", default=os.environ.get("PRIMUS_DEV_ROOT", "/"))
     serve = sub.add_parser("serve", help="prepare, then env check of the final launch environment")
@@ -177,7 +185,7 @@ def fast_parse(argv: list[str]) -> dict[str, str] | None:
     if not argv or argv[0] not in ("prepare", "serve"):
         return None
     opts = {"action": argv[0], "config": "", "accelerator": "", "console_fd": "",
-            "cli_env_count": "0", "verdict": "",
+            "cli_env_count": "0", "verdict": "", "numa": "",
             "sysfs_root": os.environ.get("PRIMUS_SYSFS_ROOT", "/"),
             "dev_root": os.environ.get("PRIMUS_DEV_ROOT", "/")}
     rest = argv[1:]
@@ -191,6 +199,8 @@ def fast_parse(argv: list[str]) -> dict[str, str] | None:
     if opts["accelerator"] and opts["accelerator"] not in ACCELERATORS:
         return None
     if opts["console_fd"] and not opts["console_fd"].isdigit():
+        return None
+    if opts["numa"] not in ("", "0", "1"):
         return None
     if not opts["cli_env_count"].isdigit():
         return None
@@ -314,7 +324,8 @@ def main(argv: list[str]) -> int:
         opts = {"action": args.action, "config": args.config or "",
                 "accelerator": args.accelerator or "", "sysfs_root": args.sysfs_root,
                 "dev_root": args.dev_root, "console_fd": getattr(args, "console_fd", None) or "",
-                "cli_env_count": args.cli_env_count, "verdict": getattr(args, "verdict", "")}
+                "cli_env_count": args.cli_env_count, "verdict": getattr(args, "verdict", ""),
+                "numa": args.numa}
     accelerator = None if opts["accelerator"] in ("", "auto") else opts["accelerator"]
     from primus_runner.launch.verdict import Verdict
 
@@ -330,7 +341,7 @@ def main(argv: list[str]) -> int:
     try:
         records = list(prepare_records(os.environ, opts["config"] or None, accelerator,
                                        opts["sysfs_root"], opts["dev_root"], cli_env,
-                                       verdict.host_probes))
+                                       verdict.host_probes, opts["numa"]))
         check_experiment_exists(experiment)
     except PrimusError as exc:
         # A refusal of the precedence step that is a registered rule is
