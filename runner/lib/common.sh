@@ -244,6 +244,37 @@ primus_python() {
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner "$@"
 }
 
+# primus_nics_get SCRIPT VAR [OPTION WHAT]... -- ARGS...: the main of the helpers
+# that print one network value (runner/helpers/envs/get_*.sh): -h/--help prints
+# SCRIPT's header; each OPTION takes a value (OPTION V or OPTION=V; WHAT names it
+# in the synopsis); anything else is exit 2; then `nics --get VAR`.
+primus_nics_get() {
+  local script=$1 var=$2 known=" " synopsis name
+  local -a args=()
+  shift 2
+  synopsis="usage: ${script##*/}"
+  while [[ $1 != -- ]]; do
+    known+="$1 "
+    synopsis+=" [$1 $2]"
+    shift 2
+  done
+  shift
+  while (($#)); do
+    name=${1%%=*}
+    case $1 in -h | --help) primus_usage "$script"; return 0 ;; esac
+    [[ $known == *" $name "* ]] || primus_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; $synopsis"
+    if [[ $1 == *=* ]]; then
+      args+=("$name" "${1#*=}")
+      shift
+    else
+      (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "$1 needs a value; $synopsis"
+      args+=("$1" "$2")
+      shift 2
+    fi
+  done
+  primus_python nics "${args[@]}" --get "$var"
+}
+
 # Early log (the spec's modes: the log holds everything the console showed): the
 # log file's path is known only after the configuration is read, so until then
 # stdout and stderr are also copied to a spool file; primus_log_spool_into FILE

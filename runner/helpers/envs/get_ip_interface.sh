@@ -25,23 +25,4 @@ set -euo pipefail
 IFACE_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$IFACE_HELPER_DIR/lib/common.sh"
-
-usage() { primus_usage "${BASH_SOURCE[0]}"; }
-
-main() {
-  local args=()
-  local synopsis="usage: get_ip_interface.sh [--sysfs-root DIR] [--master-addr HOST]"
-  while (($#)); do
-    case $1 in
-      -h | --help) usage; return 0 ;;
-      --sysfs-root | --master-addr)
-        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "$1 needs a value; $synopsis"
-        args+=("$1" "$2"); shift 2 ;;
-      --sysfs-root=* | --master-addr=*) args+=("${1%%=*}" "${1#*=}"); shift ;;
-      *) primus_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; $synopsis" ;;
-    esac
-  done
-  primus_python nics "${args[@]}" --get IP_INTERFACE
-}
-
-main "$@"
+primus_nics_get "${BASH_SOURCE[0]}" IP_INTERFACE --sysfs-root DIR --master-addr HOST -- "$@"

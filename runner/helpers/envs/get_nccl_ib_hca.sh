@@ -24,22 +24,4 @@ set -euo pipefail
 HCA_HELPER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=runner/lib/common.sh
 source "$HCA_HELPER_DIR/lib/common.sh"
-
-usage() { primus_usage "${BASH_SOURCE[0]}"; }
-
-main() {
-  local args=()
-  while (($#)); do
-    case $1 in
-      -h | --help) usage; return 0 ;;
-      --sysfs-root)
-        (($# >= 2)) || primus_die "$PRIMUS_EXIT_INVALID" "--sysfs-root needs a directory; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]"
-        args+=(--sysfs-root "$2"); shift 2 ;;
-      --sysfs-root=*) args+=(--sysfs-root "${1#*=}"); shift ;;
-      *) primus_die "$PRIMUS_EXIT_INVALID" "unknown argument '$1'; usage: get_nccl_ib_hca.sh [--sysfs-root DIR]" ;;
-    esac
-  done
-  primus_python nics "${args[@]}" --get NCCL_IB_HCA
-}
-
-main "$@"
+primus_nics_get "${BASH_SOURCE[0]}" NCCL_IB_HCA --sysfs-root DIR -- "$@"
