@@ -8,13 +8,19 @@
   for ``--env`` files); the bash side reads a fixed number of fields per record
   with ``read -r -d ''`` (or ``mapfile -d ''``) and assigns with ``printf -v``,
   so no value is ever executed.
+- ``report_parser``, ``report_notes``, ``report_table`` and ``print_report``: what the
+  detection commands (``devices``, ``nics``) share: their options, notes and output.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from primus_runner.errors import UsageError
+
+if TYPE_CHECKING:
+    import argparse
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -75,3 +81,33 @@ def print_report(fmt: str, document: object, env: Mapping[str, str], table: Call
         sys.stdout.buffer.flush()
     else:
         sys.stdout.write(table())
+
+
+def report_parser(command: str, description: str, sysfs_help: str) -> argparse.ArgumentParser:
+    """A detection command's parser, with the options every one has: ``--sysfs-root``
+    (default ``$PRIMUS_SYSFS_ROOT``, else /; SYSFS_HELP says what it holds) and
+    ``--format`` (print_report's four, default table)."""
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(prog=f"python3 -m primus_runner {command}", description=description)
+    parser.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
+                        help=f"root holding {sysfs_help} (default: $PRIMUS_SYSFS_ROOT or /)")
+    parser.add_argument("--format", choices=("shell", "json", "table", "nul"), default="table")
+    return parser
+
+
+def report_notes(command: str, notes: Iterable[str]) -> None:
+    """A detection's notes on stderr, one ``primus-runner: COMMAND: NOTE`` line each."""
+    import sys
+
+    for note in notes:
+        print(f"primus-runner: {command}: {note}", file=sys.stderr)
+
+
+def report_table(lines: list[str], kept_label: str, kept: Mapping[str, str], env: Mapping[str, str]) -> str:
+    """A detection table's text: LINES, then a ``KEPT_LABEL NAME=VALUE`` line for each value
+    kept as given (the user's) and an ``export NAME=VALUE`` line for each exported one."""
+    lines = [*lines, *(f"{kept_label} {name}={value}" for name, value in kept.items()),
+             *(f"export {name}={value}" for name, value in env.items())]
+    return "\n".join(lines) + "\n"

@@ -294,26 +294,19 @@ def _table(found: Devices) -> str:
                      + (f" cores {d.cores}" if d.cores else ""))
     for node, cpus in found.numa_cpus.items():
         lines.append(f"  numa node {node}: cpus {cpus}")
-    for name, value in found.overrides.items():
-        lines.append(f"override: {name}={value}")
-    for name, value in found.as_env().items():
-        lines.append(f"export {name}={value}")
-    return "\n".join(lines) + "\n"
+    from primus_runner.shellfmt import report_table
+
+    return report_table(lines, "override:", found.overrides, found.as_env())
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-    import sys
+    from primus_runner.shellfmt import print_report, report_notes, report_parser
 
-    parser = argparse.ArgumentParser(
-        prog="python3 -m primus_runner devices",
-        description="Detect AMD GPUs (model, count), Neuron devices (instance, cores, LNC), "
-                    "NVIDIA GPUs or CPU, and each device's NUMA node.")
-    parser.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
-                        help="root holding sys/ (default: $PRIMUS_SYSFS_ROOT or /)")
+    parser = report_parser(
+        "devices", "Detect AMD GPUs (model, count), Neuron devices (instance, cores, LNC), "
+                   "NVIDIA GPUs or CPU, and each device's NUMA node.", "sys/")
     parser.add_argument("--dev-root", default=os.environ.get("PRIMUS_DEV_ROOT") or "/",
                         help="root holding dev/ (default: $PRIMUS_DEV_ROOT or /)")
-    parser.add_argument("--format", choices=("shell", "json", "table", "nul"), default="table")
     parser.add_argument("--numa-for-rank", type=int, metavar="LOCAL_RANK", default=None,
                         help="print 'NODE CPULIST AFFINITY' for this local rank's device "
                              "(NODE -1 when unknown) instead of the report")
@@ -325,8 +318,7 @@ def main(argv: list[str]) -> int:
             raise UsageError(f"{name} '{path}' is not a directory; accepted: a directory "
                              "(default /)")
     found = detect_devices(args.sysfs_root, args.dev_root, os.environ)
-    for note in found.notes:
-        print(f"primus-runner: devices: {note}", file=sys.stderr)
+    report_notes("devices", found.notes)
     if args.numa_for_rank is not None:
         if args.numa_for_rank < 0:
             raise UsageError(f"--numa-for-rank {args.numa_for_rank}: accepted: a local rank >= 0")
@@ -337,7 +329,5 @@ def main(argv: list[str]) -> int:
             status = set_affinity(args.set_affinity_pid, parse_cpulist(cpus))
         print(f"{node} {cpus or '-'} {status}")
         return 0
-    from primus_runner.shellfmt import print_report
-
     print_report(args.format, found.as_dict(), found.as_env(), lambda: _table(found))
     return 0

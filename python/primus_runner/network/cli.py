@@ -11,6 +11,7 @@ import os
 from primus_runner.errors import UsageError
 from primus_runner.network.detect import GET_VARS, NicResult, detect_nics
 from primus_runner.network.hca import HcaPort
+from primus_runner.shellfmt import print_report, report_notes, report_parser, report_table
 
 
 def _gid_text(port: HcaPort) -> str:
@@ -35,29 +36,20 @@ def _table(result: NicResult) -> str:
         lines.append(f"  {mark} {i.name:<16} {i.operstate:<8} {','.join(i.addresses) or '-':<32} {i.reason}")
     lines.append(f"socket interface: {result.interface or '-'} ({result.interface_reason})")
     lines.append(f"GID index: {result.gid_index} ({result.gid_origin})")
-    for name, value in result.user.items():
-        lines.append(f"kept (set by user): {name}={value}")
-    for name, value in result.as_env().items():
-        lines.append(f"export {name}={value}")
-    return "\n".join(lines) + "\n"
+    return report_table(lines, "kept (set by user):", result.user, result.as_env())
 
 
 def main(argv: list[str]) -> int:
-    import argparse
     import sys
 
-    parser = argparse.ArgumentParser(
-        prog="python3 -m primus_runner nics",
-        description="Detect RDMA HCAs (NCCL_IB_HCA), the RoCE v2 GID index (NCCL_IB_GID_INDEX) "
-                    "and the socket interface (IP_INTERFACE, NCCL_SOCKET_IFNAME, "
-                    "GLOO_SOCKET_IFNAME). Values the user already set are kept; --check "
-                    "reports the user's values that name nothing usable on this host (a port "
-                    "that is not ACTIVE, a GID index that cannot route).")
-    parser.add_argument("--sysfs-root", default=os.environ.get("PRIMUS_SYSFS_ROOT") or "/",
-                        help="root holding sys/, proc/ and etc/ (default: $PRIMUS_SYSFS_ROOT or /)")
+    parser = report_parser(
+        "nics", "Detect RDMA HCAs (NCCL_IB_HCA), the RoCE v2 GID index (NCCL_IB_GID_INDEX) "
+                "and the socket interface (IP_INTERFACE, NCCL_SOCKET_IFNAME, "
+                "GLOO_SOCKET_IFNAME). Values the user already set are kept; --check "
+                "reports the user's values that name nothing usable on this host (a port "
+                "that is not ACTIVE, a GID index that cannot route).", "sys/, proc/ and etc/")
     parser.add_argument("--master-addr", default=None,
                         help="rendezvous host to route to (default: $MASTER_ADDR)")
-    parser.add_argument("--format", choices=("shell", "json", "table", "nul"), default="table")
     parser.add_argument("--get", choices=GET_VARS, default=None,
                         help="print only this variable's value (the user's if set, else detected)")
     parser.add_argument("--check", action="store_true",
@@ -67,8 +59,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--sysfs-root '{args.sysfs_root}' is not a directory; accepted: a "
                          "directory holding sys/class/... (default /)")
     result = detect_nics(args.sysfs_root, os.environ, args.master_addr)
-    for note in result.notes:
-        print(f"primus-runner: nics: {note}", file=sys.stderr)
+    report_notes("nics", result.notes)
     if args.check:
         from primus_runner.network.check import host_problems
 
@@ -81,7 +72,5 @@ def main(argv: list[str]) -> int:
         value = result.user.get(args.get) or result.as_env().get(args.get, "")
         print(value)
         return 0
-    from primus_runner.shellfmt import print_report
-
     print_report(args.format, result.as_dict(), result.as_env(), lambda: _table(result))
     return 0
