@@ -96,16 +96,24 @@ def _word(text: str, known: Mapping[str, str], in_default: bool = False) -> str:
             i = end + 1
         elif char == '"':
             i = _double_quoted(text, i + 1, known, out)
-        elif char == "`":
-            raise _Bad("backticks are command substitution, never executed here; write the "
-                       "value itself, or single-quote it to keep the text: KEY='`...`'")
-        elif char == "$":
-            value, i = _expand(text, i, known)
-            out.append(value)
         else:
-            out.append(char)
-            i += 1
+            i = _unquoted_char(text, i, known, out)
     return "".join(out)
+
+
+def _unquoted_char(text: str, i: int, known: Mapping[str, str], out: list[str]) -> int:
+    """The character at I read as it reads both bare and inside double quotes: a
+    backtick refused, ``$`` expanded, any other as itself; the index after it."""
+    char = text[i]
+    if char == "`":
+        raise _Bad("backticks are command substitution, never executed here; write the "
+                   "value itself, or single-quote it to keep the text: KEY='`...`'")
+    if char == "$":
+        value, i = _expand(text, i, known)
+        out.append(value)
+        return i
+    out.append(char)
+    return i + 1
 
 
 def _double_quoted(text: str, i: int, known: Mapping[str, str], out: list[str]) -> int:
@@ -117,15 +125,8 @@ def _double_quoted(text: str, i: int, known: Mapping[str, str], out: list[str]) 
         if char == "\\" and i + 1 < len(text) and text[i + 1] in _DQ_ESCAPES:
             out.append(text[i + 1])
             i += 2
-        elif char == "`":
-            raise _Bad("backticks are command substitution, never executed here; write the "
-                       "value itself, or single-quote it to keep the text: KEY='`...`'")
-        elif char == "$":
-            value, i = _expand(text, i, known)
-            out.append(value)
         else:
-            out.append(char)
-            i += 1
+            i = _unquoted_char(text, i, known, out)
     raise _Bad("a double quote is not closed on this line")
 
 
