@@ -53,65 +53,9 @@ HOOK_HERE=${BASH_SOURCE[0]%/*}; [[ $HOOK_HERE != "${BASH_SOURCE[0]}" ]] || HOOK_
 # shellcheck source=runner/helpers/hooks/_lib.sh
 source "$HOOK_HERE/../../_lib.sh"
 
-readonly RESULT_NAME=tune_hipblas_gemm_results.txt
-
-# switch_value VAR NAME: store NAME's 0/1 value in VAR (unset -> 0); else exit 78.
-switch_value() {
-  local value=${!2:-0}
-  case $value in
-    0 | 1) printf -v "$1" '%s' "$value" ;;
-    *) hook_config_error "$2='$value' is not a switch; accepted: 1 (on) or 0 / unset (off)." ;;
-  esac
-}
-
-# count_value NAME DEFAULT: print NAME's value (a non-negative integer) or DEFAULT.
-count_value() {
-  local value=${!1:-$2}
-  [[ $value =~ ^[0-9]+$ ]] ||
-    hook_config_error "$1='$value' is not a non-negative integer; accepted: e.g. $1=$2."
-  printf '%s' "$value"
-}
-
-# emit_te_counts RUN ALGO: the TE hipBLASLt online-tuning counts.
-emit_te_counts() {
-  hook_emit_env TE_HIPBLASLT_TUNING_RUN_COUNT "$1"
-  hook_emit_env TE_HIPBLASLT_TUNING_ALGO_COUNT "$2"
-}
-
-# emit_te_online: stage-0 style counts (user values, else 10 / 50).
-emit_te_online() {
-  local run algo
-  run=$(count_value TE_HIPBLASLT_TUNING_RUN_COUNT 10)
-  algo=$(count_value TE_HIPBLASLT_TUNING_ALGO_COUNT 50)
-  emit_te_counts "$run" "$algo"
-}
-
-# tune_root ARGS...: print the tune directory (absolute) for the workload ARGS.
-tune_root() {
-  local config="" tag
-  while (($#)); do
-    case $1 in
-      --config) config=${2-}; shift $(($# >= 2 ? 2 : 1)) ;;
-      --config=*) config=${1#--config=}; shift ;;
-      *) shift ;;
-    esac
-  done
-  tag=${PRIMUS_MODEL:-}
-  if [[ -z $tag && -n $config ]]; then
-    tag=${config##*/}
-    tag=${tag%.yaml}
-    tag=${tag%.yml}
-  fi
-  tag=${tag:-default}
-  local workspace=./output
-  if [[ -n ${PRIMUS_WORKSPACE:-} ]]; then
-    workspace=$PRIMUS_WORKSPACE
-  elif [[ -n ${PRIMUS_PATH:-} ]]; then
-    workspace=$PRIMUS_PATH/output
-  fi
-  [[ $workspace == /* ]] || workspace=$PWD/${workspace#./}
-  printf '%s/tune_hipblaslt/%s' "${workspace%/}" "$tag"
-}
+# The decisions (switches, stage, tune directory, file names, checks) are
+# python/primus_runner/launch/hipblaslt.py's, asked once; this hook only does
+# what its records say, in order: logs, directories, the tuner, env. lines.
 
 make_dir() {
   if hook_dry_run; then
@@ -121,106 +65,38 @@ make_dir() {
   fi
 }
 
-stage_dump_shapes() {
-  local root=$1
-  if [[ -n ${HIPBLASLT_LOG_LEVEL+set} ]]; then
-    hook_config_error "stage 1 (dump GEMM shapes) needs HIPBLASLT_LOG_LEVEL unset, but it is '${HIPBLASLT_LOG_LEVEL}': hipBLASLt then ignores HIPBLASLT_LOG_MASK and no level logs the Bench lines, so no shape would be dumped. Unset HIPBLASLT_LOG_LEVEL for this stage."
-  fi
-  local mask=${HIPBLASLT_LOG_MASK:-32}
-  [[ $mask =~ ^[0-9]+$ ]] ||
-    hook_config_error "HIPBLASLT_LOG_MASK='$mask' is not a number; accepted: a bit mask such as 32 (Bench)."
-  mask=$((mask | 32))
-  local file=${HIPBLASLT_LOG_FILE:-$root/gemm_shape/dump_hipblaslt_gemm_shape_${NODE_RANK:-0}_%i.txt}
-  make_dir "${file%/*}"
-  hook_info "stage 1: dumping GEMM shapes to $file (HIPBLASLT_LOG_MASK=$mask)"
-  hook_emit_env HIPBLASLT_LOG_MASK "$mask"
-  hook_emit_env HIPBLASLT_LOG_FILE "$file"
-  hook_emit_env HIPBLASLT_TUNING_OVERRIDE_FILE ""
-}
-
-stage_tune() {
-  local root=$1
-  if [[ ${NODE_RANK:-0} =~ ^0*$ ]]; then
-    local shapes=$root/gemm_shape result=$root/gemm_tune/$RESULT_NAME
-    local tuner=${PRIMUS_HIPBLASLT_TUNER:-${PRIMUS_PATH:-$PRIMUS_ROOT}/examples/offline_tune/offline_tune_gemm.py}
-    [[ -f $tuner ]] ||
-      hook_missing "the hipBLASLt offline tuner '$tuner' does not exist; set PRIMUS_HIPBLASLT_TUNER to Primus's examples/offline_tune/offline_tune_gemm.py (or another tuner taking --dump-shape-path-or-file, --tune-result-path, --num-devices)."
-    local -a shape_files=()
-    shopt -s nullglob
-    shape_files=("$shapes"/*)
-    shopt -u nullglob
-    ((${#shape_files[@]})) ||
-      hook_config_error "stage 2 (offline tune) found no GEMM shapes in $shapes; run stage 1 first (PRIMUS_HIPBLASLT_TUNING_STAGE=1) with the same PRIMUS_WORKSPACE (or PRIMUS_PATH) and model."
-    local gpus=${GPUS_PER_NODE:-${PRIMUS_DISTRIBUTED_DEFAULTS[GPUS_PER_NODE]}}
-    [[ $gpus =~ ^[1-9][0-9]*$ ]] || hook_config_error "GPUS_PER_NODE='$gpus' is not a positive integer."
-    make_dir "${result%/*}"
-    local -a cmd=("$tuner")
-    if [[ $tuner == *.py ]]; then
-      primus_pick_python
-      cmd=("$PRIMUS_PYTHON" "$tuner")
-    fi
-    hook_run "${cmd[@]}" --dump-shape-path-or-file "$shapes" --tune-result-path "$result" --num-devices "$gpus"
-    hook_info "stage 2: tuning result in $result; the training launch is skipped (run stage 3 to use it)"
-  else
-    hook_info "stage 2: offline tuning runs on node 0 only; this node skips the training launch"
-  fi
-  hook_emit_env PRIMUS_SKIP_MAIN_LAUNCH 1
-}
-
-stage_apply() {
-  local root=$1
-  local file=${HIPBLASLT_TUNING_OVERRIDE_FILE:-$root/gemm_tune/$RESULT_NAME}
-  [[ $file == /* ]] || file=$PWD/$file
-  if [[ ! -f $file ]]; then
-    if [[ -n ${HIPBLASLT_TUNING_OVERRIDE_FILE:-} ]]; then
-      hook_config_error "stage 3 (apply tuned kernels): HIPBLASLT_TUNING_OVERRIDE_FILE='$HIPBLASLT_TUNING_OVERRIDE_FILE' does not exist; point it at a stage-2 result file (tune_hipblas_gemm_results.txt) reachable from every node."
-    fi
-    hook_config_error "stage 3 (apply tuned kernels): no tuning result at $file and HIPBLASLT_TUNING_OVERRIDE_FILE is unset; run stage 2 first (PRIMUS_HIPBLASLT_TUNING_STAGE=2) or set HIPBLASLT_TUNING_OVERRIDE_FILE."
-  fi
-  [[ -s $file ]] || hook_warn "HIPBLASLT_TUNING_OVERRIDE_FILE $file is empty; no kernel will be overridden."
-  hook_info "stage 3: applying tuned kernels from $file"
-  hook_emit_env HIPBLASLT_TUNING_OVERRIDE_FILE "$file"
+# apply KIND A B: one record of the plan.
+apply() {
+  case $1 in
+    info) hook_info "$2" ;;
+    warn) hook_warn "$2" ;;
+    config-error) hook_config_error "$2" ;;
+    missing) hook_missing "$2" ;;
+    mkdir) make_dir "$2" ;;
+    arg) PRIMUS_HB_ARGS+=("$2") ;;
+    run)
+      local -a cmd=("$3")
+      if [[ $2 == python ]]; then
+        primus_pick_python
+        cmd=("$PRIMUS_PYTHON" "$3")
+      fi
+      hook_run "${cmd[@]}" "${PRIMUS_HB_ARGS[@]}"
+      ;;
+    env) hook_emit_env "$2" "$3" ;;
+    *) hook_fail "unknown record '$1' from python/primus_runner/launch/hipblaslt.py" ;;
+  esac
 }
 
 main() {
-  local tuning deterministic te stage=${PRIMUS_HIPBLASLT_TUNING_STAGE:-0}
-  switch_value tuning PRIMUS_HIPBLASLT_TUNING
-  switch_value deterministic PRIMUS_DETERMINISTIC
-  switch_value te TE_HIPBLASLT_TUNING
-  [[ $stage =~ ^[0-3]$ ]] ||
-    hook_config_error "PRIMUS_HIPBLASLT_TUNING_STAGE='$stage' is not a stage; accepted: 0 (off), 1 (dump shapes), 2 (offline tune), 3 (apply tuned kernels)."
-  if ((deterministic)); then
-    if ((tuning)); then
-      # The rule lives once, in the rules engine (hipblaslt_vs_deterministic); the
-      # launcher's env check, which runs after the hooks and before anything
-      # starts, refuses the launch with it.
-      hook_info "deterministic mode with hipBLASLt tuning requested: nothing applied (env check refuses this combination)."
-      return 0
-    fi
-    # TE_HIPBLASLT_TUNING=1: the counts below switch TE's online tuning off
-    # (env check warns: rule te_tuning_vs_deterministic).
-    ((stage == 0)) || hook_warn "PRIMUS_HIPBLASLT_TUNING_STAGE=$stage is ignored: PRIMUS_HIPBLASLT_TUNING is not 1."
-    emit_te_counts 0 0
-    return 0
-  fi
-  if ((tuning == 0)); then
-    ((stage == 0)) || hook_warn "PRIMUS_HIPBLASLT_TUNING_STAGE=$stage is ignored: PRIMUS_HIPBLASLT_TUNING is not 1 (set it to 1 to enable the tuning flow)."
-    if ((te)); then emit_te_online; fi
-    return 0
-  fi
-  if ((stage == 0)); then
-    emit_te_online
-    return 0
-  fi
-  ((te == 0)) || hook_warn "TE_HIPBLASLT_TUNING=1 is overridden during hipBLASLt stage $stage: TE online tuning is disabled (counts 0)."
-  local root
-  root=$(tune_root "$@")
-  case $stage in
-    1) stage_dump_shapes "$root" ;;
-    2) stage_tune "$root" ;;
-    3) stage_apply "$root" ;;
-  esac
-  emit_te_counts 0 0
+  local -a rec
+  PRIMUS_HB_ARGS=()
+  primus_pick_python
+  exec {PRIMUS_HB_PLAN}< <(PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+    "$PRIMUS_PYTHON" -m primus_runner.launch.hipblaslt plan "$@")
+  while mapfile -n 3 -d '' -t rec <&"$PRIMUS_HB_PLAN" && [[ ${#rec[@]} == 3 ]]; do
+    apply "${rec[@]}"
+  done
+  wait "$!" || hook_fail "python/primus_runner/launch/hipblaslt.py failed (its message is above)."
 }
 
 main "$@"
