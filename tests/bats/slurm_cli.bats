@@ -5,37 +5,20 @@
 # srun), the entry's refusals, MASTER_ADDR checks and a 16,384-host list.
 # The live-cluster suite is tests/slurm/ (run by tests/slurm/run.sh).
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
+# REPO_ROOT, bats-support/-assert, launcher_setup and unset_scheduler_vars.
+load helpers/launcher
 
 SLURM_CLI=$REPO_ROOT/runner/primus-cli-slurm.sh
 ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
 
 setup() {
-  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-cli.XXXXXX")
-  export HOME=$TEST_DIR/home
-  mkdir -p "$HOME" "$TEST_DIR/work"
-  cd "$TEST_DIR/work" || return 1
-  export PRIMUS_WORKSPACE=$TEST_DIR/workspace
-  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0
-  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
-  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
-  local name
-  for name in $(compgen -e); do
-    case $name in
-      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
-    esac
-  done
-  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE RANK LOCAL_RANK WORLD_SIZE \
-    LOCAL_WORLD_SIZE JOB_COMPLETION_INDEX PRIMUS_DRY_RUN RUN_MODE
+  launcher_setup
+  unset_scheduler_vars
   export GPUS_PER_NODE=2
-  # The workload interpreter: the project's .venv, which has torch.
-  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
 }
 
 teardown() {
-  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+  launcher_teardown
 }
 
 # slurm_call: the line after "would run:" / "would submit" in the dry-run output.

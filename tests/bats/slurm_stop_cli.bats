@@ -4,34 +4,21 @@
 # Slurm flags (dry-run output); the entry's summary names the restart. The live
 # behaviour is in tests/slurm/slurm_stop.bats.
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
+# REPO_ROOT, bats-support/-assert, launcher_setup and unset_scheduler_vars.
+load helpers/launcher
 
 SLURM_CLI=$REPO_ROOT/runner/primus-cli-slurm.sh
 ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
 
 setup() {
-  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-stop.XXXXXX")
-  export HOME=$TEST_DIR/home
-  mkdir -p "$HOME" "$TEST_DIR/work"
-  cd "$TEST_DIR/work" || return 1
-  export PRIMUS_WORKSPACE=$TEST_DIR/workspace PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0
-  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
-  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
-  local name
-  for name in $(compgen -e); do
-    case $name in
-      SLURM_* | SLURMD_* | PRIMUS_SLURM_*) unset "$name" ;;
-    esac
-  done
-  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK GPUS_PER_NODE PRIMUS_KILL_GRACE
-  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
+  launcher_setup
+  unset_scheduler_vars
+  unset PRIMUS_KILL_GRACE
   printf 'slurm:\n  signal: USR1@90\n  requeue: true\n' >"$TEST_DIR/stop.yaml"
 }
 
 teardown() {
-  rm -rf "$TEST_DIR"
+  launcher_teardown
 }
 
 @test "sbatch: slurm.signal becomes --signal and slurm.requeue --requeue; the batch script marks the job requeueable" {

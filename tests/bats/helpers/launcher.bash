@@ -31,6 +31,18 @@ launcher_setup() {
   export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
 }
 
+# unset_scheduler_vars: also unset what a scheduler or an outer launch may have
+# exported (Slurm's, OpenMPI/PMIx's and torchrun's names, the rank variables).
+unset_scheduler_vars() {
+  local name
+  for name in $(compgen -e); do
+    case $name in
+      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
+    esac
+  done
+  unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE PRIMUS_DRY_RUN
+}
+
 launcher_teardown() {
   [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
 }
