@@ -20,13 +20,7 @@ bench_median "direct --dry-run -- train pretrain (budget 0.15 s)" "$BENCH_RUNS" 
   "$cli" direct --dry-run --module primus_runner -- train pretrain --config "$cfg"
 
 # Count python3 starts: a wrapper interpreter appends a line per start.
-real_python=$(readlink -f "$PRIMUS_ROOT/.venv/bin/python")
-cat >"$work/python" <<WRAP
-#!/usr/bin/env bash
-echo start >>"$work/starts"
-exec "$real_python" "\$@"
-WRAP
-chmod +x "$work/python"
+bench_counting_python
 # The workload interpreter's probe counts too (one `<python> -c`).
 PRIMUS_PYTHON=$work/python PRIMUS_WORKLOAD_PYTHON=$work/python "$cli" direct --dry-run --module primus_runner -- train pretrain --config "$cfg" >/dev/null 2>&1 || true
-printf '%-58s %d (budget 2)\n' "python3 processes per launch before the workload" "$(wc -l <"$work/starts" 2>/dev/null || echo 0)"
+printf '%-58s %d (budget 2)\n' "python3 processes per launch before the workload" "$(bench_python_starts)"

@@ -51,14 +51,8 @@ for nodes in 1024 16384; do
 done
 
 # Count python3 starts on one node: a wrapper interpreter appends a line per start.
-real_python=$(readlink -f "$PRIMUS_ROOT/.venv/bin/python")
-cat >"$work/python" <<WRAP
-#!/usr/bin/env bash
-echo start >>"$work/starts"
-exec "$real_python" "\$@"
-WRAP
-chmod +x "$work/python"
+bench_counting_python
 PRIMUS_PYTHON_ENV=(PRIMUS_PYTHON="$work/python")
 run_entry 16384 "n[$(seq -s, -f '%05g' 1 2 32767)]" >/dev/null 2>&1 || true
 printf '%-58s %d (budget 2)\n' "python3 processes per slurm-entry launch before the workload" \
-  "$(wc -l <"$work/starts" 2>/dev/null || echo 0)"
+  "$(bench_python_starts)"

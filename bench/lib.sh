@@ -73,3 +73,21 @@ bench_empty_host() {
   export PRIMUS_LOG_COLOR=0
   mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
 }
+
+# bench_counting_python: $work/python, the project's .venv interpreter behind a
+# wrapper that appends a line to $work/starts at each start (bench_empty_host first).
+bench_counting_python() {
+  local real_python
+  real_python=$(readlink -f "$PRIMUS_ROOT/.venv/bin/python")
+  cat >"$work/python" <<WRAP
+#!/usr/bin/env bash
+echo start >>"$work/starts"
+exec "$real_python" "\$@"
+WRAP
+  chmod +x "$work/python"
+}
+
+# bench_python_starts: how many starts $work/python counted (0 when none).
+bench_python_starts() {
+  wc -l <"$work/starts" 2>/dev/null || echo 0
+}
