@@ -144,12 +144,20 @@ rank_writer
 [[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
   export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$__primus_local_rank}.heartbeat
 # Stack dumps from inside the rank (runner/helpers/pystartup/sitecustomize.py):
-# faulthandler on SIGURG when py-spy cannot attach, and the other ranks' stacks
-# read when this one raises.
+# faulthandler on SIGURG when py-spy cannot attach, the other ranks' stacks
+# read when this one raises, and the flight recorder dumped when the run monitor
+# writes a byte to a FIFO the rank creates (python/primus_runner/monitor/flightrec.py):
+# PRIMUS_FR_TRIGGER, the dump thread's (gloo and any backend without torch's own
+# pipe), and TORCH_NCCL_DEBUG_INFO_PIPE_FILE (a user value kept), the stem of
+# ProcessGroupNCCL's own: it appends the rank and ".pipe" and creates the FIFO
+# itself (struct DumpPipe, torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp), in
+# this directory that exists for the rank's whole life.
 if [[ -n ${PRIMUS_RC_DIR:-} ]]; then
   export PYTHONPATH=${BASH_SOURCE[0]%/*}/pystartup${PYTHONPATH:+:$PYTHONPATH}
   export PRIMUS_FAULTHANDLER_FILE=$PRIMUS_RC_DIR/faulthandler-${RANK:-$__primus_local_rank}.txt
   export PRIMUS_FAILURE_STACKS=$PRIMUS_RC_DIR
+  export PRIMUS_FR_TRIGGER=$PRIMUS_RC_DIR/fr-trigger-${RANK:-$__primus_local_rank}
+  [[ -n ${TORCH_NCCL_DEBUG_INFO_PIPE_FILE:-} ]] || export TORCH_NCCL_DEBUG_INFO_PIPE_FILE=$PRIMUS_RC_DIR/nccl-pipe-rank-
 fi
 
 # Foreground child: bash runs these (no-op) traps after the child ends, so

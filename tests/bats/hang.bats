@@ -65,9 +65,18 @@ has_summary() {
   # Stacks, command lines, environment names: the user's alone.
   [[ $(stat -c %a "$bundle") == 700 ]]
   [[ $(stat -c %a "$bundle"/rank-0.txt "$bundle"/summary.json | sort -u) == 600 ]]
+  # Each rank's flight recorder, asked for on the verdict (gloo: the dump thread of
+  # runner/helpers/pystartup/sitecustomize.py), and torch's analyzer on the dumps:
+  # rank 1 never joined rank 0's all_reduce.
+  poll_until 60 grep -q "run monitor: flight recorder: " "$TEST_DIR/launch.out" || { cat "$TEST_DIR/launch.out"; false; }
+  grep "run monitor: flight recorder: " "$TEST_DIR/launch.out"
+  grep -q "run monitor: flight recorder: torch's analyzer (fr_trace) on the dumps of rank(s) 0,1 (written [0-9.]* s after the ask): missing ranks 1: not all ranks joined the collective in gloo:all_reduce (collective sequence number [0-9]*); its output: $bundle/flight-recorder.txt" "$TEST_DIR/launch.out"
+  [[ $(stat -c %a "$bundle"/flight-recorder/fr-rank-0 "$bundle"/flight-recorder/fr-rank-1 "$bundle"/flight-recorder.txt | sort -u) == 600 ]]
+  grep -q "missing ranks: {1}" "$bundle/flight-recorder.txt"
   # The summary is in the log too; report mode keeps the run going.
   log=${bundle%.hang-*}.log
   grep -q "SUSPECT rank 1: stuck_here" "$log"
+  grep -q "run monitor: flight recorder: .*missing ranks 1" "$log"
   process_running "$launcher"
   kill -TERM "$launcher"
   wait "$launcher" || true

@@ -40,6 +40,8 @@ verdicts() {
   [[ $status -eq 86 ]]
   grep -q "run monitor: hang: rank 1 (pid [0-9]*) in in_native (monitor_cases.py:[0-9]*)" "$TEST_DIR/launch.out"
   grep -q "SUSPECT rank 1: in_native (monitor_cases.py:[0-9]*)" "$TEST_DIR/launch.out"
+  # A rank blocked in C without the GIL still dumps its flight recorder (the dump thread).
+  grep -q "run monitor: flight recorder: torch's analyzer (fr_trace) on the dumps of rank(s) 0,1 (written [0-9.]* s after the ask): missing ranks 1: " "$TEST_DIR/launch.out"
   poll_until 10 no_leftovers
 }
 
@@ -50,7 +52,13 @@ verdicts() {
   cat "$TEST_DIR/launch.out"
   [[ $status -eq 86 ]]
   grep -q "run monitor: collective mismatch: the ranks wait in different collectives, which can never complete: rank 0 (pid [0-9]*) in all_reduce at main (monitor_cases.py:[0-9]*); rank 1 (pid [0-9]*) in broadcast at main (monitor_cases.py:[0-9]*)" "$TEST_DIR/launch.out"
-  grep -q "stopping the run on the mismatch verdict" "$TEST_DIR/launch.out"
+  # Before the stop: each rank's flight recorder (gloo: the dump thread) into the
+  # bundle and torch's analyzer on it, its verdict in one line.
+  grep -q "run monitor: flight recorder: torch's analyzer (fr_trace) on the dumps of rank(s) 0,1 (written [0-9.]* s after the ask): COLLECTIVE_TYPE_MISMATCH: culprit rank 1 in gloo:all_reduce: Expected collective type: 'all_reduce' does not match found collective type: 'broadcast'; its output: " "$TEST_DIR/launch.out"
+  bundle=$(sed -n "s/.*run monitor: flight recorder: .*; its output: \(.*\)\/flight-recorder.txt$/\1/p" "$TEST_DIR/launch.out")
+  [[ $(stat -c %a "$bundle"/flight-recorder/fr-rank-0 "$bundle"/flight-recorder/fr-rank-1 "$bundle"/flight-recorder.txt | sort -u) == 600 ]]
+  grep -q "Error type: COLLECTIVE_TYPE_MISMATCH" "$bundle/flight-recorder.txt"
+  [[ $(grep -n "run monitor: flight recorder: " "$TEST_DIR/launch.out" | cut -d: -f1) -lt $(grep -n "stopping the run on the mismatch verdict" "$TEST_DIR/launch.out" | cut -d: -f1) ]]
   poll_until 10 no_leftovers
 }
 

@@ -97,7 +97,8 @@ RUNNER_OWN = [
     "PRIMUS_DATA_PREP_FAULT", "PRIMUS_CLUSTER_CHECK", "PRIMUS_CLUSTER_CHECK_PORT",
     "PRIMUS_CLUSTER_CHECK_TIMEOUT", "PRIMUS_CLUSTER_CHECK_IGNORE", "PRIMUS_ELASTIC",
     "PRIMUS_SRUN_NATIVE", "PRIMUS_HANG_TIMEOUT", "PRIMUS_HANG_ACTION", "PRIMUS_HEARTBEAT_FILE",
-    "PRIMUS_HEARTBEAT_DIR", "PRIMUS_RUN_LOG", "PRIMUS_FAULTHANDLER_FILE", "PRIMUS_FAILURE_STACKS"]
+    "PRIMUS_HEARTBEAT_DIR", "PRIMUS_RUN_LOG", "PRIMUS_FAULTHANDLER_FILE", "PRIMUS_FAILURE_STACKS",
+              "PRIMUS_FR_TRIGGER"]
 # Library variables in neither reference that the runner sets or checks:
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.
@@ -109,7 +110,9 @@ LIBRARY_OWN = ["OMP_NUM_THREADS", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"
                # PyTorch's flight recorder on ROCm/CUDA (runner/lib/flight_recorder.sh)
                "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
                # their newer names, for a torch that reads them (runner/lib/flight_recorder.sh)
-               "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"]
+               "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE",
+               # ProcessGroupNCCL's dump FIFO, set per torchrun rank (runner/helpers/run_worker.sh)
+               "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"]
 # AWS practice around the Neuron runtime (section neuron-aws; each entry cites its AWS source).
 NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM_SOCKET_IFNAME",
               "MALLOC_ARENA_MAX", "XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_SPMD",

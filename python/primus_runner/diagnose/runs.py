@@ -39,7 +39,10 @@ class Run:
 
 _KEYS = ("PRIMUS_RUN_ID", "PRIMUS_RC_DIR", "PRIMUS_RUN_LOG", "RANK", "LOCAL_RANK", "NODE_RANK",
          "PRIMUS_FAULTHANDLER_FILE", "GROUP_RANK",
-         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE", "NEURON_RT_INSPECT_OUTPUT_DIR")
+         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE", "NEURON_RT_INSPECT_OUTPUT_DIR",
+         # the flight-recorder dump on demand and the runtime's timeouts (monitor/flightrec.py)
+         "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "PRIMUS_FR_TRIGGER", "PRIMUS_ACCELERATOR")
+_PREFIXES = ("NEURON_RT_",)
 
 
 def _uts(pid: int | str) -> str:
@@ -65,7 +68,7 @@ def scan() -> dict[str, Run]:
         run_id = env.get("PRIMUS_RUN_ID")
         if not run_id or proc.pid == os.getpid():
             continue
-        kept = {k: env[k] for k in _KEYS if k in env}
+        kept = {k: v for k, v in env.items() if k in _KEYS or k.startswith(_PREFIXES)}
         node = kept.get("NODE_RANK", kept.get("GROUP_RANK", "0"))
         run = runs.setdefault(run_id, Run(run_id, kept.get("PRIMUS_RC_DIR", ""), kept.get("PRIMUS_RUN_LOG", ""),
                                           int(node) if node.isdigit() else 0))

@@ -2,7 +2,9 @@
 
 Owns what happens with a verdict: printed once per episode (one line on the
 launcher's stderr, which is its console and its log), every rank's stacks
-dumped (``--native``) into a private bundle before anything is acted on, node 0
+dumped (``--native``) into a private bundle before anything is acted on (on a hang
+or mismatch also each rank's flight recorder, torch's analyzer on it and the Neuron
+runtime's timeouts: monitor/flightrec.py), node 0
 of a multi-node launch gathering the other nodes' bundles into one table, and
 with PRIMUS_HANG_ACTION=stop the launcher asked to stop the run (a file
 ``hang-stop`` in its rc directory, then SIGTERM: it exits 86). Also the last
@@ -25,7 +27,7 @@ from primus_runner.diagnose.pyspy import sample_stacks
 from primus_runner.diagnose.runs import scan
 from primus_runner.diagnose.summary import RankPlace, place_of
 from primus_runner.facts import EXIT_HANG_STOPPED
-from primus_runner.monitor import helpers, straggler, verdicts, writers
+from primus_runner.monitor import flightrec, helpers, straggler, verdicts, writers
 from primus_runner.monitor.procstat import read_sample
 from primus_runner.monitor.watch import OWN, Counted, Monitor
 
@@ -157,7 +159,8 @@ class Judge:
                 self.m.reported.add(key)
                 self.say("WARN", "\n".join([PREFIX + settled.line,
                                              *verdicts.table(views, self.m.s.node, self.m.host)]))
-                self.dump(f"{PREFIX}stacks of every local rank ({settled.kind} verdict)", now)
+                self.dump(f"{PREFIX}stacks of every local rank ({settled.kind} verdict)", now,
+                          recorder=settled.kind in ("hang", "mismatch"))
                 if settled.actionable:
                     self.act(settled)
             return
@@ -209,14 +212,29 @@ class Judge:
                  "a report only, nothing is stopped")
         self.dump(f"{PREFIX}stacks of every local rank (no output for {silent:.0f} s)", now)
 
-    def dump(self, heading: str, now: float) -> None:
+    def dump(self, heading: str, now: float, recorder: bool = False) -> None:
+        """Every local rank's stacks into a new bundle; with RECORDER (a hang or mismatch
+        verdict) also each rank's flight recorder (asked first: it is written while
+        the stacks are read), torch's analyzer on it, and on Neuron the runtime's timeouts."""
         run = scan().get(self.m.s.run_id)
         if run is None:
             return
+        since = time.time()
+        asked = flightrec.request(run) if recorder else []
         bundle = new_bundle(run.log or self.m.s.log_file, "hang")
         places, lines, _ = dump_run(run, bundle)
         live = sum(1 for p in places if p.exit_code < 0)
         self.say("WARN", "\n".join([f"{heading}: {live} live rank(s)", *lines]))
+        if recorder:
+            found = [flightrec.flight_recorder(run, bundle, asked, since)]
+            with contextlib.suppress(OSError):
+                neuron = flightrec.record_neuron(run, bundle)
+                if neuron:
+                    found.append(f"the NEURON_RT_* timeouts in effect: {neuron}")
+            with contextlib.suppress(OSError), open(os.path.join(bundle, "summary.txt"), "a") as handle:
+                handle.write("".join(f"  {line}\n" for line in found))
+            for line in found:
+                self.say("WARN", PREFIX + line)
         self.m.rebaseline()
         if self.m.s.nnodes > 1 and self.m.s.node == 0:
             start = min((w.moved_at for w in self.m.ranks.values()), default=now)
