@@ -83,14 +83,13 @@ PRIMUS_ADDED_FLAGS=()    # flags filled from the configuration or defaults
 PRIMUS_AFTER=()          # everything after the first `--`
 PRIMUS_SLURM_MODE=""
 PRIMUS_SLURM_MODE_ARGS=()      # mode options and `-- workload args`
-# What the user's flags say (empty: not given); set through note_flag.
-# shellcheck disable=SC2034 # PRIMUS_GIVEN_TIME, _PARTITION, _GPUS, _KILL: recorded only
-PRIMUS_GIVEN_NODES="" PRIMUS_GIVEN_TIME="" PRIMUS_GIVEN_PARTITION="" PRIMUS_GIVEN_GPUS="" PRIMUS_GIVEN_TPN=""
-# shellcheck disable=SC2034
-PRIMUS_GIVEN_NTASKS="" PRIMUS_GIVEN_NODELIST="" PRIMUS_GIVEN_KILL="" PRIMUS_GIVEN_SIGNAL="" PRIMUS_GIVEN_REQUEUE=""
-PRIMUS_HAS_NODES=0 PRIMUS_HAS_TIME=0 PRIMUS_HAS_PARTITION=0 PRIMUS_HAS_GPUS=0 PRIMUS_HAS_TPN=0 PRIMUS_HAS_NTASKS=0
-PRIMUS_HAS_NODELIST=0 PRIMUS_HAS_KILL=0 PRIMUS_HAS_SIGNAL=0 PRIMUS_HAS_REQUEUE=0
+# shellcheck disable=SC2034 # read by runner/lib/slurm_commands.sh and slurm_dry_run.sh
+PRIMUS_SLURM_INNER=()    # the batch script's own srun flags
 PRIMUS_REQUEUE=0         # the job is submitted requeueable on purpose (slurm.requeue)
+# Node 0's simulated step for --dry-run (runner/lib/slurm_dry_run.sh).
+# shellcheck disable=SC2034
+PRIMUS_SIM_NODES="" PRIMUS_SIM_NODELIST="" PRIMUS_SIM_TPN="" PRIMUS_SIM_TASKS="" PRIMUS_SIM_PLACEHOLDER=0
+PRIMUS_SIM_ERROR=()      # why the step cannot be simulated, and the usage message
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -142,67 +141,6 @@ parse_args() {
   bad_usage "missing '--' and the mode; e.g. primus-cli slurm $PRIMUS_LAUNCHER -N 2 -- direct -- preflight"
 }
 
-# note_flag NAME VALUE: record that the user gave flag NAME (with VALUE).
-note_flag() {
-  printf -v "PRIMUS_HAS_$1" '%s' 1
-  printf -v "PRIMUS_GIVEN_$1" '%s' "$2"
-}
-
-# scan_slurm_flags: find the flags the configuration may fill, in every
-# spelling: -N 4, -N4, --nodes 4, --nodes=4 (likewise -t/--time,
-# -p/--partition, -n/--ntasks, -w/--nodelist; --gpus-per-node,
-# --ntasks-per-node, -K/--kill-on-bad-exit).
-scan_slurm_flags() {
-  local i=0 n=${#PRIMUS_SLURM_FLAGS[@]} arg next
-  while ((i < n)); do
-    arg=${PRIMUS_SLURM_FLAGS[i]}
-    next=${PRIMUS_SLURM_FLAGS[i + 1]-}
-    case $arg in
-      -N | --nodes) note_flag NODES "$next" && i=$((i + 1)) ;;
-      --nodes=*) note_flag NODES "${arg#*=}" ;;
-      -N?*) note_flag NODES "${arg#-N}" ;;
-      -t | --time) note_flag TIME "$next" && i=$((i + 1)) ;;
-      --time=*) note_flag TIME "${arg#*=}" ;;
-      -t?*) note_flag TIME "${arg#-t}" ;;
-      -p | --partition) note_flag PARTITION "$next" && i=$((i + 1)) ;;
-      --partition=*) note_flag PARTITION "${arg#*=}" ;;
-      -p?*) note_flag PARTITION "${arg#-p}" ;;
-      --gpus-per-node) note_flag GPUS "$next" && i=$((i + 1)) ;;
-      --gpus-per-node=*) note_flag GPUS "${arg#*=}" ;;
-      --ntasks-per-node) note_flag TPN "$next" && i=$((i + 1)) ;;
-      --ntasks-per-node=*) note_flag TPN "${arg#*=}" ;;
-      -n | --ntasks) note_flag NTASKS "$next" && i=$((i + 1)) ;;
-      --ntasks=*) note_flag NTASKS "${arg#*=}" ;;
-      -n?*) note_flag NTASKS "${arg#-n}" ;;
-      -w | --nodelist) note_flag NODELIST "$next" && i=$((i + 1)) ;;
-      --nodelist=*) note_flag NODELIST "${arg#*=}" ;;
-      -w?*) note_flag NODELIST "${arg#-w}" ;;
-      -K | --kill-on-bad-exit) note_flag KILL 1 ;;
-      --kill-on-bad-exit=*) note_flag KILL "${arg#*=}" ;;
-      -K?*) note_flag KILL "${arg#-K}" ;;
-      --signal) note_flag SIGNAL "$next" && i=$((i + 1)) ;;
-      --signal=*) note_flag SIGNAL "${arg#*=}" ;;
-      --requeue) note_flag REQUEUE 1 && PRIMUS_REQUEUE=1 ;;
-      --no-requeue) note_flag REQUEUE 0 ;;
-    esac
-    i=$((i + 1))
-  done
-  check_given_values
-}
-
-check_given_values() {
-  if ((PRIMUS_HAS_NODES)) && [[ ! $PRIMUS_GIVEN_NODES =~ ^[0-9]+(-[0-9]+)?$ ]]; then
-    bad_usage "-N/--nodes value '$PRIMUS_GIVEN_NODES' is not a node count; accepted: N or MIN-MAX, e.g. -N 4."
-  fi
-  if ((PRIMUS_HAS_TPN)) && [[ ! $PRIMUS_GIVEN_TPN =~ ^[1-9][0-9]*$ ]]; then
-    bad_usage "--ntasks-per-node value '$PRIMUS_GIVEN_TPN' is not a positive integer, e.g. --ntasks-per-node=1."
-  fi
-  if ((PRIMUS_HAS_NTASKS)) && [[ ! $PRIMUS_GIVEN_NTASKS =~ ^[1-9][0-9]*$ ]]; then
-    bad_usage "-n/--ntasks value '$PRIMUS_GIVEN_NTASKS' is not a positive integer."
-  fi
-  return 0
-}
-
 # split_after: PRIMUS_AFTER = [direct|container] [mode options] [-- workload args];
 # no mode word: slurm.mode (default container), and a first word that is not
 # an option starts the workload (runner/lib/mode_words.sh, upstream's forms).
@@ -223,67 +161,35 @@ split_after() {
 
 # ----------------------------------------------------------- configuration
 
-load_config() {
+# plan: one Python step (python/primus_runner/launch/slurm_submit.py) reads
+# the configuration and decides what the user's Slurm flags leave to it: the
+# flags it adds (config slurm.* for what the flags do not give, then
+# --ntasks-per-node=1 and, for srun, --kill-on-bad-exit=1), the batch script's
+# srun flags, the mode, srun-native, requeue and node 0's simulated step.
+plan() {
   if [[ -n $PRIMUS_OPT_CONFIG ]]; then
     [[ -f $PRIMUS_OPT_CONFIG ]] || primus_die "$PRIMUS_EXIT_MISSING" "config file '$PRIMUS_OPT_CONFIG' (--config) not found."
     PRIMUS_OPT_CONFIG=$(cd "$(dirname -- "$PRIMUS_OPT_CONFIG")" && printf '%s/%s' "$(pwd)" "$(basename -- "$PRIMUS_OPT_CONFIG")")
   fi
+  primus_config_read_records on_plan_record < <(primus_python slurm-plan "$PRIMUS_LAUNCHER" "$PRIMUS_OPT_CONFIG" \
+    "$PRIMUS_SLURM_MODE" "$PRIMUS_OPT_SRUN_NATIVE" -- "${PRIMUS_SLURM_FLAGS[@]}")
+  # bash >= 5.1: $! is the process substitution; wait returns its status.
   local rc=0
-  primus_config_load "$PRIMUS_OPT_CONFIG" || rc=$?
-  ((rc == 0)) || primus_die "$rc" "could not load the configuration (see the error above)."
+  wait "$!" || rc=$?
+  [[ $rc == 0 ]] || primus_die "$rc" "could not load the configuration (see the error above)."
 }
 
-# fill_from_config: config slurm.* values for the flags the user did not give.
-fill_from_config() {
-  local value
-  primus_config_get_into value slurm.nodes ""
-  if ((!PRIMUS_HAS_NODES)) && [[ -n $value ]]; then
-    [[ $value =~ ^[0-9]+(-[0-9]+)?$ ]] ||
-      bad_usage "config slurm.nodes='$value' is not a node count; accepted: N or MIN-MAX."
-    PRIMUS_ADDED_FLAGS+=("--nodes=$value")
-    PRIMUS_GIVEN_NODES=$value
-  fi
-  primus_config_get_into value slurm.time ""
-  ((PRIMUS_HAS_TIME)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--time=$value")
-  primus_config_get_into value slurm.partition ""
-  ((PRIMUS_HAS_PARTITION)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--partition=$value")
-  primus_config_get_into value slurm.gpus_per_node ""
-  ((PRIMUS_HAS_GPUS)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--gpus-per-node=$value")
-  fill_stop_flags
-  if [[ -z $PRIMUS_SLURM_MODE ]]; then
-    primus_config_get_into PRIMUS_SLURM_MODE slurm.mode container
-    case $PRIMUS_SLURM_MODE in
-      direct | container) ;;
-      *) bad_usage "config slurm.mode='$PRIMUS_SLURM_MODE' is not a mode; accepted: direct, container." ;;
-    esac
-  fi
-  if [[ -z $PRIMUS_OPT_SRUN_NATIVE ]]; then
-    primus_config_get_into value slurm.srun_native 0
-    case $value in
-      1 | true) PRIMUS_OPT_SRUN_NATIVE=1 ;;
-      *) PRIMUS_OPT_SRUN_NATIVE=0 ;;
-    esac
-  fi
-}
-
-# fill_stop_flags: slurm.signal -> --signal (on srun, or on sbatch, which
-# signals every step but not the batch shell: sbatch(1)); slurm.requeue: true
-# -> --requeue (sbatch(1); srun allocations cannot be requeued: scontrol(1)).
-fill_stop_flags() {
-  local value
-  primus_config_get_into value slurm.signal ""
-  ((PRIMUS_HAS_SIGNAL)) || [[ -z $value ]] || PRIMUS_ADDED_FLAGS+=("--signal=$value")
-  primus_config_get_into value slurm.requeue 0
-  case $value in
-    1 | true) ;;
-    *) return 0 ;;
+# on_plan_record KIND KEY VALUE: one of the plan's records (its header says which).
+on_plan_record() {
+  case $1 in
+    added) PRIMUS_ADDED_FLAGS+=("$2") ;;
+    inner) PRIMUS_SLURM_INNER+=("$2") ;;
+    set | sim) printf -v "$2" '%s' "$3" ;;
+    sim-error) PRIMUS_SIM_ERROR=("$2" "$3") ;;
+    warn) LOG_WARN "$2" ;;
+    usage-error) bad_usage "$2" ;;
+    *) LOG_WARN "ignoring unknown record kind '$1' from slurm-plan" ;;
   esac
-  if [[ $PRIMUS_LAUNCHER != sbatch ]]; then
-    LOG_WARN "config slurm.requeue: true applies to 'primus-cli slurm sbatch' only; an srun job cannot be requeued."
-    return 0
-  fi
-  ((PRIMUS_HAS_REQUEUE)) || PRIMUS_ADDED_FLAGS+=(--requeue)
-  ((PRIMUS_HAS_REQUEUE)) && [[ $PRIMUS_GIVEN_REQUEUE == 0 ]] || PRIMUS_REQUEUE=1
 }
 
 # hide_secrets: a secret given to the mode as --env NAME=VALUE must not be on
@@ -333,15 +239,6 @@ hide_secrets() {
   done
 }
 
-add_default_flags() {
-  if ((!PRIMUS_HAS_TPN && !PRIMUS_HAS_NTASKS)); then
-    PRIMUS_ADDED_FLAGS+=(--ntasks-per-node=1)
-  fi
-  if [[ $PRIMUS_LAUNCHER == srun ]] && ((!PRIMUS_HAS_KILL)); then
-    PRIMUS_ADDED_FLAGS+=(--kill-on-bad-exit=1)
-  fi
-}
-
 # The srun/sbatch calls: runner/lib/slurm_commands.sh; the dry run:
 # runner/lib/slurm_dry_run.sh.
 
@@ -355,14 +252,11 @@ main() {
   parse_args "$@"
   [[ ${PRIMUS_DRY_RUN:-0} == 1 ]] && PRIMUS_OPT_DRY_RUN=1
   ((PRIMUS_OPT_DEBUG)) && export PRIMUS_LOG_LEVEL=DEBUG
-  scan_slurm_flags
   split_after
-  load_config
+  plan
   primus_mode_config_flags slurm PRIMUS_OPT_DRY_RUN PRIMUS_OPT_DEBUG  # main./slurm.dry_run, debug
   ((PRIMUS_OPT_DEBUG == 0)) || export PRIMUS_LOG_LEVEL=DEBUG
-  fill_from_config
   hide_secrets
-  add_default_flags
   if [[ $PRIMUS_LAUNCHER == sbatch ]]; then
     primus_slurm_build_sbatch
   else

@@ -4,9 +4,10 @@
 # command line, the srun call, and for sbatch the batch script (given on stdin,
 # so Slurm spools its own copy) that runs srun on every node; words quoted for
 # display and for the script. Sourced by runner/primus-cli-slurm.sh; reads its
-# resolved options (PRIMUS_OPT_*, PRIMUS_SLURM_FLAGS, PRIMUS_SLURM_MODE_ARGS,
-# ...), builds arrays and text, decides no value itself, defines only primus_*
-# names, never changes shell options.
+# resolved options (PRIMUS_OPT_*, PRIMUS_SLURM_FLAGS, PRIMUS_SLURM_MODE_ARGS, and
+# PRIMUS_ADDED_FLAGS / PRIMUS_SLURM_INNER as python/primus_runner/launch/
+# slurm_submit.py decided them), builds arrays and text, decides no value
+# itself, defines only primus_* names, never changes shell options.
 
 # primus_slurm_entry_words [--dry-run]: the entry's command line (into PRIMUS_ENTRY_WORDS).
 primus_slurm_entry_words() {
@@ -56,10 +57,8 @@ primus_slurm_shown_words() {
 # primus_slurm_batch_script_text VAR ENTRY_ARGS_QUOTED: VAR = the batch script.
 primus_slurm_batch_script_text() {
   # shellcheck disable=SC2016 # expanded by the batch script, on the node
-  local -a inner=(srun --nodes='"$SLURM_JOB_NUM_NODES"')
+  local -a inner=(srun --nodes='"$SLURM_JOB_NUM_NODES"' "${PRIMUS_SLURM_INNER[@]}")
   local runner_q entry_q
-  ((PRIMUS_HAS_NTASKS)) || inner+=("--ntasks-per-node=${PRIMUS_GIVEN_TPN:-1}")
-  ((PRIMUS_HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
   primus_slurm_quote_words runner_q "$PRIMUS_SLURM_RUNNER_DIR"
   # shellcheck disable=SC2016 # expanded by the batch script, on the node
   entry_q='"$PRIMUS_RUNNER_DIR/primus-cli-slurm-entry.sh"'

@@ -6,39 +6,14 @@
 # submitted. Sourced by runner/primus-cli-slurm.sh; defines only primus_*
 # names, never changes shell options.
 
-# primus_slurm_simulated_shape: nodes, tasks per node and node list for node 0's dry run.
-primus_slurm_simulated_shape() {
-  PRIMUS_SIM_NODES=${PRIMUS_GIVEN_NODES%%-*}
-  [[ -n $PRIMUS_SIM_NODES ]] || PRIMUS_SIM_NODES=1
-  ((10#$PRIMUS_SIM_NODES >= 1)) || PRIMUS_SIM_NODES=1
-  PRIMUS_SIM_NODES=$((10#$PRIMUS_SIM_NODES))
-  PRIMUS_SIM_PLACEHOLDER=0
-  if ((PRIMUS_HAS_NODELIST)) && [[ $PRIMUS_GIVEN_NODELIST != */* ]]; then
-    PRIMUS_SIM_NODELIST=$PRIMUS_GIVEN_NODELIST
-    # -w without -N: Slurm allocates every listed node.
-    if [[ -z $PRIMUS_GIVEN_NODES ]]; then
-      PRIMUS_SIM_NODES=$(primus_python hostlist count -- "$PRIMUS_SIM_NODELIST") ||
-        bad_usage "-w/--nodelist '$PRIMUS_SIM_NODELIST' is not a valid Slurm hostlist (see above)."
-    fi
-  elif ((PRIMUS_SIM_NODES == 1)); then
-    PRIMUS_SIM_NODELIST=dryrun-node1
-    PRIMUS_SIM_PLACEHOLDER=1
-  else
-    PRIMUS_SIM_NODELIST="dryrun-node[1-$PRIMUS_SIM_NODES]"
-    PRIMUS_SIM_PLACEHOLDER=1
-  fi
-  if ((PRIMUS_HAS_TPN)); then
-    PRIMUS_SIM_TPN=$PRIMUS_GIVEN_TPN
-  elif ((PRIMUS_HAS_NTASKS)); then
-    PRIMUS_SIM_TPN=$(((PRIMUS_GIVEN_NTASKS + PRIMUS_SIM_NODES - 1) / PRIMUS_SIM_NODES))
-  else
-    PRIMUS_SIM_TPN=1
-  fi
-}
-
 # primus_slurm_simulate_node0: run the entry in dry-run as node 0 of the step would.
+# The step's shape (PRIMUS_SIM_NODES, _NODELIST, _TPN, _TASKS, _PLACEHOLDER) is
+# python/primus_runner/launch/slurm_submit.py's (the plan's sim records).
 primus_slurm_simulate_node0() {
-  primus_slurm_simulated_shape
+  if [[ -n ${PRIMUS_SIM_ERROR[1]-} ]]; then
+    LOG_ERROR "${PRIMUS_SIM_ERROR[0]}"
+    bad_usage "${PRIMUS_SIM_ERROR[1]}"
+  fi
   local -a unset_args=() name
   for name in $(compgen -e); do
     [[ $name == SLURM_* || $name == SLURMD_* ]] && unset_args+=(-u "$name")
@@ -50,8 +25,7 @@ primus_slurm_simulate_node0() {
   fi
   local -a known=()
   ((PRIMUS_SIM_PLACEHOLDER)) && known=(SLURMD_NODENAME=dryrun-node1 PRIMUS_SLURM_FIRST_HOST=dryrun-node1)
-  local tasks=$((PRIMUS_SIM_NODES * PRIMUS_SIM_TPN))
-  ((PRIMUS_HAS_NTASKS)) && tasks=$PRIMUS_GIVEN_NTASKS
+  local tasks=$PRIMUS_SIM_TASKS
   primus_slurm_entry_words --dry-run
   LOG_INFO "dry run: node 0 of $PRIMUS_SIM_NODES would run (Slurm variables simulated:" \
     "SLURM_NODELIST=$PRIMUS_SIM_NODELIST$( ((PRIMUS_SIM_PLACEHOLDER)) && printf ', placeholder names'))"
