@@ -108,6 +108,7 @@ primus_signal_name() {
   case $1 in
     1) echo HUP ;;
     2) echo INT ;;
+    9) echo KILL ;;
     10) echo USR1 ;;
     12) echo USR2 ;;
     15) echo TERM ;;

@@ -55,6 +55,8 @@ source "$PRIMUS_SUPERVISE_DIR/lib/processes.sh"
 source "$PRIMUS_SUPERVISE_DIR/lib/signal_origin.sh"
 # shellcheck source=runner/lib/stop_ranks.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/stop_ranks.sh"
+# shellcheck source=runner/lib/stop_orphans.sh
+source "$PRIMUS_SUPERVISE_DIR/lib/stop_orphans.sh"
 # shellcheck source=runner/lib/watchdog.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/watchdog.sh"
 # shellcheck source=runner/lib/torchrun_log.sh
@@ -171,18 +173,8 @@ primus_stop_run() {
         kill "-$name" "$PRIMUS_RUN_PID" 2>/dev/null
       fi
     fi
-    local deadline=$((SECONDS + grace)) left=() total=${#members[@]}
-    while :; do
-      mapfile -t members < <(primus_run_members "$PRIMUS_RUN_ID" "$PRIMUS_RUN_PID")
-      primus_alive_of left "${members[@]}"
-      ((${#left[@]} > 0 && SECONDS < deadline)) || break
-      sleep 0.1
-    done
-    local killed=""
-    if ((${#left[@]} > 0)); then
-      primus_describe_pids killed "${left[@]}"
-      kill -KILL "${left[@]}" 2>/dev/null
-    fi
+    local total=${#members[@]} killed
+    primus_kill_after_grace killed "$grace" "$PRIMUS_RUN_PID"
     wait "$PRIMUS_RUN_PID" 2>/dev/null
     primus_keep_torchrun_log "$PRIMUS_RUN_LOG"
     primus_watchdog_exit_code code $((128 + num))
@@ -339,17 +331,24 @@ primus_run_workload() {
   primus_watchdog_start "$__primus_log_file" "$PRIMUS_RUN_ID"
   primus_wait_run
   local rc=$PRIMUS_RUN_RC
-  PRIMUS_RUN_PID=""
+  PRIMUS_RUN_ORPHANS=0
+  ((rc == 0)) || primus_stop_orphans "$rc"
   trap - TERM INT HUP
   primus_keep_torchrun_log "$__primus_log_file"
   # One failure report for both run modes (launch/report.py --mode); a
   # requeue request of the one process in run mode single is no failure.
-  if ((rc != 0)) && [[ $PRIMUS_RUN_MODE != single || $rc != "$(primus_requeue_code)" ]]; then
+  # Ranks stopped by primus_stop_orphans did not fail first: the run's own
+  # process did, and its code stays the launch's.
+  if ((PRIMUS_RUN_ORPHANS)); then
+    LOG_ERROR "the run was lost with $(primus_run_process_text), not by a rank: exit code $rc"
+  elif ((rc != 0)) && [[ $PRIMUS_RUN_MODE != single || $rc != "$(primus_requeue_code)" ]]; then
     rc=$(primus_failure_report "$rc" "$__primus_log_file")
   fi
   # A helper that died (a log writer): the run is not reported clean.
   if [[ -s $PRIMUS_RC_DIR/lost-output && -n $PRIMUS_SUPERVISE_LOST ]]; then
     "$PRIMUS_SUPERVISE_LOST" "$__primus_log_file" "$rc"
+  elif ((PRIMUS_RUN_ORPHANS)); then
+    :
   elif ((rc == 0)); then
     LOG_INFO "workload finished successfully; log: $__primus_log_file"
   elif [[ $rc == "$(primus_requeue_code)" ]]; then
@@ -357,6 +356,7 @@ primus_run_workload() {
   else
     LOG_ERROR "workload failed with exit code $rc; log: $__primus_log_file"
   fi
+  PRIMUS_RUN_PID=""
   primus_cleanup_run
   exit "$rc"
 }
