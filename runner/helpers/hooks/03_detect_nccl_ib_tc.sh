@@ -11,12 +11,13 @@
 #   `Pensando`; otherwise nothing to do.
 # - nicctl missing: `apt-get install -y nicctl` (only shown under dry run);
 #   still missing: nothing to do.
-# - From `nicctl show qos`: the no-drop priority P is the last field of the
-#   first "PFC no-drop priorities" line; DSCP(P) is taken from the first line
-#   with "DSCP" (not "bitmap") ending "==> priority : P": the text after its
-#   colon up to the arrow, spaces removed, digits only. The strict priority is
-#   the first field of the first line containing "strict" (any case); the FIFO
-#   DSCP is DSCP(strict) when numeric, else the data DSCP.
+# - From `nicctl show qos`, python/primus_runner/network/qos.py (asked once)
+#   decides: the no-drop priority P is the last field of the first "PFC no-drop
+#   priorities" line; DSCP(P) is taken from the first line with "DSCP" (not
+#   "bitmap") ending "==> priority : P": the text after its colon up to the
+#   arrow, spaces removed, digits only. The strict priority is the first field
+#   of the first line containing "strict" (any case); the FIFO DSCP is
+#   DSCP(strict) when numeric, else the data DSCP.
 # Emits env.NCCL_IB_TC=<data DSCP x 4> and env.NCCL_IB_FIFO_TC=<FIFO DSCP x 4>
 # (DSCP 26 -> 104, 48 -> 192); 03_enable_ainic.sh then keeps them.
 set -uo pipefail
@@ -47,20 +48,6 @@ is_pensando() {
   ibstat "$first" 2>/dev/null | grep -i 'CA type' | grep -q Pensando
 }
 
-# dscp_of PRIORITY: print the DSCP mapped to PRIORITY in $QOS (digits only).
-dscp_of() {
-  local line value
-  while IFS= read -r line; do
-    [[ $line == *DSCP* && $line != *bitmap* ]] || continue
-    [[ $line =~ ==\>[[:space:]]*priority[[:space:]]*:[[:space:]]*$1[[:space:]]*$ ]] || continue
-    value=${line#*:}
-    value=${value%%==>*}
-    value=${value//[[:space:]]/}
-    [[ $value =~ ^[0-9]+$ ]] && printf '%s' "$value"
-    return 0
-  done <<<"$QOS"
-}
-
 main() {
   if [[ -n ${NCCL_IB_TC:-} && -n ${NCCL_IB_FIFO_TC:-} ]]; then
     hook_info "NCCL_IB_TC=$NCCL_IB_TC and NCCL_IB_FIFO_TC=$NCCL_IB_FIFO_TC are set; not detecting"
@@ -72,32 +59,23 @@ main() {
     hook_dry_run && skip "dry run: nicctl is not installed;"
     command -v nicctl >/dev/null || skip "nicctl is still not on PATH;"
   fi
-  QOS=$(nicctl show qos 2>/dev/null) || skip "'nicctl show qos' failed;"
-  local line priority="" strict="" data fifo
-  while IFS= read -r line; do
-    if [[ -z $priority && $line == *"PFC no-drop priorities"* ]]; then
-      local -a f
-      read -r -a f <<<"$line"
-      priority=${f[-1]-}
-    fi
-    if [[ -z $strict && ${line,,} == *strict* ]]; then
-      local -a g
-      read -r -a g <<<"$line"
-      strict=${g[0]-}
-    fi
-  done <<<"$QOS"
-  [[ $priority =~ ^[0-9]+$ ]] || skip "no PFC no-drop priority in 'nicctl show qos';"
-  data=$(dscp_of "$priority")
-  [[ -n $data ]] || skip "no numeric DSCP for no-drop priority $priority in 'nicctl show qos';"
-  fifo=$data
-  if [[ $strict =~ ^[0-9]+$ ]]; then
-    local s
-    s=$(dscp_of "$strict")
-    [[ -z $s ]] || fifo=$s
-  fi
-  hook_info "nicctl: no-drop priority $priority -> DSCP $data; strict priority ${strict:-none} -> FIFO DSCP $fifo"
-  if [[ -z ${NCCL_IB_TC:-} ]]; then hook_emit_env NCCL_IB_TC $((data * 4)); fi
-  if [[ -z ${NCCL_IB_FIFO_TC:-} ]]; then hook_emit_env NCCL_IB_FIFO_TC $((fifo * 4)); fi
+  local qos
+  qos=$(nicctl show qos 2>/dev/null) || skip "'nicctl show qos' failed;"
+  # The reading of the QoS text and the classes: python/primus_runner/network/qos.py.
+  local -a rec
+  primus_pick_python
+  while mapfile -n 3 -d '' -t rec && [[ ${#rec[@]} == 3 ]]; do
+    case ${rec[0]} in
+      skip) skip "${rec[1]}" ;;
+      info) hook_info "${rec[1]}" ;;
+      tc)
+        if [[ -z ${NCCL_IB_TC:-} ]]; then hook_emit_env NCCL_IB_TC "${rec[1]}"; fi
+        if [[ -z ${NCCL_IB_FIFO_TC:-} ]]; then hook_emit_env NCCL_IB_FIFO_TC "${rec[2]}"; fi
+        exit 0
+        ;;
+    esac
+  done < <(PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$PRIMUS_PYTHON" -m primus_runner.network.qos <<<"$qos")
+  skip "python/primus_runner/network/qos.py gave no answer (see above);"
 }
 
 main "$@"
