@@ -75,7 +75,7 @@ pytest: setup-python
 	$(PY) -m pytest -q tests/python
 
 bats: setup setup-userenv
-	$(BATS) --print-output-on-failure tests/bats
+	$(BATS) --timing --print-output-on-failure tests/bats
 
 slurm-test: setup setup-system
 	tests/slurm/run.sh
