@@ -73,6 +73,7 @@ has_summary() {
   grep -q "run monitor: flight recorder: torch's analyzer (fr_trace) on the dumps of rank(s) 0,1 (written [0-9.]* s after the ask): missing ranks 1: not all ranks joined the collective in gloo:all_reduce (collective sequence number [0-9]*); its output: $bundle/flight-recorder.txt" "$TEST_DIR/launch.out"
   [[ $(stat -c %a "$bundle"/flight-recorder/fr-rank-0 "$bundle"/flight-recorder/fr-rank-1 "$bundle"/flight-recorder.txt | sort -u) == 600 ]]
   grep -q "missing ranks: {1}" "$bundle/flight-recorder.txt"
+  [[ ! -e $bundle/neuron-timeouts.txt ]]  # not a Neuron run
   # The summary is in the log too; report mode keeps the run going.
   log=${bundle%.hang-*}.log
   grep -q "SUSPECT rank 1: stuck_here" "$log"
@@ -82,14 +83,23 @@ has_summary() {
   wait "$launcher" || true
 }
 
-@test "hang with PRIMUS_HANG_ACTION=stop: the launcher ends the job itself with exit code 86 and nothing is left" {
+@test "hang with PRIMUS_HANG_ACTION=stop on a (fake) Trn1 host: the NEURON_RT_* timeouts in effect in the bundle first, then the launcher ends the job itself with exit code 86 and nothing is left" {
+  # The Neuron layer on the trn1.2xlarge fixture (the workload still runs gloo on
+  # CPU; gloo on the loopback, not the fixture's ens5).
+  export PRIMUS_SYSFS_ROOT=$REPO_ROOT/tests/fixtures/sysfs/trn1.2xlarge PRIMUS_DEV_ROOT=$REPO_ROOT/tests/fixtures/sysfs/trn1.2xlarge
   status=0
-  PRIMUS_HANG_ACTION=stop timeout 120 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang \
+  GLOO_SOCKET_IFNAME=lo NEURON_RT_EXEC_TIMEOUT=45 PRIMUS_HANG_ACTION=stop timeout 120 "$PRIMUS_CLI" direct --script "$WL" -- "$OUT" hang \
     >"$TEST_DIR/launch.out" 2>&1 || status=$?
   cat "$TEST_DIR/launch.out"
   [[ $status -eq 86 ]]
+  grep -q "accelerator=neuron" "$TEST_DIR/launch.out"
   has_summary
+  bundle=$(report_bundle)
+  grep -q "run monitor: the Neuron runtime's timeouts in effect: NEURON_RT_EXEC_TIMEOUT=45 (rank(s) 0,1) ($bundle/neuron-timeouts.txt)" "$TEST_DIR/launch.out"
+  grep -qx "NEURON_RT_EXEC_TIMEOUT=45 (rank(s) 0,1)" "$bundle/neuron-timeouts.txt"
+  [[ $(stat -c %a "$bundle/neuron-timeouts.txt") == 600 ]]
   grep -q "run monitor: PRIMUS_HANG_ACTION=stop: stopping the run on the hang verdict" "$TEST_DIR/launch.out"
+  [[ $(grep -n "run monitor: the Neuron runtime's timeouts" "$TEST_DIR/launch.out" | cut -d: -f1) -lt $(grep -n "stopping the run on the hang verdict" "$TEST_DIR/launch.out" | cut -d: -f1) ]]
   grep -q "exit status 86" "$TEST_DIR/launch.out"
   poll_until 10 no_leftovers
   [[ -z $(pgrep -f -- "primus_runner.monitor .*$PRIMUS_WORKSPACE") ]]

@@ -182,8 +182,9 @@ def test_the_bundle_records_them_on_a_neuron_run_only(tmp_path: Path, monkeypatc
         neuron = {"RANK": "0", "PRIMUS_ACCELERATOR": "neuron", "NEURON_RT_EXEC_TIMEOUT": "600",
                   "NEURON_RT_ROOT_COMM_ID": "10.0.0.1:7000"}
         run = Run("r1", "", "", 0, processes={rank.pid: (os.getpid(), neuron)})
-        path = flightrec.record_neuron(run, str(tmp_path))
-        assert path == str(tmp_path / "neuron-timeouts.txt")
+        path = str(tmp_path / "neuron-timeouts.txt")
+        assert flightrec.record_neuron(run, str(tmp_path)) == (
+            f"the Neuron runtime's timeouts in effect: NEURON_RT_EXEC_TIMEOUT=600 (rank(s) 0) ({path})")
         assert Path(path).read_text().splitlines()[1:] == ["NEURON_RT_EXEC_TIMEOUT=600 (rank(s) 0)"]
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         cpu = Run("r2", "", "", 0, processes={rank.pid: (os.getpid(), {"RANK": "0", "PRIMUS_ACCELERATOR": "cpu"})})

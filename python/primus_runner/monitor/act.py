@@ -230,7 +230,7 @@ class Judge:
             with contextlib.suppress(OSError):
                 neuron = flightrec.record_neuron(run, bundle)
                 if neuron:
-                    found.append(f"the NEURON_RT_* timeouts in effect: {neuron}")
+                    found.append(neuron)
             with contextlib.suppress(OSError), open(os.path.join(bundle, "summary.txt"), "a") as handle:
                 handle.write("".join(f"  {line}\n" for line in found))
             for line in found:

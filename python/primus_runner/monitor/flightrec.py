@@ -283,7 +283,7 @@ def registered_neuron_timeouts() -> dict[str, str | None]:
 
 
 def record_neuron(run: Run, bundle: str) -> str:
-    """On a Neuron run: <bundle>/neuron-timeouts.txt; its path ("" when not a Neuron run)."""
+    """On a Neuron run: <bundle>/neuron-timeouts.txt; the summary line ("" when not a Neuron run)."""
     if not neuron_run(run):
         return ""
     live, _ = ranks_of(run)
@@ -291,4 +291,4 @@ def record_neuron(run: Run, bundle: str) -> str:
     path = os.path.join(bundle, NEURON_FILE)
     lines = neuron_timeouts(envs, registered_neuron_timeouts())
     private_text(path, "\n".join(["# the NEURON_RT_* timeouts in effect in each rank at the hang", *lines]) + "\n")
-    return path
+    return f"the Neuron runtime's timeouts in effect: {'; '.join(lines) or 'none registered'} ({path})"
