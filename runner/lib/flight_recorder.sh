@@ -22,8 +22,12 @@
 # has one name. PyTorch: the dump needs a ring size > 0 with dump on timeout
 # (https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html);
 # 20000 entries is torchtitan's default ring size (comm.trace_buf_size,
-# https://github.com/pytorch/torchtitan/pull/103). The Neuron runtime has no
-# flight recorder; see README "Hangs and stacks" (NEURON_RT_INSPECT_ON_FAIL).
+# https://github.com/pytorch/torchtitan/pull/103). The dump on demand (a hang
+# verdict) is not set here: runner/helpers/run_worker.sh sets each rank's FIFOs
+# (TORCH_NCCL_DEBUG_INFO_PIPE_FILE, PRIMUS_FR_TRIGGER), on every host (gloo
+# records too), and python/primus_runner/monitor/flightrec.py writes them. The
+# Neuron runtime has no flight recorder; see README "Hangs and stacks"
+# (NEURON_RT_INSPECT_ON_FAIL).
 
 PRIMUS_FR_OURS=" "   # the names this file set, space-separated
 
