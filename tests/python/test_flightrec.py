@@ -192,3 +192,29 @@ def test_the_bundle_records_them_on_a_neuron_run_only(tmp_path: Path, monkeypatc
     finally:
         rank.kill()
         rank.wait()
+
+
+def test_an_nccl_rank_is_asked_through_torchs_own_pipe_and_only_there(tmp_path: Path) -> None:
+    # ProcessGroupNCCL's side as torch 2.13 does it (struct DumpPipe): mkfifo
+    # <stem><rank>.pipe, opened O_RDONLY | O_NONBLOCK, read now and then.
+    pipe, trigger = tmp_path / "nccl-pipe-rank-1.pipe", tmp_path / "fr-trigger-1"
+    os.mkfifo(pipe, 0o600)
+    os.mkfifo(trigger, 0o600)
+    torch_end = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    thread_end = os.open(trigger, os.O_RDONLY | os.O_NONBLOCK)
+    rank = subprocess.Popen(["sleep", "30"])
+    try:
+        env = {"RANK": "1", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE": str(tmp_path / "nccl-pipe-rank-"),
+               "PRIMUS_FR_TRIGGER": str(trigger), "TORCH_FR_DUMP_TEMP_FILE": "/logs/fr-"}
+        run = Run("r", "", "", 0, processes={rank.pid: (os.getpid(), env)})
+        assert flightrec.request(run) == [flightrec.Asked(1, rank.pid, "/logs/fr-1", "pipe", "")]
+        assert os.read(torch_end, 128) == b"1"
+        assert os.read(thread_end, 128) == b""  # nothing for the dump thread (no writer: end of file)
+        os.close(torch_end)                   # the rank's pipe closed: the thread's FIFO then
+        os.unlink(pipe)
+        assert flightrec.request(run)[0].how == "thread"
+        assert os.read(thread_end, 128) == b"1"
+    finally:
+        os.close(thread_end)
+        rank.kill()
+        rank.wait()
