@@ -10,16 +10,11 @@
 setup() {
   load helpers/launcher
   launcher_setup
-  ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
-  SLURM_CLI=$REPO_ROOT/runner/primus-cli-slurm.sh
+  unset_scheduler_vars
   export STUB_RECORD_DIR=$TEST_DIR/stub
   mkdir -p "$STUB_RECORD_DIR"
   export PATH=$REPO_ROOT/tests/fixtures/stubs:$PATH
-  local name
-  for name in $(compgen -e); do
-    case $name in SLURM_* | SLURMD_* | PRIMUS_SLURM_*) unset "$name" ;; esac
-  done
-  unset DOCKER_IMAGE PRIMUS_DRY_RUN
+  unset DOCKER_IMAGE
   export PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=1
   export SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_JOB_NUM_NODES=1 SLURM_NNODES=1
   export SLURM_STEP_NUM_NODES=1 SLURM_NODELIST=node1 SLURM_JOB_NODELIST=node1

@@ -5,11 +5,9 @@
 # srun), the entry's refusals, MASTER_ADDR checks and a 16,384-host list.
 # The live-cluster suite is tests/slurm/ (run by tests/slurm/run.sh).
 
-# REPO_ROOT, bats-support/-assert, launcher_setup and unset_scheduler_vars.
+# REPO_ROOT, SLURM_CLI, ENTRY, bats-support/-assert, launcher_setup and
+# unset_scheduler_vars.
 load helpers/launcher
-
-SLURM_CLI=$REPO_ROOT/runner/primus-cli-slurm.sh
-ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
 
 setup() {
   launcher_setup

@@ -4,11 +4,9 @@
 # Slurm flags (dry-run output); the entry's summary names the restart. The live
 # behaviour is in tests/slurm/slurm_stop.bats.
 
-# REPO_ROOT, bats-support/-assert, launcher_setup and unset_scheduler_vars.
+# REPO_ROOT, SLURM_CLI, ENTRY, bats-support/-assert, launcher_setup and
+# unset_scheduler_vars.
 load helpers/launcher
-
-SLURM_CLI=$REPO_ROOT/runner/primus-cli-slurm.sh
-ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
 
 setup() {
   launcher_setup

@@ -1,6 +1,7 @@
 # tests/bats/helpers/launcher.bash: shared set-up for the launcher suites.
 # shellcheck disable=SC2034 # variables defined here are used by the suites that load this file
-# Loads bats-support/bats-assert, puts the repo's primus-cli at $PRIMUS_CLI,
+# Loads bats-support/bats-assert, puts the repo's primus-cli at $PRIMUS_CLI (its
+# Slurm builder at $SLURM_CLI, the Slurm entry at $ENTRY),
 # runs each test in its own temporary working directory and workspace.
 
 REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
@@ -8,6 +9,8 @@ load "$REPO_ROOT/node_modules/bats-support/load"
 load "$REPO_ROOT/node_modules/bats-assert/load"
 
 PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
+SLURM_CLI=$REPO_ROOT/runner/primus-cli-slurm.sh
+ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
 WORKLOADS=$REPO_ROOT/tests/fixtures/workloads
 
 # launcher_setup: isolate the test from the caller's environment and files.
