@@ -9,11 +9,9 @@
 # nodes a slow pair names both as suspects and excludes neither. The tc change
 # is always undone in teardown.
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
+# REPO_ROOT, PRIMUS_CLI, bats-support/-assert and the cluster_* set-up.
+load helpers/cluster
 
-PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
 ODD_NODE=node3
 # The slowed node: node2. All "nodes" share this host's loopback, where a
 # connection's source address is 127.0.0.1 whoever opens it, so tc can only
@@ -22,38 +20,17 @@ ODD_NODE=node3
 # towards node1: slow in some pairs only, the case where either end of a slow
 # pair may be the slow one and the confirmation round decides.
 SLOW_NODE=node2
-SLOW_ADDR=127.0.77.2
+# Its address on the cluster's network (tests/slurm/cluster.sh: PRIMUS_SLURM_NET).
+SLOW_ADDR=${PRIMUS_SLURM_NET:-127.0.77}.2
 
 setup_file() {
-  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF && -n ${PRIMUS_SLURM_DIR:-} ]] || {
-    echo "SLURM_CONF/PRIMUS_SLURM_DIR not set: run this suite with tests/slurm/run.sh" >&3
-    return 1
-  }
-  local states
-  states=$(sinfo -h -N -o '%N %t' | sort -u)
-  [[ $states == *"node1 idle"*"node2 idle"*"node3 idle"*"node4 idle"* ]] || {
-    echo "the test cluster is not up with 4 idle nodes: $states" >&3
-    return 1
-  }
+  cluster_require idle
 }
 
 setup() {
-  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-doctor-live.XXXXXX")
-  chmod 0755 "$TEST_DIR"
-  cd "$TEST_DIR" || return 1
-  local name
-  for name in $(compgen -e); do
-    case $name in
-      SLURM_CONF | PRIMUS_SLURM_DIR) ;;
-      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_* | NCCL_* | GLOO_*) unset "$name" ;;
-    esac
-  done
-  unset MASTER_ADDR NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE PRIMUS_DRY_RUN \
-    PRIMUS_SYSFS_ROOT PRIMUS_DEV_ROOT PRIMUS_ACCELERATOR
-  export HOME=$TEST_DIR/home PRIMUS_WORKSPACE=$TEST_DIR PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0
-  mkdir -p "$HOME"
+  # The nodes' own host trees and accelerator: what the doctor checks.
+  cluster_setup doctor-live PRIMUS_SYSFS_ROOT PRIMUS_DEV_ROOT PRIMUS_ACCELERATOR
   export PRIMUS_PYTHON=$REPO_ROOT/.venv/bin/python
-  export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))
   TC_ADDED=0
 }
 
@@ -62,8 +39,7 @@ teardown() {
     tc qdisc del dev lo root 2>/dev/null || true
   fi
   rm -f "$PRIMUS_SLURM_DIR/etc/task_env/$ODD_NODE"
-  scancel --user=root --full 2>/dev/null || true
-  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+  cluster_teardown
 }
 
 # the last line of $output

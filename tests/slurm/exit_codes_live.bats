@@ -9,56 +9,23 @@
 # first (runner/helpers/step_exit.sh). `direct` and `container` hold the same
 # rows in tests/bats/exit_codes.bats (row 86 of direct: tests/bats/hang.bats).
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
-
-ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
-# Read before setup() unsets the PRIMUS_SLURM_* names (a TaskProlog file of it
-# makes one node differ).
-CLUSTER_DIR=${PRIMUS_SLURM_DIR:-}
-PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
-WORKLOADS=$REPO_ROOT/tests/fixtures/workloads
+# REPO_ROOT, PRIMUS_CLI, ENTRY, WORKLOADS, bats-support/-assert and the
+# cluster_* set-up (it keeps PRIMUS_SLURM_DIR: a TaskProlog file of it makes
+# one node differ).
+load helpers/cluster
 
 setup_file() {
-  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
-    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
-    return 1
-  }
+  cluster_require
 }
 
 setup() {
-  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-exit.XXXXXX")
-  chmod 0755 "$TEST_DIR"
-  cd "$TEST_DIR" || return 1
-  local name
-  for name in $(compgen -e); do
-    case $name in
-      SLURM_CONF) ;;
-      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
-    esac
-  done
-  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE \
-    PRIMUS_DRY_RUN PRIMUS_HOOKS_DIR
-  export HOME=$TEST_DIR/home PRIMUS_WORKSPACE=$TEST_DIR/workspace
-  mkdir -p "$HOME"
-  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
-  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
-  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
-  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
-  # A port of its own per test: jobs of earlier tests may still be closing.
-  export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))
+  cluster_setup slurm-exit PRIMUS_HOOKS_DIR
+  cluster_cpu_nodes
 }
 
 teardown() {
-  [[ -z $CLUSTER_DIR ]] || rm -f "$CLUSTER_DIR/etc/task_env/node2"
-  scancel --user=root --full 2>/dev/null || true
-  local i
-  for ((i = 0; i < 300; i++)); do
-    [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break
-    sleep 0.1
-  done
-  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+  rm -f "$PRIMUS_SLURM_DIR/etc/task_env/node2"
+  cluster_teardown
 }
 
 # two CODE -- DIRECT_ARGS...: primus-cli slurm srun -N 2 and primus-cli slurm
@@ -100,7 +67,7 @@ three() {
 }
 
 @test "exit 2: refused by the cluster check (node2's NCCL_ALGO differs), nothing started" {
-  echo 'export NCCL_ALGO=Ring' >"$CLUSTER_DIR/etc/task_env/node2"
+  echo 'export NCCL_ALGO=Ring' >"$PRIMUS_SLURM_DIR/etc/task_env/node2"
   three 2 -- --script "$WORKLOADS/exit_with.py" -- 0
   assert_output --partial "cluster check FAILED"
 }
@@ -111,8 +78,7 @@ three() {
   chmod +x hooks/01_fail.sh
   export PRIMUS_HOOKS_DIR=$TEST_DIR/hooks
   # Repeated: which node's hook ends first, and what srun kills, varies.
-  local i
-  for i in 1 2; do
+  for _ in 1 2; do
     three 3 -- --script "$WORKLOADS/exit_with.py" -- 0
   done
   assert_output --partial "hook says no"

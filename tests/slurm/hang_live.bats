@@ -6,46 +6,22 @@
 # where one rank of the second node hangs. The nodes share this machine's
 # filesystem, so node 0's run monitor finds node 1's bundle beside its log.
 
-# REPO_ROOT, PRIMUS_CLI, bats-support/-assert and poll_until.
+# REPO_ROOT, PRIMUS_CLI, bats-support/-assert and poll_until; the cluster_* set-up.
 load ../bats/helpers/launcher
+load helpers/cluster
 
 setup_file() {
-  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
-    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
-    return 1
-  }
+  cluster_require
 }
 
 setup() {
-  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-hang.XXXXXX")
-  chmod 0755 "$TEST_DIR"
-  cd "$TEST_DIR" || return 1
-  local name
-  for name in $(compgen -e); do
-    case $name in
-      SLURM_CONF) ;;
-      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
-    esac
-  done
-  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE PRIMUS_DRY_RUN
-  export HOME=$TEST_DIR/home
-  mkdir -p "$HOME" "$TEST_DIR/out"
-  export PRIMUS_WORKSPACE=$TEST_DIR/workspace
-  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
-  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
-  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
-  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
-  export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))
+  cluster_setup slurm-hang
+  cluster_cpu_nodes
+  mkdir -p "$TEST_DIR/out"
 }
 
 teardown() {
-  scancel --user=root --full 2>/dev/null || true
-  local i
-  for ((i = 0; i < 300; i++)); do
-    [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break
-    sleep 0.1
-  done
-  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
+  cluster_teardown
 }
 
 merged_summary() {

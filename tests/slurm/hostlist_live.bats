@@ -7,15 +7,11 @@
 # scontrol (22.05) refuses as "Invalid hostlist": the generator leaves them out
 # and the last test pins that difference down.
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
+# REPO_ROOT, bats-support/-assert and cluster_require.
+load helpers/cluster
 
 setup_file() {
-  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
-    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
-    return 1
-  }
+  cluster_require
 }
 
 PY=$REPO_ROOT/.venv/bin/python

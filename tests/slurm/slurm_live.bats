@@ -7,76 +7,22 @@
 #
 # On CPU the launcher uses gloo; GPUS_PER_NODE=2 gives 2 processes per node.
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
+# REPO_ROOT, PRIMUS_CLI, ENTRY, bats-support/-assert, the cluster_* set-up,
+# wait_queue_empty, job_id_from_output and job_state.
+load helpers/cluster
 load "$REPO_ROOT/tests/bats/helpers/secrets"
 
-ENTRY=$REPO_ROOT/runner/primus-cli-slurm-entry.sh
-PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
-
 setup_file() {
-  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
-    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
-    return 1
-  }
-  local states
-  states=$(sinfo -h -N -o '%N %t' | sort -u)
-  [[ $states == *"node1 idle"*"node2 idle"*"node3 idle"*"node4 idle"* ]] || {
-    echo "the test cluster is not up with 4 idle nodes: $states" >&3
-    return 1
-  }
+  cluster_require idle
 }
 
 setup() {
-  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-live.XXXXXX")
-  chmod 0755 "$TEST_DIR"
-  cd "$TEST_DIR" || return 1
-  local name
-  for name in $(compgen -e); do
-    case $name in
-      SLURM_CONF) ;;
-      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
-    esac
-  done
-  unset MASTER_ADDR MASTER_PORT NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE \
-    PRIMUS_DRY_RUN
-  export HOME=$TEST_DIR/home
-  mkdir -p "$HOME"
-  export PRIMUS_WORKSPACE=$TEST_DIR/workspace
-  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
-  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
-  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
-  # The workload interpreter: the project's .venv, which has torch.
-  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
-  # A port of its own per test: jobs of earlier tests may still be closing.
-  export MASTER_PORT=$((21000 + (RANDOM % 2000) * 2))
+  cluster_setup slurm-live
+  cluster_cpu_nodes
 }
 
 teardown() {
-  # Leave no job behind for the next test.
-  scancel --user=root --full 2>/dev/null || true
-  wait_queue_empty 30 || true
-  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
-}
-
-wait_queue_empty() {
-  local limit=$1 i
-  for ((i = 0; i < limit * 10; i++)); do
-    [[ -z $(squeue -h -o %i 2>/dev/null) ]] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
-# job_id_from_output: the id in sbatch's "Submitted batch job N".
-job_id_from_output() {
-  sed -n 's/^Submitted batch job \([0-9][0-9]*\).*/\1/p' <<<"$output" | head -n 1
-}
-
-# job_state JOBID
-job_state() {
-  scontrol show job -o "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+  cluster_teardown
 }
 
 # pids_matching TEXT: "pid cmdline" of the processes whose command line

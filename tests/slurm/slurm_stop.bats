@@ -7,61 +7,25 @@
 # signal it receives to out/<SIGNAL>.<RANK>; GPUS_PER_NODE=2, so node1 runs
 # ranks 0-1 and node2 ranks 2-3.
 
-REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-load "$REPO_ROOT/node_modules/bats-support/load"
-load "$REPO_ROOT/node_modules/bats-assert/load"
+# REPO_ROOT, PRIMUS_CLI, bats-support/-assert, the cluster_* set-up,
+# job_id_from_output and job_state.
+load helpers/cluster
 
-PRIMUS_CLI=$REPO_ROOT/runner/primus-cli
-MARKER=$REPO_ROOT/tests/fixtures/workloads/signal_marker.py
+MARKER=$WORKLOADS/signal_marker.py
 
 setup_file() {
-  [[ -n ${SLURM_CONF:-} && -f $SLURM_CONF ]] || {
-    echo "SLURM_CONF is not set to a cluster config: run this suite with tests/slurm/run.sh" >&3
-    return 1
-  }
+  cluster_require
 }
 
 setup() {
-  TEST_DIR=$(mktemp -d "$BATS_TMPDIR/primus-slurm-stop.XXXXXX")
-  chmod 0755 "$TEST_DIR"
-  cd "$TEST_DIR" || return 1
-  local name
-  for name in $(compgen -e); do
-    case $name in
-      SLURM_CONF) ;;
-      SLURM_* | SLURMD_* | PRIMUS_SLURM_* | OMPI_* | PMIX_* | PET_*) unset "$name" ;;
-    esac
-  done
-  unset MASTER_ADDR NNODES NODE_RANK RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE PRIMUS_DRY_RUN \
-    PRIMUS_KILL_GRACE
-  export HOME=$TEST_DIR/home PRIMUS_WORKSPACE=$TEST_DIR/workspace
-  mkdir -p "$HOME"
-  export PRIMUS_LOG_COLOR=0 PRIMUS_LOG_TIMESTAMP=0 GPUS_PER_NODE=2 PRIMUS_ACCELERATOR=cpu
-  export PRIMUS_SYSFS_ROOT=$TEST_DIR/sysfs PRIMUS_DEV_ROOT=$TEST_DIR/dev
-  # The workload interpreter: the project's .venv, which has torch.
-  export PRIMUS_WORKLOAD_PYTHON=$REPO_ROOT/.venv/bin/python
-  mkdir -p "$PRIMUS_SYSFS_ROOT" "$PRIMUS_DEV_ROOT"
-  export MASTER_PORT=$((23000 + (RANDOM % 2000) * 2))
+  cluster_setup slurm-stop PRIMUS_KILL_GRACE
+  cluster_cpu_nodes
   OUT=$TEST_DIR/out
   mkdir -p "$OUT"
 }
 
 teardown() {
-  scancel --user=root --full 2>/dev/null || true
-  local i
-  for ((i = 0; i < 300; i++)); do
-    [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break
-    sleep 0.1
-  done
-  [[ -z ${TEST_DIR:-} ]] || rm -rf "$TEST_DIR"
-}
-
-job_id_from_output() {
-  sed -n 's/^Submitted batch job \([0-9][0-9]*\).*/\1/p' <<<"$output" | head -n 1
-}
-
-job_state() {
-  scontrol show job -o "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+  cluster_teardown
 }
 
 # wait_state JOB STATE SECONDS
@@ -96,6 +60,19 @@ count() {
   wc -l <"$OUT/$1.$2" | tr -d ' '
 }
 
+# usr1_once_each WHAT JOB: once JOB's 4 ranks run, scancel --signal=USR1 JOB;
+# each of them (WHAT: rank or worker, for the message) got it exactly once.
+usr1_once_each() {
+  local r
+  wait_ranks 120 0 1 2 3
+  sleep 1
+  scancel --signal=USR1 "$2"
+  sleep 3
+  for r in 0 1 2 3; do
+    [[ $(count SIGUSR1 "$r") == 1 ]] || { echo "$1 $r got SIGUSR1 $(count SIGUSR1 "$r") times" >&2; return 1; }
+  done
+}
+
 # ancestor PID TEXT: the nearest ancestor of PID whose command line has TEXT.
 ancestor() {
   local pid=$1 stat cmd
@@ -114,14 +91,7 @@ ancestor() {
     --script "$MARKER" -- "$OUT" --duration 40
   assert_success
   job=$(job_id_from_output)
-  wait_ranks 120 0 1 2 3
-  sleep 1
-  scancel --signal=USR1 "$job"
-  sleep 3
-  local r
-  for r in 0 1 2 3; do
-    [[ $(count SIGUSR1 "$r") == 1 ]] || { echo "rank $r got SIGUSR1 $(count SIGUSR1 "$r") times" >&2; false; }
-  done
+  usr1_once_each rank "$job"
   [[ $(job_state "$job") == RUNNING ]]
   # Only node1's entry: its ranks 0 and 1 get it once, node2's none.
   entry=$(ancestor "$(<"$OUT/pid.0")" primus-cli-slurm-entry.sh)
@@ -133,6 +103,7 @@ ancestor() {
   launcher=$(ancestor "$(<"$OUT/pid.2")" primus-cli-direct.sh)
   kill -USR2 "$launcher"
   sleep 2
+  local r
   for r in 0 1 2 3; do
     [[ $(count SIGUSR2 "$r") == 1 ]] || { echo "rank $r got SIGUSR2 $(count SIGUSR2 "$r") times" >&2; false; }
   done
@@ -193,14 +164,7 @@ wait_count() {
     -- direct --script "$MARKER" -- "$OUT" --duration 25
   assert_success
   job=$(job_id_from_output)
-  wait_ranks 120 0 1 2 3
-  sleep 1
-  scancel --signal=USR1 "$job"
-  sleep 3
-  local r
-  for r in 0 1 2 3; do
-    [[ $(count SIGUSR1 "$r") == 1 ]] || { echo "worker $r got SIGUSR1 $(count SIGUSR1 "$r") times" >&2; false; }
-  done
+  usr1_once_each worker "$job"
   entry=$(ancestor "$(<"$OUT/pid.3")" primus-cli-slurm-entry.sh)
   kill -USR2 "$entry"
   sleep 3
