@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +189,29 @@ def test_writer_records_parse() -> None:
     assert writers.parse("3", "101 100 /w/file\n") is None
     assert writers.parse("x", "101 100 12 /w/file\n") is None
     assert writers.parse("3", "101 100 12 /w/a file with spaces.log").path == "/w/a file with spaces.log"  # type: ignore[union-attr]
+
+
+def test_single_mode_log_lag_of_our_own_lines_is_not_rank_output(tmp_path: Path) -> None:
+    """Run mode single: the rank's output is the launcher's log, where the monitor's
+    own lines land too, late (through the launcher's log writer). The log's size less
+    our bytes dips while they are in flight and comes back: no change of mark. Only
+    growth past that is the rank's output."""
+    from primus_runner.monitor import watch
+
+    log = tmp_path / "launch.log"
+    log.write_bytes(b"x" * 100)
+    m = watch.Monitor(watch.Settings(log_file=str(log), run_id="r", timeout=0, action="report",
+                                     launcher=1, mode="single", ranks_dir=str(tmp_path)))
+    before = watch.OWN.written
+    try:
+        first = m._output_mark(0)
+        watch.OWN.written += 40            # our 40 bytes are in the writer's pipe, not yet in the log
+        assert m._output_mark(0) == first
+        with log.open("ab") as handle:     # the writer gets to them
+            handle.write(b"y" * 40)
+        assert m._output_mark(0) == first
+        with log.open("ab") as handle:     # the rank prints
+            handle.write(b"z" * 5)
+        assert m._output_mark(0) != first
+    finally:
+        watch.OWN.written = before

@@ -122,6 +122,7 @@ class Monitor:
         self.hung = False
         self.restarted: list[subprocess.Popen[bytes]] = []   # ranks' log writers started again (act.py)
         self.current = ""   # the verdict line of now (act.py writes it for primus-cli stacks)
+        self.shared_high = -1.0   # run mode single: the log's largest size less OWN seen
 
     # ----- finding and looking -------------------------------------------------
     def _outputs(self, rank: int) -> list[str]:
@@ -140,8 +141,16 @@ class Monitor:
             return 0
 
     def _output_mark(self, rank: int) -> tuple[float, ...]:
-        shared = self.s.log_file if self.s.mode == "single" else ""
-        return _mark(self._outputs(rank), shared, OWN.written)
+        if self.s.mode != "single":
+            return _mark(self._outputs(rank))
+        mark = list(_mark(self._outputs(rank), self.s.log_file, OWN.written))
+        # OWN counts our bytes when we write them to the launcher's log writer; the
+        # log grows when that writer gets to them. Until then the log's size less
+        # OWN dips (on a loaded machine, for seconds) and comes back: only growth
+        # past the largest value seen is the rank's output, not that round trip.
+        self.shared_high = max(self.shared_high, mark[2])
+        mark[2] = self.shared_high
+        return tuple(mark)
 
     def discover(self, now: float) -> None:
         if now < self.next_scan and (self.s.mode == "single" or self._workers() == len(self.ranks) + len(self.ended)):
