@@ -150,8 +150,7 @@ setting() {
 
 resolve_settings() {
   local all
-  [[ $PRIMUS_OPT_DEBUG != 1 ]] || export PRIMUS_LOG_LEVEL=DEBUG
-  # PRIMUS_NUMA_BIND came from the helper (python/primus_runner/launch/numa.py).
+  [[ $PRIMUS_OPT_DEBUG != 1 ]] || export PRIMUS_LOG_LEVEL=DEBUG  # PRIMUS_NUMA_BIND: the helper's (launch/numa.py)
   setting all "$PRIMUS_OPT_ALL_RANKS" direct.log_all_ranks 0
   PRIMUS_LAUNCH_ALL_RANKS=$all
   setting PRIMUS_LAUNCH_LOG "$PRIMUS_OPT_LOG_FILE" direct.log_file ""
@@ -330,6 +329,9 @@ launch() {
   primus_helper_prepared
   primus_mode_config_flags direct PRIMUS_OPT_DRY_RUN PRIMUS_OPT_DEBUG  # main./direct.dry_run, debug
   ((PRIMUS_OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1  # before the workload checks: notes then
+  # Under the Slurm entry: the stop grace and why (python/primus_runner/scheduler/stop_grace.py).
+  [[ $PRIMUS_OPT_DRY_RUN == 1 || -z ${PRIMUS_PREPARE_NOTE[PRIMUS_KILL_GRACE]-} ]] ||
+    LOG_INFO "${PRIMUS_PREPARE_NOTE[PRIMUS_KILL_GRACE]}"
   primus_venv_activate
   # Later values from user input come as records that note their names: the
   # secret names are the helper's list of the inherited ones and the noted

@@ -49,7 +49,8 @@
 #   sent to this entry alone are passed on to the launcher; one that Slurm sent
 #   to every process of the step (scancel --signal, --signal=SIG@T, a cancel)
 #   already reached the ranks and is not sent again. PRIMUS_KILL_GRACE defaults
-#   to a few seconds less than the cluster's KillWait. After a stop signal sent
+#   to a few seconds less than the cluster's KillWait (read here, decided and
+#   said by the launcher: python/primus_runner/scheduler/stop_grace.py). After a stop signal sent
 #   to the step alone (the job still RUNNING), a task of a multi-task step exits
 #   only once the grace has passed since the signal (srun --kill-on-bad-exit
 #   would otherwise kill the nodes still stopping);
@@ -267,8 +268,9 @@ signal_number() {
 
 # run_launcher: run PRIMUS_LAUNCH_CMD (runner/lib/slurm_stop.sh), report how it ended.
 run_launcher() {
-  primus_slurm_default_grace
-  entry_log INFO "$PRIMUS_GRACE_TEXT"
+  # The launcher decides the stop grace from the cluster's KillWait and says it
+  # (python/primus_runner/scheduler/stop_grace.py).
+  primus_slurm_read_killwait
   local __primus_rc=0
   # The entry's lines so far become the first lines of the launcher's log.
   primus_log_spool_hand_over
@@ -321,11 +323,11 @@ report_exit() {
 # a node still stopping (runner/lib/slurm_stop.sh primus_entry_hold_left).
 hold_exit() {
   ((PRIMUS_ENTRY_STEP_SIGNAL && 10#$PRIMUS_STEP_TASKS > 1)) || return 0
-  local left
-  primus_entry_hold_left left
+  local grace left
+  primus_entry_hold_left grace left
   [[ -n $left ]] || return 0
   entry_log INFO "the job goes on (only its step was signalled): this task exits when the" \
-    "${PRIMUS_KILL_GRACE} s stop grace has passed on every node, in $left s (srun" \
+    "$grace s stop grace has passed on every node, in $left s (srun" \
     "--kill-on-bad-exit would kill the nodes still stopping)."
   sleep "$left"
 }

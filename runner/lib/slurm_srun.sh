@@ -96,9 +96,8 @@ primus_srun_on_stop() {
     return 0
   fi
   local grace text
-  primus_slurm_grace_of grace text
-  # A grace that is not whole seconds is refused by the launchers (their check).
-  [[ $grace =~ ^[0-9]{1,5}$ ]] || grace=27
+  primus_slurm_grace grace text
+  [[ -n $grace ]] || grace=27 text="stop grace 27 s (the grace could not be decided)"
   local wait=$((10#$grace + PRIMUS_SRUN_STOP_MARGIN))
   PRIMUS_SRUN_DEADLINE=$((SECONDS + wait))
   PRIMUS_SRUN_STEPS=${steps[*]}

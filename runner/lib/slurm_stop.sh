@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # runner/lib/slurm_stop.sh: the Slurm side of stopping, for slurm-entry: the
-# stop grace from the cluster's KillWait, the signals the entry receives, and
-# requeue (also the grace and the bounded Slurm client calls of
-# runner/lib/slurm_srun.sh). Sourced after common.sh (and supervise.sh in the
+# cluster's KillWait read for the stop grace (Python decides the grace), the
+# signals the entry receives, and requeue (also the grace and the bounded Slurm
+# client calls of runner/lib/slurm_srun.sh). Sourced after common.sh (and supervise.sh in the
 # entry); defines only primus_* names, never changes shell options. README
 # "Stopping, preemption and requeue".
 #
@@ -24,8 +24,6 @@ PRIMUS_ENTRY_SIGNAL=""   # TERM/INT/HUP seen by the entry
 PRIMUS_ENTRY_SIGNAL_AT="" # when the first of them came (microseconds)
 PRIMUS_ENTRY_CHILD=""    # the launcher's pid
 PRIMUS_ENTRY_PENDING=()  # "SIG TIME_US" trapped before that pid was known
-# shellcheck disable=SC2034 # read by runner/primus-cli-slurm-entry.sh
-PRIMUS_GRACE_TEXT=""     # how the stop grace was chosen
 
 # primus_slurm_client_cmd VAR WORDS...: VAR = the Slurm client call WORDS,
 # bounded by PRIMUS_SLURM_SCONTROL_TIMEOUT seconds (default 3) when timeout(1)
@@ -43,51 +41,34 @@ primus_slurm_client_cmd() {
   return 0
 }
 
-# primus_slurm_killwait VAR: KillWait in seconds from `scontrol show config`;
-# false when it does not answer.
-primus_slurm_killwait() {
+# primus_slurm_read_killwait: export PRIMUS_SLURM_KILLWAIT, the text after
+# `KillWait =` in `scontrol show config` ('' when it does not answer), unless
+# PRIMUS_KILL_GRACE is set. The stop grace it gives is decided in Python
+# (python/primus_runner/scheduler/stop_grace.py): by the launch helper and the
+# container plan for a launch, by `slurm-grace` for the stop paths below.
+primus_slurm_read_killwait() {
+  [[ -z ${PRIMUS_KILL_GRACE:-} ]] || return 0
   local -a cmd
-  primus_slurm_client_cmd cmd scontrol show config || return 1
-  local line
-  while primus_read line; do
-    if [[ $line =~ ^KillWait[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
-      printf -v "$1" '%s' "$((10#${BASH_REMATCH[1]}))"
-      return 0
-    fi
-  done < <("${cmd[@]}" 2>/dev/null)
-  return 1
-}
-
-# primus_slurm_grace_of VAR TEXT_VAR: the stop grace in seconds when
-# PRIMUS_KILL_GRACE is unset, a few seconds less than KillWait, so the
-# launcher's SIGKILL never comes before the checkpoint could finish and Slurm's
-# never comes before the launcher's: KillWait - 3 (KillWait - 1 when KillWait
-# <= 6), at least 1 s; 27 s (Slurm's default KillWait 30 - 3) when scontrol
-# does not answer. TEXT_VAR says why. The one owner of this rule (the entry,
-# and `primus-cli slurm srun` for how long it lets a stop take).
-primus_slurm_grace_of() {
-  local -n __primus_grace=$1 __primus_grace_text=$2
-  local __primus_wait
-  if [[ -n ${PRIMUS_KILL_GRACE:-} ]]; then
-    __primus_grace=$PRIMUS_KILL_GRACE
-    __primus_grace_text="stop grace ${PRIMUS_KILL_GRACE} s (PRIMUS_KILL_GRACE)"
-  elif primus_slurm_killwait __primus_wait; then
-    if ((__primus_wait > 6)); then __primus_grace=$((__primus_wait - 3)); else __primus_grace=$((__primus_wait - 1)); fi
-    ((__primus_grace >= 1)) || __primus_grace=1
-    __primus_grace_text="stop grace $__primus_grace s (KillWait $__primus_wait s from scontrol show config, minus $((__primus_wait - __primus_grace)) s)"
-  else
-    __primus_grace=27
-    __primus_grace_text="stop grace 27 s (scontrol show config did not answer: Slurm's default KillWait 30 s, minus 3 s)"
+  local line value=""
+  if primus_slurm_client_cmd cmd scontrol show config; then
+    while primus_read line; do
+      if [[ $line == KillWait[[:space:]=]* ]]; then
+        value=${line#*=}
+        break
+      fi
+    done < <("${cmd[@]}" 2>/dev/null)
   fi
+  export PRIMUS_SLURM_KILLWAIT=$value
 }
 
-# primus_slurm_default_grace: export PRIMUS_KILL_GRACE as primus_slurm_grace_of
-# says; PRIMUS_GRACE_TEXT says why (not run in a subshell: the export must stay
-# in this shell).
-primus_slurm_default_grace() {
-  local grace
-  primus_slurm_grace_of grace PRIMUS_GRACE_TEXT
-  export PRIMUS_KILL_GRACE=$grace
+# primus_slurm_grace GRACE_VAR WHY_VAR: the stop grace in whole seconds and
+# why, for a stop path that runs no launcher (srun's parent); one Python start.
+primus_slurm_grace() {
+  local -n __primus_grace=$1 __primus_grace_why=$2
+  local __primus_line
+  primus_slurm_read_killwait
+  __primus_line=$(primus_python slurm-grace) || __primus_line=""
+  __primus_grace=${__primus_line%%$'\t'*} __primus_grace_why=${__primus_line#*$'\t'}
 }
 
 # primus_entry_signal SIG: the entry's trap. A signal the launcher received
@@ -250,23 +231,24 @@ primus_slurm_job_now() {
   return 0
 }
 
-# primus_entry_hold_left VAR: after a stop by a signal to the step alone (the
-# job goes on: scancel --signal, `primus-cli slurm srun` on SIGTERM), VAR = the
-# seconds (decimal) until PRIMUS_KILL_GRACE has passed since the signal; empty
-# when it has. A task of a multi-task step waits that long before it exits:
-# srun --kill-on-bad-exit ends the step at the first task that exits non-zero,
-# and that ending kills the tasks still stopping about a second later (seen on
-# the test cluster: rank 0's 3 s checkpoint on node1 was killed once node2 was
-# done). When the job itself ends (scancel, time limit, requeue) Slurm's own
-# KillWait sequence governs and a slower node finishes (seen too): no wait.
+# primus_entry_hold_left GRACE_VAR LEFT_VAR: after a stop by a signal to the
+# step alone (the job goes on: scancel --signal, `primus-cli slurm srun` on
+# SIGTERM), LEFT_VAR = the seconds (decimal) until the stop grace (GRACE_VAR) has
+# passed since the signal; empty when it has (python/primus_runner/scheduler/
+# stop_grace.py, one Python start on this stop path). A task of a multi-task
+# step waits that long before it exits: srun --kill-on-bad-exit ends the step at
+# the first task that exits non-zero, and that ending kills the tasks still
+# stopping about a second later (seen on the test cluster: rank 0's 3 s
+# checkpoint on node1 was killed once node2 was done). When the job itself ends
+# (scancel, time limit, requeue) Slurm's own KillWait sequence governs and a
+# slower node finishes (seen too): no wait.
 primus_entry_hold_left() {
-  local -n __primus_left=$1
-  __primus_left=""
-  local __primus_grace=${PRIMUS_KILL_GRACE:-} __primus_us
-  [[ $__primus_grace =~ ^[0-9]{1,5}$ && $PRIMUS_ENTRY_SIGNAL_AT =~ ^[0-9]+$ ]] || return 0
-  __primus_us=$((PRIMUS_ENTRY_SIGNAL_AT + 10#$__primus_grace * 1000000 - $(primus_now_us)))
-  ((__primus_us > 0)) || return 0
-  printf -v __primus_left '%d.%06d' $((__primus_us / 1000000)) $((__primus_us % 1000000))
+  local -n __primus_hold_grace=$1 __primus_left=$2
+  local __primus_line
+  __primus_hold_grace="" __primus_left=""
+  [[ -n $PRIMUS_ENTRY_SIGNAL_AT && $PRIMUS_ENTRY_SIGNAL_AT != *[!0-9]* ]] || return 0
+  __primus_line=$(primus_python slurm-grace --hold "$PRIMUS_ENTRY_SIGNAL_AT") || return 0
+  __primus_hold_grace=${__primus_line%%$'\t'*} __primus_left=${__primus_line#*$'\t'}
 }
 
 # primus_requeue_announcement REASON: the line said before the requeue. It

@@ -58,7 +58,7 @@ teardown() {
   log=$(ls "$PRIMUS_WORKSPACE"/logs/*.log)
   run head -n 1 "$log"
   assert_output --regexp "slurm-entry: job 7 step 0: 1 node\(s\) localhost, this is node 0"
-  grep -q "slurm-entry: stop grace" "$log"
+  grep -q "\] stop grace [0-9]* s (" "$log"  # the launcher says the grace it decided from KillWait
   run ls -A "$TMPDIR"
   assert_output ""
 }

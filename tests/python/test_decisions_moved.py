@@ -1,7 +1,8 @@
 """Decisions that moved from bash to Python stay there: the NUMA binding
 (launch/numa.py), the hipBLASLt tuning flow (launch/hipblaslt.py), the flags
-`primus-cli slurm` adds and its dry-run step (launch/slurm_submit.py) and the AI
-NIC traffic classes (network/qos.py). Each scan reads the code lines (comments
+`primus-cli slurm` adds and its dry-run step (launch/slurm_submit.py), the AI
+NIC traffic classes (network/qos.py) and the stop grace under Slurm
+(scheduler/stop_grace.py). Each scan reads the code lines (comments
 dropped) of every shell file under runner/; a planted copy of the old bash shows
 that it finds what it looks for."""
 from __future__ import annotations
@@ -20,6 +21,7 @@ SCANS = {
                                                         r"primus_config_get_into \w+ slurm\.(nodes|time|partition|"
                                                         r"gpus_per_node|signal|requeue)\b|PRIMUS_(HAS|GIVEN)_"),
     "the AI NIC traffic classes": re.compile(r"no-drop priorit|\*\s*4\s*\)\)|==\\?>.*priority"),
+    "the Slurm stop grace": re.compile(r"wait\s*-\s*[13]\)\)|wait\s*>\s*6\)\)|\^KillWait.*=~|=~\s*\^KillWait"),
 }
 
 
@@ -48,6 +50,10 @@ OLD = {
   primus_config_get_into value slurm.partition ""
   ((PRIMUS_HAS_KILL)) || inner+=(--kill-on-bad-exit=1)
 ''',
+    "slurm_stop.sh": '''
+    if [[ $line =~ ^KillWait[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
+    if ((__primus_wait > 6)); then __primus_grace=$((__primus_wait - 3)); else __primus_grace=$((__primus_wait - 1)); fi
+''',
     "03_detect_nccl_ib_tc.sh": '''
     if [[ -z $priority && $line == *"PFC no-drop priorities"* ]]; then
   if [[ -z ${NCCL_IB_TC:-} ]]; then hook_emit_env NCCL_IB_TC $((data * 4)); fi
@@ -65,3 +71,4 @@ def test_the_scans_find_the_old_bash(tmp_path: Path) -> None:
     assert found.count("the hipBLASLt tuning flow") == 3
     assert found.count("the Slurm flags primus-cli slurm adds") == 3
     assert found.count("the AI NIC traffic classes") == 2
+    assert found.count("the Slurm stop grace") == 2

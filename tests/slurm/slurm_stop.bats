@@ -228,7 +228,7 @@ wait_count() {
   wait_state "$job" CANCELLED 30
   sleep 1
   run cat "$TEST_DIR/job.out"
-  assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] slurm-entry: stop grace 1 s \(KillWait 2 s from scontrol show config, minus 1 s\)"
+  assert_output --regexp "\[NODE-0\(node1\)\] \[INFO\] stop grace 1 s \(KillWait 2 s from scontrol show config, minus 1 s\)"
   assert_output --regexp "\[NODE-1\(node2\)\] \[WARN\] stop: SIGTERM, sender: Slurm \(delivered to every process of the step\); (ranks? [0-9, ]+ still running at the stop; )?[0-9]+ process\(es\) stopped( within the|, killed after the) 1 s grace"
   local r
   for r in 0 1 2 3; do

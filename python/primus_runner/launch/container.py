@@ -166,7 +166,12 @@ def build(argv: list[str], env: Mapping[str, str], cwd: str,
     sysfs_root = env.get("PRIMUS_SYSFS_ROOT") or "/"
 
     raise_early_value_problem(env)
-    grace = env.get("PRIMUS_KILL_GRACE") or CHECKED_BEFORE_VERDICT["PRIMUS_KILL_GRACE"][0] or ""
+    # Under the Slurm entry the cluster's KillWait decides (scheduler/stop_grace.py).
+    from primus_runner.scheduler.stop_grace import launch_grace
+
+    slurm_grace = launch_grace(env)
+    grace = (env.get("PRIMUS_KILL_GRACE") or (slurm_grace[0] if slurm_grace else "")
+             or CHECKED_BEFORE_VERDICT["PRIMUS_KILL_GRACE"][0] or "")
 
     def conf(key: str) -> str:
         return cfgmod.scalar_text(cfg.get(key))

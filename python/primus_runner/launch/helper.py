@@ -89,6 +89,14 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     bind, why = numa.decide(numa_flag, cfgmod.scalar_text(cfg.get("direct.numa")), env)
     yield "env", "PRIMUS_NUMA_BIND", bind
     yield "note", "PRIMUS_NUMA_BIND", why
+    # Under the Slurm entry: the stop grace from the cluster's KillWait (scheduler/stop_grace.py).
+    from primus_runner.scheduler import stop_grace
+
+    grace = stop_grace.launch_grace(env)
+    if grace is not None:
+        if not env.get("PRIMUS_KILL_GRACE"):
+            yield "env", "PRIMUS_KILL_GRACE", grace[0]
+        yield "note", "PRIMUS_KILL_GRACE", grace[1]
     # MASTER_PORT=auto: a free port, on a single node only (rendezvous.py).
     # No MASTER_PORT on a single node: a free port too (rendezvous.wants_free_port).
     picked = rendezvous.auto_port(env, sysfs_root)
