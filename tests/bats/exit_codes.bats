@@ -9,24 +9,15 @@
 bats_require_minimum_version 1.5.0
 
 setup_file() {
-  REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-  # shellcheck source=tests/container/podman_env.bash
-  source "$REPO_ROOT/tests/container/podman_env.bash"
-  podman_test_env "$REPO_ROOT"
-  podman_test_image "$REPO_ROOT"
-  podman_test_check
+  load helpers/podman
+  podman_suite_setup_file
 }
 
 setup() {
   load helpers/launcher
-  launcher_setup
-  # shellcheck source=tests/container/podman_env.bash
-  source "$REPO_ROOT/tests/container/podman_env.bash"
-  podman_test_env "$REPO_ROOT"
-  podman_test_image "$REPO_ROOT"
-  cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
-  unset DOCKER_IMAGE PRIMUS_HOOKS_DIR
-  export PRIMUS_ACCELERATOR=cpu GPUS_PER_NODE=2
+  load helpers/podman
+  podman_suite_setup
+  export GPUS_PER_NODE=2
   mkdir out
 }
 

@@ -5,24 +5,14 @@
 # the PRIMUS_ prefix the container launcher forwards.
 
 setup_file() {
-  REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-  # shellcheck source=tests/container/podman_env.bash
-  source "$REPO_ROOT/tests/container/podman_env.bash"
-  podman_test_env "$REPO_ROOT"
-  podman_test_image "$REPO_ROOT"
-  podman_test_check
+  load helpers/podman
+  podman_suite_setup_file
 }
 
 setup() {
   load helpers/launcher
-  launcher_setup
-  # shellcheck source=tests/container/podman_env.bash
-  source "$REPO_ROOT/tests/container/podman_env.bash"
-  podman_test_env "$REPO_ROOT"
-  podman_test_image "$REPO_ROOT"
-  cp "$PODMAN_TEST_CONFIG" "$HOME/.primus.yaml"
-  unset DOCKER_IMAGE NCCL_DEBUG PRIMUS_KILL_GRACE
-  export PRIMUS_ACCELERATOR=cpu
+  load helpers/podman
+  podman_suite_setup
   NAME=phang$$x$RANDOM
 }
 
