@@ -75,16 +75,14 @@ source "$PRIMUS_CLI_DIR/lib/common.sh"
 primus_abs_path PRIMUS_CLI_DIR "$PRIMUS_CLI_DIR"
 # shellcheck source=runner/lib/supervise.sh
 source "$PRIMUS_CLI_DIR/lib/supervise.sh"
+# shellcheck source=runner/lib/container_watch.sh
+source "$PRIMUS_CLI_DIR/lib/container_watch.sh"
 # Started with SIGINT ignored (`cmd &` in a script): again, with it at its default.
 primus_default_sigint "${BASH_SOURCE[0]}" "$@"
 
 PRIMUS_CT_RUN_CMD=() PRIMUS_CT_FORWARDED=() PRIMUS_CT_ENV_NAMES=()
 declare -A PRIMUS_CT_PLAN=()
-PRIMUS_CT_CHILD="" PRIMUS_CT_WATCH_FD="" PRIMUS_CT_VERDICT=()
-# The watcher's pid, its restarts, 1 once we exit; the `<runtime> wait` that
-# replaced a dead client and its output file.
-PRIMUS_CT_WATCH_PID="" PRIMUS_CT_RESTARTS=0 PRIMUS_CT_ENDING=0
-PRIMUS_CT_WAITER="" PRIMUS_CT_EXIT_FILE="" PRIMUS_CT_ERR_FD=""
+PRIMUS_CT_VERDICT=()
 
 usage() {
   primus_usage "${BASH_SOURCE[0]}"
@@ -180,36 +178,13 @@ hide_secret_args() {
   fi
 }
 
-# remove_container GRACE: stop our container (SIGKILL after GRACE s), end the
-# client, wait until the container is gone (a removal in progress still lists it).
-remove_container() {
-  local name=${PRIMUS_CT_PLAN[name]} tries
-  if ! "${PRIMUS_CT_PLAN[runtime_path]}" stop -t "$1" "$name" >/dev/null 2>&1; then
-    # Not created yet (or already gone): stop the client itself.
-    kill -TERM "$PRIMUS_CT_CHILD" 2>/dev/null || true
-  fi
-  # The client ends with its container; one that does not (a log follower of
-  # a container whose conmon died) is ended after 5 s.
-  for ((tries = 0; tries < 50; tries++)); do
-    primus_any_alive "$PRIMUS_CT_CHILD" || break
-    sleep 0.1
-  done
-  kill -TERM "$PRIMUS_CT_CHILD" 2>/dev/null || true
-  wait "$PRIMUS_CT_CHILD" 2>/dev/null || true
-  for ((tries = 0; tries < 100; tries++)); do
-    "${PRIMUS_CT_PLAN[runtime_path]}" rm -f "$name" >/dev/null 2>&1 || true
-    "${PRIMUS_CT_PLAN[runtime_path]}" container inspect "$name" >/dev/null 2>&1 || break
-    sleep 0.2
-  done
-}
-
 # stop_container SIGNAL NUMBER: stop and remove our container, exit 128+NUMBER.
 # shellcheck disable=SC2329  # called by the signal traps
 stop_container() {
   trap '' TERM INT HUP
   local grace=${PRIMUS_CT_PLAN[grace]}
   LOG_WARN "received SIG$1: stopping container ${PRIMUS_CT_PLAN[name]} (up to ${grace}s before it is killed)"
-  remove_container "$grace"
+  primus_ct_remove "$grace"
   exit $((128 + $2))
 }
 
@@ -232,160 +207,6 @@ notify_container() {
     LOG_INFO "SIG$sig ($(primus_sender_text "$origin")): sent once to container ${PRIMUS_CT_PLAN[name]}; the launcher keeps waiting."
   else
     LOG_WARN "SIG$sig: container ${PRIMUS_CT_PLAN[name]} is not running (not created yet, or ending): nothing sent."
-  fi
-}
-
-# start_watcher: runner/helpers/watch_container.sh reads a pipe only this
-# shell writes to; its end without "done" (written on every exit of ours)
-# means the launcher was killed: the watcher stops and removes the container.
-# The watcher is our child: its death reaches watcher_check at once (SIGCHLD).
-start_watcher() {
-  exec {PRIMUS_CT_WATCH_FD}> >(exec setsid "$PRIMUS_CLI_DIR/helpers/watch_container.sh" \
-    "${PRIMUS_CT_PLAN[runtime_path]}" "${PRIMUS_CT_PLAN[name]}" "$$" "${PRIMUS_CT_PLAN[grace]}")
-  PRIMUS_CT_WATCH_PID=$!
-  trap watcher_done EXIT
-  # The trap may run inside `wait ... 2>/dev/null` (primus_wait_pid): its
-  # words, and a restarted watcher's, go to the launcher's own stderr.
-  [[ -n $PRIMUS_CT_ERR_FD ]] || exec {PRIMUS_CT_ERR_FD}>&2
-  trap 'watcher_check 2>&"$PRIMUS_CT_ERR_FD"' CHLD
-}
-
-# tell_watcher LINE: one line to the watcher; a watcher that just died costs
-# no SIGPIPE (it would end this launcher with 141).
-tell_watcher() {
-  trap '' PIPE
-  { printf '%s\n' "$1" >&"$PRIMUS_CT_WATCH_FD"; } 2>/dev/null || true
-  trap - PIPE
-}
-
-# watcher_done: the EXIT trap; "done" tells the watcher this exit is on purpose.
-# shellcheck disable=SC2329  # the EXIT trap
-watcher_done() {
-  PRIMUS_CT_ENDING=1
-  trap - CHLD
-  tell_watcher 'done'
-}
-
-# watcher_check: the SIGCHLD trap (any child of ours ended). A container
-# watcher that died is named and restarted: without one, a kill -9 of this
-# launcher would leave the container running.
-# shellcheck disable=SC2329  # the CHLD trap
-watcher_check() {
-  local old=$PRIMUS_CT_WATCH_PID rc=0 how name=${PRIMUS_CT_PLAN[name]}
-  [[ $PRIMUS_CT_ENDING == 0 && -n $old ]] || return 0
-  ! kill -0 "$old" 2>/dev/null || return 0
-  wait "$old" 2>/dev/null || rc=$?
-  if ((rc > 128)); then
-    how="killed by SIG$(primus_signal_name $((rc - 128))): kill -9 or the OOM killer; sender unknown"
-  else
-    how="ended with status $rc"
-  fi
-  exec {PRIMUS_CT_WATCH_FD}>&-
-  PRIMUS_CT_WATCH_PID=""
-  if ((PRIMUS_CT_RESTARTS >= 3)); then
-    LOG_WARN "the container watcher (runner/helpers/watch_container.sh, pid $old) died ($how), the" \
-      "$((PRIMUS_CT_RESTARTS + 1))th time: not restarted again; if this launcher is killed now, container" \
-      "$name keeps running (stop it: ${PRIMUS_CT_PLAN[runtime]} stop $name)."
-    return 0
-  fi
-  PRIMUS_CT_RESTARTS=$((PRIMUS_CT_RESTARTS + 1))
-  start_watcher
-  [[ -z $PRIMUS_CT_CHILD ]] || tell_watcher "client $PRIMUS_CT_CHILD"
-  LOG_WARN "the container watcher (runner/helpers/watch_container.sh, pid $old) died ($how):" \
-    "while it was gone, a kill -9 of this launcher would have left container $name running;" \
-    "restarted it (pid $PRIMUS_CT_WATCH_PID). The run goes on."
-}
-
-# client_lost RC AT: the runtime client ended with RC (at EPOCHREALTIME AT)
-# while its container still runs: it was killed, not the container. The
-# run goes on through `<runtime> logs --follow` and `<runtime> wait`; a
-# podman container whose conmon died too is stopped and removed instead.
-client_lost() {
-  local rc=$1 at=$2 rt=${PRIMUS_CT_PLAN[runtime_path]} name=${PRIMUS_CT_PLAN[name]}
-  local state="" conmon="" old=$PRIMUS_CT_CHILD since how
-  [[ -z $PRIMUS_CT_WAITER ]] || return 1
-  state=$("$rt" container inspect --format '{{.State.Running}}' "$name" 2>/dev/null) || return 1
-  [[ $state == true ]] || return 1
-  if ((rc > 128)); then
-    how="killed by SIG$(primus_signal_name $((rc - 128))): kill -9 or the OOM killer; sender unknown"
-  else
-    how="status $rc"
-  fi
-  if [[ ${PRIMUS_CT_PLAN[runtime]} == podman ]]; then
-    conmon=$("$rt" container inspect --format '{{.State.ConmonPid}}' "$name" 2>/dev/null) || conmon=""
-    # (A client outlives its conmon by podman's own timeout, seconds.)
-    [[ $conmon =~ ^[0-9]+$ ]] || conmon=""
-    if [[ -n $conmon ]] && ! primus_any_alive "$conmon"; then
-      LOG_ERROR "the runtime client (podman run, pid $old) ended ($how) because the container's monitor" \
-        "(conmon, pid $conmon) died: podman can deliver neither the container's output nor its exit" \
-        "code any more; stopping container $name (SIGTERM, SIGKILL after ${PRIMUS_CT_PLAN[grace]} s) and" \
-        "removing it. The inner launcher's log (log_file= above) holds the output up to here."
-      remove_container "${PRIMUS_CT_PLAN[grace]}"
-      PRIMUS_RUN_RC=$rc
-      return 1
-    fi
-  fi
-  # From a second before: a line the dead client had not written yet is
-  # shown (once more, maybe), not lost.
-  since=$(date -d "@$((${at%[.,]*} - 1)).${at#*[.,]}" +%Y-%m-%dT%H:%M:%S.%N%:z)
-  PRIMUS_CT_EXIT_FILE=$(mktemp "${TMPDIR:-/tmp}/primus-ct-exit.XXXXXX")
-  "$rt" wait "$name" >"$PRIMUS_CT_EXIT_FILE" 2>/dev/null {PRIMUS_CT_WATCH_FD}>&- &
-  PRIMUS_CT_WAITER=$!
-  local file="" how_follow
-  [[ ${PRIMUS_CT_PLAN[runtime]} != podman ]] ||
-    file=$("$rt" container inspect --format '{{.HostConfig.LogConfig.Path}}' "$name" 2>/dev/null) || file=""
-  if [[ -n $file && -r $file ]]; then
-    # podman's k8s-file log, read to its end once `podman wait` answered
-    # (`podman logs --follow` can end before the last lines).
-    follow_log_file "$file" "$since" "$PRIMUS_CT_WAITER" {PRIMUS_CT_WATCH_FD}>&- &
-    how_follow="its log file"
-  else
-    setsid "$rt" logs --follow --since "${since/%+00:00/Z}" "$name" {PRIMUS_CT_WATCH_FD}>&- &
-    how_follow="${PRIMUS_CT_PLAN[runtime]} logs --follow"
-  fi
-  PRIMUS_CT_CHILD=$!
-  tell_watcher "client $PRIMUS_CT_CHILD"
-  LOG_WARN "the runtime client (${PRIMUS_CT_PLAN[runtime]} run, pid $old) died ($how) while container" \
-    "$name runs: its output no longer reached this console; following it from $since" \
-    "($how_follow, pid $PRIMUS_CT_CHILD: the lines of that second may show twice) and its exit code" \
-    "(${PRIMUS_CT_PLAN[runtime]} wait). The run goes on."
-}
-
-# follow_log_file FILE SINCE PID: the lines of a k8s-file container log
-# ("<time> stdout|stderr F|P <text>", P: a line's part) stamped SINCE or
-# later, each to its stream, until PID (`<runtime> wait`) ended and the file
-# is read to its end. SINCE has the file's time format (local time, %:z).
-follow_log_file() {
-  tail -c +1 -s 0.2 -f --pid="$3" -- "$1" | LC_ALL=C awk -v since="$2" '
-    $1 >= since && ($2 == "stdout" || $2 == "stderr") {
-      text = substr($0, length($1) + length($2) + length($3) + 4)
-      end = ($3 == "P") ? "" : "\n"
-      if ($2 == "stderr") { printf "%s%s", text, end > "/dev/stderr"; fflush("/dev/stderr") }
-      else { printf "%s%s", text, end; fflush() }
-    }'
-}
-
-# follow_end: the follower ended; PRIMUS_RUN_RC = the container's exit code
-# from `<runtime> wait`, and a closing line on how the console saw the run.
-follow_end() {
-  local follow_rc=$PRIMUS_RUN_RC code="" name=${PRIMUS_CT_PLAN[name]} rt=${PRIMUS_CT_PLAN[runtime]}
-  wait "$PRIMUS_CT_WAITER" 2>/dev/null || true
-  { read -r code <"$PRIMUS_CT_EXIT_FILE"; } 2>/dev/null || code=""
-  rm -f "$PRIMUS_CT_EXIT_FILE"
-  if [[ $code =~ ^[0-9]+$ ]]; then
-    PRIMUS_RUN_RC=$((code > 255 ? 255 : code))
-  else
-    PRIMUS_RUN_RC=137
-    LOG_ERROR "container $name ended but its exit code is unknown ($rt wait answered '${code:-nothing}'): exit 137."
-  fi
-  if ((follow_rc != 0)); then
-    LOG_ERROR "container $name exited with code $PRIMUS_RUN_RC, but following its output failed" \
-      "(status $follow_rc): this console lacks its output from when its runtime client died;" \
-      "the inner launcher's log (log_file= above) holds all of it."
-  else
-    LOG_WARN "container $name exited with code $PRIMUS_RUN_RC ($rt wait); its output after its runtime" \
-      "client died reached this console from the container's log (the inner launcher's log," \
-      "log_file= above, holds every line once)."
   fi
 }
 
@@ -420,20 +241,20 @@ main() {
   trap 'stop_container TERM 15' TERM
   trap 'stop_container INT 2' INT
   trap 'stop_container HUP 1' HUP
-  start_watcher
+  primus_ct_start_watcher
   # A session of its own: a signal to our process group (timeout, Ctrl-C,
   # kill -- -PGID) is not also proxied by the client; we deliver it once.
   # The watcher's pipe stays ours alone (the client must not hold it open).
   setsid "${PRIMUS_CT_RUN_CMD[@]}" {PRIMUS_CT_WATCH_FD}>&- &
   PRIMUS_CT_CHILD=$!
-  tell_watcher "client $PRIMUS_CT_CHILD"
+  primus_ct_tell_watcher "client $PRIMUS_CT_CHILD"
   local __primus_at
   while :; do
     primus_wait_pid "$PRIMUS_CT_CHILD"
     __primus_at=$EPOCHREALTIME
-    client_lost "$PRIMUS_RUN_RC" "$__primus_at" || break
+    primus_ct_client_lost "$PRIMUS_RUN_RC" "$__primus_at" || break
   done
-  [[ -z $PRIMUS_CT_WAITER ]] || follow_end
+  [[ -z $PRIMUS_CT_WAITER ]] || primus_ct_follow_end
   exit "$PRIMUS_RUN_RC"
 }
 
