@@ -138,6 +138,12 @@ teardown() {
   printf 'direct:\n  numa: "true"\n' >"$TEST_DIR/n.yaml"
   run "$PRIMUS_CLI" direct --dry-run --config "$TEST_DIR/n.yaml" --single --script "$TEST_DIR/show.py"
   assert_output --partial "numa binding: on (config direct.numa: true)"
+  # A config that says false is not overridden by an exported ENABLE_NUMA_BINDING=1
+  # (README's --numa row, docs/primus-compatibility.md).
+  printf 'direct:\n  numa: false\n' >"$TEST_DIR/off.yaml"
+  ENABLE_NUMA_BINDING=1 run "$PRIMUS_CLI" direct --dry-run --config "$TEST_DIR/off.yaml" --single --script "$TEST_DIR/show.py"
+  assert_output --partial "numa binding: off (config direct.numa: false)"
+  refute_output --partial "numa_bind.sh"
 }
 
 @test "item 5: a quoted boolean is read as the boolean; another word is still exit 2 naming the key" {

@@ -1,6 +1,6 @@
 """The NUMA binding decision (launch/numa.py), asked once per launch by the launch
-helper: --numa / --no-numa > config direct.numa: true > ENABLE_NUMA_BINDING=1 > config
-direct.numa: false > off (the order runner/lib/numa_decision.sh had)."""
+helper: --numa / --no-numa > config direct.numa: true / false > ENABLE_NUMA_BINDING=1 > off
+(README's --numa row, docs/primus-compatibility.md's ENABLE_NUMA_BINDING row)."""
 from __future__ import annotations
 
 import pytest
@@ -16,7 +16,7 @@ DEFAULT_WHY = "--numa, direct.numa: true or ENABLE_NUMA_BINDING=1 bind"
     ("0", "1", "1", "0", "off (--no-numa)"),
     ("", "1", "0", "1", "on (config direct.numa: true)"),
     ("", "1", "", "1", "on (config direct.numa: true)"),
-    ("", "0", "1", "1", "on (ENABLE_NUMA_BINDING=1)"),
+    ("", "0", "1", "0", "off (config direct.numa: false)"),
     ("", "auto", "1", "1", "on (ENABLE_NUMA_BINDING=1)"),
     ("", "", "1", "1", "on (ENABLE_NUMA_BINDING=1)"),
     ("", "0", "", "0", "off (config direct.numa: false)"),

@@ -1,8 +1,10 @@
 """Whether the direct launcher binds each local rank to its device's NUMA node, and why.
 
-Order (as the shell decided it before, test_numa_decision.py's table):
-``--numa`` / ``--no-numa`` > config ``direct.numa: true`` > ``ENABLE_NUMA_BINDING=1``
-> config ``direct.numa: false`` > off. ``direct.numa: auto`` (upstream Primus's
+Order (README's ``--numa`` row and docs/primus-compatibility.md's ``ENABLE_NUMA_BINDING``
+row; test_numa_decision.py's table): ``--numa`` / ``--no-numa`` > config ``direct.numa:
+true`` / ``false`` > ``ENABLE_NUMA_BINDING=1`` > off. A config that says ``false`` is the
+user's word for this launch; an exported ``ENABLE_NUMA_BINDING`` comes lower in the job's
+environment precedence. ``direct.numa: auto`` (upstream Primus's
 shipped value; upstream binds only on ``true``: AMD-AGI/Primus fd1eeabb
 runner/primus-cli-direct.sh:320,692-697) and an empty value leave the decision to
 ``ENABLE_NUMA_BINDING``, else off.
@@ -27,10 +29,10 @@ def decide(cli: str, config: str, env: Mapping[str, str]) -> tuple[str, str]:
         bind, why = "0", "--no-numa"
     elif config == "1":
         bind, why = "1", "config direct.numa: true"
-    elif env.get("ENABLE_NUMA_BINDING", "") == "1":
-        bind, why = "1", "ENABLE_NUMA_BINDING=1"
     elif config == "0":
         bind, why = "0", "config direct.numa: false"
+    elif env.get("ENABLE_NUMA_BINDING", "") == "1":
+        bind, why = "1", "ENABLE_NUMA_BINDING=1"
     else:
         shown = f", config direct.numa: {config}" if config else ""
         bind, why = "0", f"default{shown}; --numa, direct.numa: true or ENABLE_NUMA_BINDING=1 bind"
