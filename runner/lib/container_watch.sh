@@ -109,7 +109,8 @@ primus_ct_watcher_check() {
 primus_ct_client_lost() {
   local __primus_rc=$1 __primus_at=$2 __primus_rt=${PRIMUS_CT_PLAN[runtime_path]} __primus_name=${PRIMUS_CT_PLAN[name]}
   local __primus_state="" __primus_conmon="" __primus_old=$PRIMUS_CT_CHILD __primus_since __primus_how
-  [[ -z $PRIMUS_CT_WAITER ]] || return 1
+  # A client that exits 0 ended with its container.
+  ((__primus_rc != 0)) && [[ -z $PRIMUS_CT_WAITER ]] || return 1
   __primus_state=$("$__primus_rt" container inspect --format '{{.State.Running}}' "$__primus_name" 2>/dev/null) || return 1
   [[ $__primus_state == true ]] || return 1
   if ((__primus_rc > 128)); then
