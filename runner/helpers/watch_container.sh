@@ -13,6 +13,9 @@
 # init, which hands it to the inner direct; that stops the ranks; SIGKILL
 # after GRACE seconds), ends the runtime client, removes the container and
 # prints the closing line. Signals that end a process group are ignored here.
+# The launcher watches this process in turn (runner/lib/container_watch.sh):
+# one that dies (kill -9) is named at once and a new one started on a new
+# pipe, which gets the "client PID" line again.
 set -uo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
