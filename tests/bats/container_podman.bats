@@ -4,14 +4,9 @@
 # podman configuration and a test image (tests/container/podman_env.bash).
 # These tests fail, never skip, when podman cannot run a container.
 
-setup_file() {
-  load helpers/podman
-  podman_suite_setup_file
-}
+load helpers/podman  # and helpers/launcher; setup_file: podman ready, or a loud failure
 
 setup() {
-  load helpers/launcher
-  load helpers/podman
   podman_suite_setup
 }
 

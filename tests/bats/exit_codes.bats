@@ -8,14 +8,9 @@
 
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-  load helpers/podman
-  podman_suite_setup_file
-}
+load helpers/podman  # and helpers/launcher; setup_file: podman ready, or a loud failure
 
 setup() {
-  load helpers/launcher
-  load helpers/podman
   podman_suite_setup
   export GPUS_PER_NODE=2
   mkdir out

@@ -4,14 +4,9 @@
 # container (tests/container/podman_env.bash); PRIMUS_HANG_* reach it through
 # the PRIMUS_ prefix the container launcher forwards.
 
-setup_file() {
-  load helpers/podman
-  podman_suite_setup_file
-}
+load helpers/podman  # and helpers/launcher; setup_file: podman ready, or a loud failure
 
 setup() {
-  load helpers/launcher
-  load helpers/podman
   podman_suite_setup
   NAME=phang$$x$RANDOM
 }

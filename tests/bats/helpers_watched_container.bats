@@ -10,14 +10,9 @@
 #   output goes on through `podman logs --follow`, the exit code through
 #   `podman wait`: every line on the console, exit 0.
 
-setup_file() {
-  load helpers/podman
-  podman_suite_setup_file
-}
+load helpers/podman  # and helpers/launcher; setup_file: podman ready, or a loud failure
 
 setup() {
-  load helpers/launcher
-  load helpers/podman
   podman_suite_setup
   NAME=pwatch$$x$RANDOM
   printf '%s\n' 'import os, time' 'r = os.environ.get("RANK", "0")' \

@@ -4,18 +4,26 @@
 # Podman runs with runc under a test-local configuration: CONTAINERS_CONF,
 # CONTAINERS_STORAGE_CONF, CONTAINERS_REGISTRIES_CONF and XDG_RUNTIME_DIR point
 # under <repo>/.cache/podman (tests/container/podman_env.bash), never at the
-# host's own container configuration. Load it after helpers/launcher:
+# host's own container configuration. A suite loads it at its top (it loads
+# helpers/launcher and defines setup_file) and calls podman_suite_setup first
+# in its setup:
 #
-#   setup_file() { load helpers/podman; podman_suite_setup_file; }
-#   setup() { load helpers/launcher; load helpers/podman; podman_suite_setup; }
+#   load helpers/podman
+#   setup() { podman_suite_setup; ...; }
 #
-# podman_suite_setup_file: once per file: the configuration, the test image
-#   (built once), and one real container run; fails, never skips, when podman
-#   cannot run a container.
+# setup_file, podman_suite_setup_file: once per file: the configuration, the
+#   test image (built once), and one real container run; fails, never skips,
+#   when podman cannot run a container.
 # podman_suite_setup: per test: launcher_setup (a fresh HOME, working
 #   directory and workspace), the configuration again, the test's container
 #   settings as the user's ~/.primus.yaml, no inherited DOCKER_IMAGE,
 #   NCCL_DEBUG, PRIMUS_KILL_GRACE or PRIMUS_HOOKS_DIR, and the cpu accelerator.
+
+load helpers/launcher
+
+setup_file() {
+  podman_suite_setup_file
+}
 
 podman_suite_setup_file() {
   REPO_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
