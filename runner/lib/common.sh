@@ -65,6 +65,9 @@ source "$__primus_lib_dir/usage.sh"
 # The secret-name rule, masking and argv hygiene (the spec's conventions).
 # shellcheck source=runner/lib/secrets.sh
 source "$__primus_lib_dir/secrets.sh"
+# The early log's spool and its copies (the logger asks primus_log_spool_check).
+# shellcheck source=runner/lib/log_spool.sh
+source "$__primus_lib_dir/log_spool.sh"
 unset __primus_lib_dir
 
 # Exit codes (the spec's conventions): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
@@ -114,6 +117,7 @@ __primus_log() {
   [[ -n $want ]] || __primus_level_number want "${PRIMUS_LOG_LEVEL:-INFO}"
   [[ -n $have ]] || __primus_level_number have "$level"
   ((have >= want)) || return 0
+  [[ -z $__PRIMUS_SPOOL_PIDS ]] || primus_log_spool_check
   # Every level on stderr: one stream keeps the launcher's lines in order
   # through pipes (README "Output streams"); stdout is the workload's and the
   # commands' data (env list, config show).
@@ -140,8 +144,19 @@ __primus_log() {
   [[ -n ${__PRIMUS_HOST:-} ]] || __primus_short_host
   if [[ $message != *$'\n'* ]]; then
     printf '%s[NODE-%s(%s)] %s %s\n' "$stamp" "${NODE_RANK:-0}" "$__PRIMUS_HOST" \
+      "$tag" "$message" >&"$fd" && return 0
+    # A spool copy that died since the check above (not yet reaped): again,
+    # directly. A subshell of the launcher (the hook runner) only points its own
+    # stderr at the console; the launcher says so at its next line.
+    [[ -n $__PRIMUS_SPOOL_PIDS ]] || return 1
+    if [[ $BASHPID == "$__PRIMUS_SPOOL_OWNER" ]]; then
+      primus_log_spool_check failed
+    else
+      exec 2>&"$__PRIMUS_SPOOL_ERR"
+    fi
+    printf '%s[NODE-%s(%s)] %s %s\n' "$stamp" "${NODE_RANK:-0}" "$__PRIMUS_HOST" \
       "$tag" "$message" >&"$fd"
-    return 0
+    return
   fi
   # A multi-line message is masked once and every line gets the prefix.
   while primus_read line || [[ -n $line ]]; do
@@ -273,84 +288,6 @@ primus_nics_get() {
     fi
   done
   primus_python nics "${args[@]}" --get "$var"
-}
-
-# Early log (the spec's modes: the log holds everything the console showed): the
-# log file's path is known only after the configuration is read, so until then
-# stdout and stderr are also copied to a spool file; primus_log_spool_into FILE
-# appends the spool to FILE and stops copying (the caller tees from then on).
-__PRIMUS_SPOOL="" __PRIMUS_SPOOL_PIDS=""
-
-# primus_log_spool_start: start copying stdout and stderr to the spool.
-primus_log_spool_start() {
-  [[ -z $__PRIMUS_SPOOL ]] || return 0
-  primus_temp_file __PRIMUS_SPOOL primus-log || {
-    __PRIMUS_SPOOL=""
-    return 0
-  }
-  exec {__PRIMUS_SPOOL_OUT}>&1 {__PRIMUS_SPOOL_ERR}>&2
-  # The copies ignore the stop signals a whole process group gets (Ctrl-C,
-  # timeout, kill -- -PGID): the launcher's closing lines must still pass.
-  # tee -p (GNU coreutils): a console that goes away (`| head`) never ends the
-  # copy to the spool, nor the launcher by SIGPIPE.
-  exec > >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_OUT")
-  __PRIMUS_SPOOL_PIDS=$!
-  exec 2> >(trap '' INT TERM HUP USR1 USR2; exec tee -p -a -- "$__PRIMUS_SPOOL" >&"$__PRIMUS_SPOOL_ERR")
-  __PRIMUS_SPOOL_PIDS+=" $!"
-}
-
-# primus_log_spool_active: true while the spool copies.
-primus_log_spool_active() { [[ -n $__PRIMUS_SPOOL ]]; }
-
-__primus_log_spool_stop() {
-  exec 1>&"$__PRIMUS_SPOOL_OUT" 2>&"$__PRIMUS_SPOOL_ERR"
-  exec {__PRIMUS_SPOOL_OUT}>&- {__PRIMUS_SPOOL_ERR}>&-
-  local pid
-  for pid in $__PRIMUS_SPOOL_PIDS; do
-    wait "$pid" 2>/dev/null || true
-  done
-  __PRIMUS_SPOOL_PIDS=""
-}
-
-# primus_log_spool_into FILE: stop copying and append the spool to FILE,
-# preceded by the prelude a parent launcher left (PRIMUS_LOG_PRELUDE, see
-# primus_log_spool_hand_over), which is then no longer offered to children.
-# Status 1 when FILE could not be written (a full disk: the caller says so).
-primus_log_spool_into() {
-  local rc=0
-  if [[ -n ${PRIMUS_LOG_PRELUDE:-} ]]; then
-    [[ ! -f $PRIMUS_LOG_PRELUDE ]] || cat -- "$PRIMUS_LOG_PRELUDE" >>"$1" 2>/dev/null || rc=1
-    unset PRIMUS_LOG_PRELUDE
-  fi
-  [[ -n $__PRIMUS_SPOOL ]] || return "$rc"
-  __primus_log_spool_stop
-  cat -- "$__PRIMUS_SPOOL" >>"$1" 2>/dev/null || rc=1
-  rm -f -- "$__PRIMUS_SPOOL"
-  __PRIMUS_SPOOL=""
-  return "$rc"
-}
-
-# primus_log_spool_hand_over: stop copying and offer the spool to the launcher
-# about to start (exported as PRIMUS_LOG_PRELUDE: the first lines of its log
-# file); the caller removes it with primus_log_prelude_remove when that ends.
-primus_log_spool_hand_over() {
-  [[ -n $__PRIMUS_SPOOL ]] || return 0
-  __primus_log_spool_stop
-  export PRIMUS_LOG_PRELUDE=$__PRIMUS_SPOOL
-  __PRIMUS_SPOOL=""
-}
-
-# primus_log_prelude_remove: remove the spool handed over, if any.
-primus_log_prelude_remove() {
-  [[ -z ${PRIMUS_LOG_PRELUDE:-} ]] || rm -f -- "$PRIMUS_LOG_PRELUDE"
-}
-
-# primus_log_spool_drop: stop copying and forget the spool (dry run).
-primus_log_spool_drop() {
-  [[ -n $__PRIMUS_SPOOL ]] || return 0
-  __primus_log_spool_stop
-  rm -f -- "$__PRIMUS_SPOOL"
-  __PRIMUS_SPOOL=""
 }
 
 # primus_read_nul_exports: read NAME\0VALUE\0 records on stdin and export each

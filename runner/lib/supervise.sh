@@ -349,6 +349,10 @@ primus_run_workload() {
     "$PRIMUS_SUPERVISE_LOST" "$__primus_log_file" "$rc"
   elif ((PRIMUS_RUN_ORPHANS)); then
     :
+  elif ((rc == 0)) && [[ -n $PRIMUS_LOG_SPOOL_LOST ]]; then
+    LOG_WARN "workload finished successfully (exit code 0), but the log lacks some of the" \
+      "launcher's own lines from before the workload started (its copy to the log died;" \
+      "they are on the console); log: $__primus_log_file"
   elif ((rc == 0)); then
     LOG_INFO "workload finished successfully; log: $__primus_log_file"
   elif [[ $rc == "$(primus_requeue_code)" ]]; then

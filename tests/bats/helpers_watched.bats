@@ -7,6 +7,8 @@
 # the run monitor (python/primus_runner/monitor/helpers.py), and for the
 # monitor itself runner/helpers/watch_run.sh.
 
+bats_require_minimum_version 1.5.0
+
 setup() {
   load helpers/launcher
   launcher_setup
@@ -127,4 +129,45 @@ log_of() {
   [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
   [[ $(cat "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-[01].log | grep -c "rank [01] line") -eq 80 ]]
   grep -q "INFO\] workload finished successfully" "$OUT"
+}
+
+# Before the log file is known (the configuration, the hooks), the launcher's
+# stdout and stderr are copied to a spool by two tee processes
+# (runner/lib/common.sh, primus_log_spool_start). One is killed during a hook:
+# the launcher names it at its next line, keeps writing to the console, and the
+# log and the last line say that the log lacks some of the launcher's lines.
+spool_copy_killed() {
+  mkdir -p "$TEST_DIR/hooks"
+  printf '%s\n' "touch '$TEST_DIR/hook.started'" \
+    "while [ ! -e '$TEST_DIR/hook.go' ]; do sleep 0.1; done" 'echo "hook: done"' >"$TEST_DIR/hooks/01_wait.sh"
+  OUT=$TEST_DIR/spool.out
+  PRIMUS_HOOKS_DIR=$TEST_DIR/hooks "$PRIMUS_CLI" direct --script "$TEST_DIR/forty.py" >"$OUT" 2>&1 &
+  LAUNCHER=$!
+  poll_until 60 test -e "$TEST_DIR/hook.started" || { cat "$OUT"; false; }
+  local -a tees=()
+  mapfile -t tees < <(pgrep -P "$LAUNCHER" -x tee)
+  ((${#tees[@]} == 2))
+  local pid=${tees[$1]}
+  kill -KILL "$pid"
+  touch "$TEST_DIR/hook.go"
+  STATUS=0
+  wait "$LAUNCHER" || STATUS=$?
+  LAUNCHER=""
+  cat "$OUT"
+  [[ $STATUS -eq 0 ]]
+  local notice="the launcher's copy of its console to the log (pid $pid) died at "
+  [[ $(grep -cF "$notice" "$OUT") -eq 1 ]]
+  grep -qF "$notice" "$(log_of)"
+  grep -q "workload finished successfully (exit code 0), but the log lacks some of the launcher's own lines" "$OUT"
+  run ! grep -q "\[INFO\] workload finished successfully" "$OUT"
+  [[ $(lines_in "$OUT") -eq 80 ]]
+  [[ $(lines_in "$(log_of)") -eq 80 ]]
+}
+
+@test "kill -9 of the early stdout copy (tee, during a hook): named once, the run goes on, the log and the last line say what the log lacks, exit 0" {
+  spool_copy_killed 0
+}
+
+@test "kill -9 of the early stderr copy (tee, during a hook): named once, the run goes on, the log and the last line say what the log lacks, exit 0" {
+  spool_copy_killed 1
 }
