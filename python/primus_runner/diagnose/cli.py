@@ -218,15 +218,14 @@ def cmd_merge(args: list[str]) -> int:
     return 0 if docs else EXIT_MISSING
 
 
-def cmd_gather(args: list[str]) -> int:
+def gather(log_file: str, nodes: int, since: float, wait: float) -> dict[int, dict[str, object]]:
     """Node 0 after its own hang dump: the other nodes' bundles of this hang, when the
-    logs are on a shared filesystem (waits up to --wait seconds for them), merged into
-    one summary; else where each node's bundle is."""
-    opts, _ = _options(args, {"--log": "", "--nodes": "1", "--since": "0", "--wait": "30"}, set())
-    log_dir = os.path.dirname(os.path.abspath(opts["--log"]))
-    nodes, since, wait = int(opts["--nodes"]), float(opts["--since"]), float(opts["--wait"])
+    logs are on a shared filesystem (waits up to WAIT seconds for them), merged into
+    one summary on stderr; else where each node's bundle is. {node: its newest
+    summary.json since SINCE, with "bundle": its directory}."""
+    log_dir = os.path.dirname(os.path.abspath(log_file))
     deadline = time.monotonic() + wait
-    found: dict[int, tuple[float, object]] = {}  # node -> (mtime, summary.json) of its newest bundle
+    found: dict[int, tuple[float, dict[str, object]]] = {}  # node -> (mtime, summary.json) of its newest bundle
     while True:
         for path in glob.glob(os.path.join(glob.escape(log_dir), "*.hang-*", "summary.json")):
             try:
@@ -252,6 +251,13 @@ def cmd_gather(args: list[str]) -> int:
                      "on a shared filesystem?): each node's bundle is next to its own log on that node, "
                      "<log without .log>.hang-<n>/")
     log.warn("\n".join([f"run monitor: stacks across {nodes} node(s), {len(found)} bundle(s) found:", *lines]))
+    return {node: doc for node, (_, doc) in found.items()}
+
+
+def cmd_gather(args: list[str]) -> int:
+    """gather: see gather()."""
+    opts, _ = _options(args, {"--log": "", "--nodes": "1", "--since": "0", "--wait": "30"}, set())
+    gather(opts["--log"], int(opts["--nodes"]), float(opts["--since"]), float(opts["--wait"]))
     return 0
 
 

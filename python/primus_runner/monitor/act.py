@@ -2,10 +2,11 @@
 
 Owns what happens with a verdict: printed once per episode (one line on the
 launcher's stderr, which is its console and its log), every rank's stacks
-dumped (``--native``) into a private bundle before anything is acted on (on a hang
-or mismatch also each rank's flight recorder, torch's analyzer on it and the Neuron
-runtime's timeouts: monitor/flightrec.py), node 0
-of a multi-node launch gathering the other nodes' bundles into one table, and
+dumped (``--native``) into a private bundle before anything is acted on (on a hang,
+mismatch or multi-node wait also each rank's flight recorder, torch's analyzer on it
+and the Neuron runtime's timeouts: monitor/flightrec.py), node 0 of a multi-node
+launch gathering the other nodes' bundles into one table and one job-wide
+flight-recorder verdict (monitor/nodes.py), and
 with PRIMUS_HANG_ACTION=stop the launcher asked to stop the run (a file
 ``hang-stop`` in its rc directory, then SIGTERM: it exits 86). Also the last
 resort (PRIMUS_HANG_TIMEOUT seconds with no signal at all) and the straggler
@@ -22,12 +23,12 @@ import time
 
 from primus_runner import log
 from primus_runner.diagnose.bundle import dump_run, new_bundle
-from primus_runner.diagnose.cli import cmd_gather
+from primus_runner.diagnose.cli import gather
 from primus_runner.diagnose.pyspy import sample_stacks
 from primus_runner.diagnose.runs import scan
 from primus_runner.diagnose.summary import RankPlace, place_of
 from primus_runner.facts import EXIT_HANG_STOPPED
-from primus_runner.monitor import flightrec, helpers, straggler, verdicts, writers
+from primus_runner.monitor import flightrec, helpers, nodes, straggler, verdicts, writers
 from primus_runner.monitor.procstat import read_sample
 from primus_runner.monitor.watch import OWN, Counted, Monitor
 
@@ -160,7 +161,7 @@ class Judge:
                 self.say("WARN", "\n".join([PREFIX + settled.line,
                                              *verdicts.table(views, self.m.s.node, self.m.host)]))
                 self.dump(f"{PREFIX}stacks of every local rank ({settled.kind} verdict)", now,
-                          recorder=settled.kind in ("hang", "mismatch"))
+                          recorder=settled.kind in ("hang", "mismatch", "waiting"))
                 if settled.actionable:
                     self.act(settled)
             return
@@ -213,15 +214,18 @@ class Judge:
         self.dump(f"{PREFIX}stacks of every local rank (no output for {silent:.0f} s)", now)
 
     def dump(self, heading: str, now: float, recorder: bool = False) -> None:
-        """Every local rank's stacks into a new bundle; with RECORDER (a hang or mismatch
-        verdict) also each rank's flight recorder (asked first: it is written while
-        the stacks are read), torch's analyzer on it, and on Neuron the runtime's timeouts."""
+        """Every local rank's stacks into a new bundle; with RECORDER (a hang, mismatch or
+        multi-node wait verdict) also each rank's flight recorder (asked first: it is
+        written while the stacks are read), torch's analyzer on it, and on Neuron the
+        runtime's timeouts. Node 0 of several then gathers the other nodes' bundles."""
         run = scan().get(self.m.s.run_id)
         if run is None:
             return
         since = time.time()
         asked = flightrec.request(run) if recorder else []
         bundle = new_bundle(run.log or self.m.s.log_file, "hang")
+        if recorder:
+            flightrec.mark(bundle, asked)  # before summary.json: node 0 then waits for the dumps
         places, lines, _ = dump_run(run, bundle)
         live = sum(1 for p in places if p.exit_code < 0)
         self.say("WARN", "\n".join([f"{heading}: {live} live rank(s)", *lines]))
@@ -231,17 +235,26 @@ class Judge:
                 neuron = flightrec.record_neuron(run, bundle)
                 if neuron:
                     found.append(neuron)
-            with contextlib.suppress(OSError), open(os.path.join(bundle, "summary.txt"), "a") as handle:
-                handle.write("".join(f"  {line}\n" for line in found))
-            for line in found:
-                self.say("WARN", PREFIX + line)
+            self.summary(bundle, found)
         self.m.rebaseline()
         if self.m.s.nnodes > 1 and self.m.s.node == 0:
             start = min((w.moved_at for w in self.m.ranks.values()), default=now)
             since = time.time() - (time.monotonic() - start) - 60.0
+            bundles: dict[int, str] = {}
             with contextlib.suppress(OSError):  # its lines go to stderr: gone with its writer
-                cmd_gather(["--log", self.m.s.log_file, "--nodes", str(self.m.s.nnodes), "--since", f"{since:.0f}"])
+                found_nodes = gather(self.m.s.log_file, self.m.s.nnodes, since, nodes.GATHER_WAIT_S)
+                bundles = {n: str(doc["bundle"]) for n, doc in found_nodes.items()}
+            if recorder:
+                python = flightrec.interpreter(asked[0].pid) if asked else sys.executable
+                self.summary(bundle, [nodes.job_flight_recorder(self.m.s.nnodes, bundles, bundle, python)])
             self.m.rebaseline()
+
+    def summary(self, bundle: str, found: list[str]) -> None:
+        """FOUND appended to BUNDLE's summary.txt, and each a line on the console."""
+        with contextlib.suppress(OSError), open(os.path.join(bundle, "summary.txt"), "a") as handle:
+            handle.write("".join(f"  {line}\n" for line in found))
+        for line in found:
+            self.say("WARN", PREFIX + line)
 
     def act(self, verdict: verdicts.Verdict) -> None:
         if self.m.s.action != "stop" or self.m.stopping:

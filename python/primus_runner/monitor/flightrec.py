@@ -27,6 +27,7 @@ started) is ENXIO at once, never a wait.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -42,6 +43,7 @@ from primus_runner.records import dataclass
 BUNDLE_DIR = "flight-recorder"        # <bundle>/flight-recorder/fr-rank-<R>
 BUNDLE_PREFIX = "fr-rank-"
 OUTPUT_FILE = "flight-recorder.txt"   # the analyzer's output, in the bundle
+MARK_FILE = "flight-recorder.json"    # the ranks asked and copied, for node 0's job-wide run (monitor/nodes.py)
 NEURON_FILE = "neuron-timeouts.txt"
 DEFAULT_NAME = "flight-recorder-rank-"  # the dump thread's file without TORCH_FR_DUMP_TEMP_FILE (sitecustomize.py)
 DUMP_WAIT_S = 15.0      # for the dumps after the ask (a gloo rank writes within ~1 s, measured)
@@ -225,11 +227,26 @@ def verdict_of(output: str, code: int | None, timeout: float = ANALYZER_TIMEOUT_
 
 
 # -- the whole step, for the Judge ---------------------------------------------
+def mark(bundle: str, asked: list[Asked], copied: list[int] | None = None) -> None:
+    """<bundle>/flight-recorder.json: the ranks ASKED ("done": false, written before the
+    bundle's summary.json), then with COPIED the ranks whose dump is in the bundle and
+    why each other one is not ("done": true). Node 0 of a multi-node run waits for it."""
+    why = {str(a.rank): a.problem or f"asked, no dump within {DUMP_WAIT_S:.0f} s" for a in asked
+           if copied is not None and a.rank not in copied}
+    doc = {"asked": [a.rank for a in asked], "done": copied is not None, "copied": copied or [], "problems": why}
+    path = os.path.join(bundle, MARK_FILE)
+    with contextlib.suppress(OSError):
+        private_text(path + ".tmp", json.dumps(doc))
+        os.replace(path + ".tmp", path)  # never read half-written
+
+
 def flight_recorder(run: Run, bundle: str, asked: list[Asked], since: float) -> str:
     """Collect the dumps ASKED for at SINCE into BUNDLE, run the analyzer; the summary line."""
     if not asked:
+        mark(bundle, asked, [])
         return "flight recorder: no live rank to ask"
     directory, copied, written = collect(asked, since, bundle)
+    mark(bundle, asked, copied)
     if not copied:
         why = "; ".join(f"rank {a.rank}: {a.problem or 'asked, no dump within ' + format(DUMP_WAIT_S, '.0f') + ' s'}"
                         for a in asked)
