@@ -29,7 +29,13 @@ merged_summary() {
     grep -q "SUSPECT rank 3 (node 1 node2): stuck_here (hang_rank.py:[0-9]*)" "$TEST_DIR/job.out"
 }
 
-@test "hang: 2-node job, rank 3 on the second node hangs: slurm stacks, and within 60 s the run monitor's table across nodes names node 1 (node2) and rank 3" {
+# Node 0's one analysis of both nodes' flight-recorder dumps: rank 3 never joined the all_reduce.
+job_wide_verdict() {
+  grep -q "run monitor: flight recorder, all nodes: torch's analyzer (fr_trace) on the dumps of rank(s) 0-3 from \
+node(s) 0,1: missing ranks 3: not all ranks joined the collective in gloo:all_reduce" "$TEST_DIR/job.out"
+}
+
+@test "hang: 2-node job, rank 3 on the second node hangs: slurm stacks, and within 60 s the run monitor's table across nodes names node 1 (node2) and rank 3, then the flight recorder of both nodes names rank 3 missing" {
   export HANG_RANK=3  # no PRIMUS_HANG_* setting: the monitor needs none
   run timeout 60 "$PRIMUS_CLI" slurm sbatch -N 2 -o "$TEST_DIR/job.out" -- direct \
     --script "$REPO_ROOT/tests/fixtures/workloads/hang_rank.py" -- "$TEST_DIR/out" hang
@@ -48,6 +54,11 @@ merged_summary() {
   # within 60 s of the hang (the stacks above were read after it began).
   poll_until 60 merged_summary || { cat "$TEST_DIR/job.out"; false; }
   grep -q "run monitor: hang: rank 3 (pid [0-9]*) in stuck_here (hang_rank.py:[0-9]*)" "$TEST_DIR/job.out"
+  # Then node 0 runs torch's analyzer on both nodes' dumps together (each node's alone is
+  # undecided: the other node's ranks are missing), one line, also in its bundle's summary.
+  poll_until 60 job_wide_verdict || { cat "$TEST_DIR/job.out"; false; }
+  grep -q "flight recorder, all nodes: .*missing ranks 3" "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/summary.txt
+  ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/flight-recorder-all-nodes/fr-rank-3
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt
   grep -q "stuck_here" "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt
   # slurm stacks gives each node's run monitor verdict beside the stacks.
