@@ -58,6 +58,8 @@ node(s) 0,1: missing ranks 3: not all ranks joined the collective in gloo:all_re
   # undecided: the other node's ranks are missing), one line, also in its bundle's summary.
   poll_until 60 job_wide_verdict || { cat "$TEST_DIR/job.out"; false; }
   grep -q "flight recorder, all nodes: .*missing ranks 3" "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/summary.txt
+  # Each node's own line says it covers its ranks only and where the job's verdict is.
+  grep -q "run monitor: flight recorder: .*; this node's ranks only: node 0 gives the verdict over every node's dumps" "$TEST_DIR/job.out"
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/flight-recorder-all-nodes/fr-rank-3
   ls "$PRIMUS_WORKSPACE"/logs/primus-*-node0.hang-1/rank-0.txt "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt
   grep -q "stuck_here" "$PRIMUS_WORKSPACE"/logs/primus-*-node1.hang-1/rank-3.txt

@@ -231,6 +231,10 @@ class Judge:
         self.say("WARN", "\n".join([f"{heading}: {live} live rank(s)", *lines]))
         if recorder:
             found = [flightrec.flight_recorder(run, bundle, asked, since)]
+            if self.m.s.nnodes > 1:
+                # This node's ranks alone leave the analyzer short of the others'.
+                found[0] += ("; this node's ranks only: node 0 gives the verdict over every node's dumps "
+                             "('flight recorder, all nodes')")
             with contextlib.suppress(OSError):
                 neuron = flightrec.record_neuron(run, bundle)
                 if neuron:
