@@ -50,9 +50,12 @@ primus_ct_start_watcher() {
     "${PRIMUS_CT_PLAN[runtime_path]}" "${PRIMUS_CT_PLAN[name]}" "$$" "${PRIMUS_CT_PLAN[grace]}")
   PRIMUS_CT_WATCH_PID=$!
   trap primus_ct_watcher_done EXIT
-  # The trap may run inside `wait ... 2>/dev/null` (primus_wait_pid): its
-  # words, and a restarted watcher's, go to the launcher's own stderr.
-  [[ -n $PRIMUS_CT_ERR_FD ]] || exec {PRIMUS_CT_ERR_FD}>&2
+  # Set once: the restart runs inside this trap, and bash warns ("bad value in
+  # trap_list") when a trap is replaced while it runs. The trap may run inside
+  # `wait ... 2>/dev/null` (primus_wait_pid): its words, and a restarted
+  # watcher's, go to the launcher's own stderr.
+  [[ -z $PRIMUS_CT_ERR_FD ]] || return 0
+  exec {PRIMUS_CT_ERR_FD}>&2
   trap 'primus_ct_watcher_check 2>&"$PRIMUS_CT_ERR_FD"' CHLD
 }
 
@@ -77,15 +80,13 @@ primus_ct_watcher_done() {
 # launcher would leave the container running.
 # shellcheck disable=SC2329  # the CHLD trap
 primus_ct_watcher_check() {
-  local __primus_old=$PRIMUS_CT_WATCH_PID __primus_rc=0 __primus_how __primus_name=${PRIMUS_CT_PLAN[name]}
+  # Tells runner/lib/secrets.sh (__primus_secret_listing) not to fork while
+  # this trap runs; a local: seen by what it calls, not inherited by a child.
+  # shellcheck disable=SC2034
+  local PRIMUS_IN_CHLD_TRAP=1
+  local __primus_old=$PRIMUS_CT_WATCH_PID __primus_how __primus_name=${PRIMUS_CT_PLAN[name]}
   [[ $PRIMUS_CT_ENDING == 0 && -n $__primus_old ]] || return 0
-  ! kill -0 "$__primus_old" 2>/dev/null || return 0
-  wait "$__primus_old" 2>/dev/null || __primus_rc=$?
-  if ((__primus_rc > 128)); then
-    __primus_how="killed by SIG$(primus_signal_name $((__primus_rc - 128))): kill -9 or the OOM killer; sender unknown"
-  else
-    __primus_how="ended with status $__primus_rc"
-  fi
+  primus_child_ended __primus_how "$__primus_old" || return 0
   exec {PRIMUS_CT_WATCH_FD}>&-
   PRIMUS_CT_WATCH_PID=""
   if ((PRIMUS_CT_RESTARTS >= 3)); then
@@ -114,7 +115,8 @@ primus_ct_client_lost() {
   __primus_state=$("$__primus_rt" container inspect --format '{{.State.Running}}' "$__primus_name" 2>/dev/null) || return 1
   [[ $__primus_state == true ]] || return 1
   if ((__primus_rc > 128)); then
-    __primus_how="killed by SIG$(primus_signal_name $((__primus_rc - 128))): kill -9 or the OOM killer; sender unknown"
+    primus_signal_name __primus_how $((__primus_rc - 128))
+    __primus_how="killed by SIG$__primus_how: kill -9 or the OOM killer; sender unknown"
   else
     __primus_how="status $__primus_rc"
   fi

@@ -66,6 +66,10 @@ if compgen -W x x >/dev/null 2>&1; then __PRIMUS_COMPGEN=1; fi
 __primus_secret_listing() {
   local -n __psl_out=$1
   [[ -n ${__PRIMUS_COMPGEN:-} ]] || return 1
+  # In a SIGCHLD trap (runner/lib/watchdog.sh, runner/lib/container_watch.sh:
+  # PRIMUS_IN_CHLD_TRAP=1) no fork: the child's own end would make bash warn
+  # "run_pending_traps: bad value in trap_list" on the console.
+  [[ -z ${PRIMUS_IN_CHLD_TRAP:-} ]] || return 1
   local __filter="!@($PRIMUS_SECRET_GLOB|$__PRIMUS_USER_SECRET_GLOB)"
   # In the subshell only: -X takes extended globs with extglob on, and
   # nocasematch compares the names as the rule does (upper-cased). The final

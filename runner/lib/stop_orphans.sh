@@ -50,8 +50,11 @@ primus_stop_orphans() {
   [[ $PRIMUS_RUN_MODE == single ]] || PRIMUS_RUN_ORPHANS=${#left[@]}
   primus_kill_grace grace
   primus_describe_pids text "${left[@]}"
-  local how=""
-  ((rc <= 128)) || how=" (killed by SIG$(primus_signal_name $((rc - 128))))"
+  local how="" sig
+  if ((rc > 128)); then
+    primus_signal_name sig $((rc - 128))
+    how=" (killed by SIG$sig)"
+  fi
   LOG_ERROR "$(primus_run_process_text) ended with exit code $rc$how" \
     "while ${#left[@]} process(es) of the run still ran: $text; stopping them" \
     "(SIGTERM, SIGKILL after ${grace} s) so that nothing of the run outlives the launch."

@@ -6,8 +6,9 @@
 #   primus_run_workload MODE LOG_FILE NPROC CMD...
 #       MODE single|torchrun. Runs CMD through python/primus_runner/launch/spawn.py
 #       (a session of its own, SIGTERM when the launcher dies; torchrun runs
-#       in-process there with SIGUSR1/SIGUSR2 caught), starts the watcher
-#       (runner/helpers/watch_run.sh), waits, and exits with the workload's
+#       in-process there with SIGUSR1/SIGUSR2 caught), starts the run monitor
+#       first (runner/lib/watchdog.sh: also the parent-death guard that
+#       SIGKILLs what is left after the grace), waits, and exits with the workload's
 #       code (torchrun: the failing worker's own code, recorded by
 #       run_worker.sh in PRIMUS_RC_DIR), or 128+N when stopped by signal N.
 #   USR1/USR2 -> primus_forward_notice: sent once to every rank process of this
@@ -38,13 +39,11 @@ PRIMUS_RUN_MODE=""
 PRIMUS_RUN_NPROC=1
 PRIMUS_RUN_ID=""
 PRIMUS_RUN_LOG=""
-PRIMUS_WATCH_FD=""
 PRIMUS_TRAPPED=0
 PRIMUS_RUN_STARTING=0    # the workload is being forked: PRIMUS_RUN_PID is not known yet
 PRIMUS_RUN_PENDING=()    # stop:N / notice:SIG trapped meanwhile
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
 PRIMUS_SUPERVISE_LOST=${PRIMUS_SUPERVISE_LOST:-}
-PRIMUS_WATCH_PID=""
 primus_dir_of PRIMUS_SUPERVISE_DIR "${BASH_SOURCE[0]}"
 primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
 # shellcheck source=runner/lib/launch_start.sh
@@ -154,8 +153,9 @@ primus_stop_run() {
   # The console/log tees may be gone already: a write must not turn the exit
   # status into 141 (SIGPIPE), and a failed write must not end the stop.
   trap '' TERM INT HUP PIPE
+  trap - CHLD
   set +e
-  name=$(primus_signal_name "$num")
+  primus_signal_name name "$num"
   at=$(primus_signal_note launcher "$name")
   primus_kill_grace grace
   if [[ -n $PRIMUS_RUN_PID ]]; then
@@ -206,15 +206,10 @@ primus_closing_line() {
 
 # ----------------------------------------------------------------- running
 
-# primus_cleanup_run: tell the watcher the launcher ends on purpose, remove the
-# exit-code directory, run PRIMUS_SUPERVISE_CLEANUP.
+# primus_cleanup_run: tell the run monitor the launcher ends on purpose, remove
+# the exit-code directory, run PRIMUS_SUPERVISE_CLEANUP.
 primus_cleanup_run() {
   primus_watchdog_stop
-  if [[ -n $PRIMUS_WATCH_FD ]]; then
-    { printf 'done\n' >&"$PRIMUS_WATCH_FD"; } 2>/dev/null || true
-    exec {PRIMUS_WATCH_FD}>&- 2>/dev/null || true
-    PRIMUS_WATCH_FD=""
-  fi
   [[ -z ${PRIMUS_RC_DIR:-} ]] || rm -rf -- "$PRIMUS_RC_DIR"
   [[ -z $PRIMUS_SUPERVISE_CLEANUP ]] || "$PRIMUS_SUPERVISE_CLEANUP"
 }
@@ -240,16 +235,6 @@ primus_failure_report() {
     --mode "$PRIMUS_RUN_MODE") || code=""
   [[ $code =~ ^[0-9]+$ ]] || code=$rc
   echo "$code"
-}
-
-# primus_start_watcher: the watcher reads a pipe only this shell writes to;
-# end of file without "done" means the launcher died (SIGKILL, OOM).
-primus_start_watcher() {
-  local grace
-  primus_kill_grace grace
-  exec {PRIMUS_WATCH_FD}> >(exec setsid "$PRIMUS_SUPERVISE_DIR/helpers/watch_run.sh" \
-    "$PRIMUS_RUN_ID" "$$" "$grace")
-  PRIMUS_WATCH_PID=$!
 }
 
 # primus_spawn_command VAR CMD...: VAR = CMD started through spawn.py; a
@@ -317,18 +302,18 @@ primus_run_workload() {
   trap 'primus_stop_run 1' HUP
   trap 'primus_forward_notice USR1' USR1
   trap 'primus_forward_notice USR2' USR2
-  primus_start_watcher
   primus_watchdog_env "$__primus_log_file" "$PRIMUS_RUN_MODE"
+  # The monitor first: it is also the guard of a launcher killed from here on.
+  primus_watchdog_start "$__primus_log_file" "$PRIMUS_RUN_ID"
   # A trap runs between two commands: one that comes after the fork but before
   # PRIMUS_RUN_PID is set is kept and handled right after (primus_run_pending).
   PRIMUS_RUN_STARTING=1
   # PRIMUS_PTRACER_PID: each rank lets this shell's descendants (the run monitor
   # and its py-spy) read its stacks under Yama (runner/helpers/pystartup/sitecustomize.py).
-  PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_WATCH_FD}>&- &
+  PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_HANG_FD}>&- &
   PRIMUS_RUN_PID=$!
   PRIMUS_RUN_STARTING=0
   primus_run_pending
-  primus_watchdog_start "$__primus_log_file" "$PRIMUS_RUN_ID"
   primus_wait_run
   local rc=$PRIMUS_RUN_RC
   PRIMUS_RUN_ORPHANS=0

@@ -3,8 +3,9 @@
 # Sourced by runner/lib/supervise.sh; defines only primus_* names, never changes
 # shell options. It starts the run monitor (python -m primus_runner.monitor,
 # python/primus_runner/monitor/: it decides hang, stopped, mismatch, busy and
-# straggler verdicts and asks python/primus_runner/diagnose for the stacks) and
-# gives the workload what it needs to be watched; it reads no stacks itself.
+# straggler verdicts and asks python/primus_runner/diagnose for the stacks, and
+# it is the run's parent-death guard, monitor/guard.py), watches it, and gives
+# the workload what it needs to be watched; it reads no stacks itself.
 #
 #   primus_watchdog_env LOG_FILE MODE
 #       before the workload starts: export PRIMUS_RUN_LOG (the log, so
@@ -12,13 +13,16 @@
 #       run mode single: also PRIMUS_HEARTBEAT_FILE (torchrun: run_worker.sh sets
 #       it per rank)
 #   primus_watchdog_start LOG_FILE RUN_ID
-#       PRIMUS_HANG_TIMEOUT (the last resort in seconds, default 1800; 0 = no
-#       monitor) and PRIMUS_HANG_ACTION (report|stop, default report)
-#   primus_watchdog_stop        the launch ends: the monitor exits
+#       before the workload starts: PRIMUS_HANG_TIMEOUT (the last resort in
+#       seconds, default 1800; 0 = no verdicts, the guard stays) and
+#       PRIMUS_HANG_ACTION (report|stop, default report). A SIGCHLD trap
+#       notices the monitor's death at once: named and restarted (3 times).
+#   primus_watchdog_stop        the launch ends on purpose: "done", the monitor exits
 #   primus_watchdog_exit_code VAR CODE
 #       VAR = PRIMUS_EXIT_HANG_STOPPED (86) when the monitor stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
 
-PRIMUS_HANG_FD=""
+PRIMUS_HANG_FD="" PRIMUS_HANG_PID="" PRIMUS_HANG_ERR_FD="" PRIMUS_HANG_RESTARTS=0
+PRIMUS_HANG_ARGS=()
 # shellcheck source=runner/lib/flight_recorder.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/flight_recorder.sh"
 
@@ -34,24 +38,70 @@ primus_watchdog_env() {
 # PRIMUS_HANG_ACTION (registry types: seconds up to 9999999, report|stop); the
 # defaults are the registry's (facts.sh). Anything else is read as the default.
 primus_watchdog_start() {
-  local timeout=${PRIMUS_HANG_TIMEOUT:-} action=${PRIMUS_HANG_ACTION:-}
+  local timeout=${PRIMUS_HANG_TIMEOUT:-} action=${PRIMUS_HANG_ACTION:-} grace
   [[ $timeout =~ ^[0-9]{1,7}$ ]] || timeout=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_TIMEOUT]}
-  ((10#$timeout > 0)) || return 0
   [[ $action == report || $action == stop ]] || action=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_ACTION]}
+  primus_kill_grace grace
   # The launch's helpers it watches too (python/primus_runner/monitor/helpers.py).
   local helpers="" pids
   read -r -a pids <<<"${PRIMUS_LOG_TEE_PID:-}"
-  ((${#pids[@]} != 2)) || helpers="stdout-writer=${pids[0]};stderr-writer=${pids[1]};"
-  [[ -z ${PRIMUS_WATCH_PID:-} ]] || helpers+="watcher=$PRIMUS_WATCH_PID"
-  # stdin: a pipe only the launcher writes (end of file: the launch ended).
+  ((${#pids[@]} != 2)) || helpers="stdout-writer=${pids[0]};stderr-writer=${pids[1]}"
+  # stdin: a pipe only the launcher writes ("done": the launch ends on purpose;
+  # end of file without it: the launcher died, and the monitor is the guard).
   exec {PRIMUS_HANG_FD}> >(PYTHONPATH=$PRIMUS_SUPERVISE_DIR/../python PRIMUS_MONITOR_HELPERS=$helpers \
-    exec setsid "${PRIMUS_PYTHON:-python3}" \
-    -m primus_runner.monitor "$1" "$2" "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE")
+    exec setsid "${PRIMUS_PYTHON:-python3}" -m primus_runner.monitor \
+    "$1" "$2" "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE" "$grace")
+  PRIMUS_HANG_PID=$!
+  PRIMUS_HANG_ARGS=("$1" "$2")
+  # Set once: the restart runs inside this trap, and bash warns ("bad value in
+  # trap_list") when a trap is replaced while it runs. The trap may run inside
+  # `wait ... 2>/dev/null` (primus_wait_pid): its words go to the launcher's own stderr.
+  [[ -z $PRIMUS_HANG_ERR_FD ]] || return 0
+  exec {PRIMUS_HANG_ERR_FD}>&2
+  trap 'primus_watchdog_check 2>&"$PRIMUS_HANG_ERR_FD"' CHLD
+}
+
+# primus_watchdog_check: the SIGCHLD trap (a child of the launcher ended). A run
+# monitor that died is named and restarted: while it is gone there are no
+# verdicts, and a kill -9 of the launcher would leave a rank that ignores
+# SIGTERM running.
+# shellcheck disable=SC2329  # the CHLD trap
+primus_watchdog_check() {
+  # Tells runner/lib/secrets.sh (__primus_secret_listing) not to fork while
+  # this trap runs; a local: seen by what it calls, not inherited by a child.
+  # shellcheck disable=SC2034
+  local PRIMUS_IN_CHLD_TRAP=1
+  local __primus_old=$PRIMUS_HANG_PID __primus_how
+  [[ -n $__primus_old && -n $PRIMUS_HANG_FD ]] || return 0
+  primus_child_ended __primus_how "$__primus_old" || return 0
+  exec {PRIMUS_HANG_FD}>&-
+  PRIMUS_HANG_FD="" PRIMUS_HANG_PID=""
+  if ((PRIMUS_HANG_RESTARTS >= 3)); then
+    LOG_WARN "run monitor: the run monitor (pid $__primus_old) died ($__primus_how), the" \
+      "$((PRIMUS_HANG_RESTARTS + 1))th time: not restarted again; no hang, stopped-rank, mismatch or" \
+      "straggler verdict for the rest of this run, and if the launcher is killed now, a rank that ignores" \
+      "SIGTERM is not killed; the run and its output go on."
+    return 0
+  fi
+  PRIMUS_HANG_RESTARTS=$((PRIMUS_HANG_RESTARTS + 1))
+  primus_watchdog_start "${PRIMUS_HANG_ARGS[@]}"
+  LOG_WARN "run monitor: the run monitor (pid $__primus_old) died ($__primus_how): no verdict and no" \
+    "parent-death guard while it was gone; restarted it (pid $PRIMUS_HANG_PID). The run and its output go on."
 }
 
 primus_watchdog_stop() {
+  trap - CHLD
+  # The copy of stderr (a log writer's pipe) must go too: the log writer ends
+  # only when every writer of its pipe has closed it.
+  if [[ -n $PRIMUS_HANG_ERR_FD ]]; then
+    exec {PRIMUS_HANG_ERR_FD}>&-
+    PRIMUS_HANG_ERR_FD=""
+  fi
   [[ -n $PRIMUS_HANG_FD ]] || return 0
-  exec {PRIMUS_HANG_FD}>&- 2>/dev/null || true
+  # In a subshell: a monitor already gone must not end the launcher with
+  # SIGPIPE, and the launcher's own PIPE disposition stays as it is.
+  (printf 'done\n' >&"$PRIMUS_HANG_FD") 2>/dev/null || true
+  exec {PRIMUS_HANG_FD}>&-
   PRIMUS_HANG_FD=""
 }
 

@@ -151,7 +151,7 @@ has_summary() {
   [[ $output == *"stacks of the launch writing $PRIMUS_WORKSPACE/logs/primus-"*"-node0.log"*"2 live rank(s)"* ]]
   [[ $output == *"----- rank 0 -----"*"all_reduce (/"*"----- rank 1 -----"*"stuck_here (/"* ]]
   [[ $output == *"SUSPECT rank 1: stuck_here"* ]]
-  [[ $output == *"run monitor: (no run monitor verdict: the monitor is off, PRIMUS_HANG_TIMEOUT=0"* ]]
+  [[ $output == *"run monitor: (no run monitor verdict: the verdicts are off, PRIMUS_HANG_TIMEOUT=0"* ]]
 }
 
 @test "primus-cli stacks gives the run monitor's verdict of now beside the stacks" {

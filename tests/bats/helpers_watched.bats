@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # Every helper process of a launch is watched: kill -9 of the launcher's log
-# writer for stdout or stderr, of the run monitor, of the parent-death
-# watcher or of a rank's log writer, while a 2-rank job prints 40 lines per rank. The console and the
+# writer for stdout or stderr, of the run monitor (also the parent-death
+# guard) or of a rank's log writer, while a 2-rank job prints 40 lines per rank. The console and the
 # log hold all 80 lines, or the launcher names the loss and where the full
 # output is; never a silent exit 0 with lines missing. The one who notices is
 # the run monitor (python/primus_runner/monitor/helpers.py), and for the
-# monitor itself runner/helpers/watch_run.sh.
+# monitor itself the launcher (a SIGCHLD trap, runner/lib/watchdog.sh).
 
 bats_require_minimum_version 1.5.0
 
@@ -27,10 +27,6 @@ helper_pid() {
   local pid args
   case $1 in
     monitor) pgrep -f -- "primus_runner.monitor $PRIMUS_WORKSPACE/" | head -n1 ;;
-    watcher)
-      for pid in $(pgrep -f watch_run.sh); do
-        tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "PRIMUS_WORKSPACE=$PRIMUS_WORKSPACE" && echo "$pid"
-      done | head -n1 ;;
     rank-writer)
       for pid in $(pgrep -f -- "logwriter.py --log-fd"); do
         find "/proc/$pid/fd" -lname "$PRIMUS_WORKSPACE/*" 2>/dev/null | grep -q . && echo "$pid"
@@ -73,6 +69,12 @@ noticed_within() {
   awk -v n="$NOTICED_AFTER" -v s="$1" 'BEGIN { exit !(n <= s) }'
 }
 
+# deaf_ranks_gone: no process runs deaf.py ([f]: pgrep must not match a shell
+# whose command line holds the pattern).
+deaf_ranks_gone() {
+  ! pgrep -f -- "$TEST_DIR/dea[f].py" >/dev/null
+}
+
 lines_in() {
   grep -c "rank [01] line" "$1" || true
 }
@@ -104,22 +106,48 @@ log_of() {
   grep -q "but its console and log are incomplete" "$OUT"
 }
 
-@test "kill -9 of the run monitor: named within a second by the parent-death watcher; the run and its 80 lines go on, exit 0" {
+@test "kill -9 of the run monitor: named within a second by the launcher and restarted; the run and its 80 lines go on, exit 0" {
   kill_helper monitor "run monitor: the run monitor (pid [0-9]*) died"
   noticed_within 2
   [[ $STATUS -eq 0 ]]
   [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
-  grep -q "run monitor: the run monitor (pid [0-9]*) died" "$OUT"
+  grep -q "run monitor: the run monitor (pid [0-9]*) died (killed by SIGKILL: kill -9 or the OOM killer; sender unknown): no verdict and no parent-death guard while it was gone; restarted it (pid [0-9]*)" "$OUT"
   grep -q "INFO\] workload finished successfully" "$OUT"
+  # The restart runs inside the SIGCHLD trap: no bash warning about the trap.
+  run grep -c "run_pending_traps\|trap_list" "$OUT"
+  assert_output 0 || { grep -n "run_pending_traps\|trap_list" "$OUT"; false; }
+  # The restarted monitor ended with the launch: nothing of the run is left.
+  run pgrep -f -- "primus_runner.monitor $PRIMUS_WORKSPACE/"
+  assert_failure
 }
 
-@test "kill -9 of the parent-death watcher: named with what it means; 80 lines, exit 0, reported clean (no output lost)" {
-  kill_helper watcher "parent-death watcher (runner/helpers/watch_run.sh) (pid [0-9]*) died"
-  noticed_within 2
-  [[ $STATUS -eq 0 ]]
-  [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
-  grep -q "run monitor: the launcher's parent-death watcher (runner/helpers/watch_run.sh) (pid [0-9]*) died" "$OUT"
-  grep -q "INFO\] workload finished successfully" "$OUT"
+@test "kill -9 of the run monitor, then of the launcher: the restarted monitor is the guard; a rank that ignores SIGTERM is killed after the grace" {
+  export PRIMUS_KILL_GRACE=2
+  printf '%s\n' 'import os, signal, time' 'signal.signal(signal.SIGTERM, signal.SIG_IGN)' \
+    'r = os.environ["RANK"]' 'print(f"rank {r} up", flush=True)' 'time.sleep(300)' >"$TEST_DIR/deaf.py"
+  local out=$TEST_DIR/guard.out
+  "$PRIMUS_CLI" direct --script "$TEST_DIR/deaf.py" >"$out" 2>&1 &
+  LAUNCHER=$!
+  poll_until 60 grep -q "rank 1 up" "$out"
+  local old new
+  old=$(helper_pid monitor)
+  [[ -n $old ]]
+  kill -KILL "$old"
+  poll_until 10 grep -q "restarted it (pid [0-9]*)" "$out"
+  new=$(helper_pid monitor)
+  [[ -n $new && $new != "$old" ]]
+  kill -KILL "$LAUNCHER"
+  wait "$LAUNCHER" || true
+  local launcher=$LAUNCHER
+  LAUNCHER=""
+  poll_until 30 grep -q "stop: launcher pid $launcher died" "$out"
+  cat "$out"
+  grep -q "the launcher (pid $launcher) is gone (killed: SIGKILL or the OOM killer; sender unknown): its workload got SIGTERM; SIGKILL after 2 s" "$out"
+  grep -qE "stop: launcher pid $launcher died; [0-9]+ process\(es\) of the run stopped \(SIGTERM from the parent-death signal\), killed after the 2 s grace: .*\(python" "$out"
+  # Nothing of the run is left, the guard included.
+  poll_until 10 deaf_ranks_gone
+  run pgrep -f -- "primus_runner.monitor $PRIMUS_WORKSPACE/"
+  assert_failure
 }
 
 @test "kill -9 of a rank's log writer: the rank is unharmed (it used to die of EPIPE); a new writer takes over its pipe within a second; all 80 lines everywhere, exit 0" {

@@ -63,6 +63,9 @@ no_rank() {
   [[ $watcher =~ ^[0-9]+$ ]]
   kill_noticed "$watcher" "the container watcher (runner/helpers/watch_container.sh, pid $watcher) died (killed by SIGKILL"
   grep -q "a kill -9 of this launcher would have left container $NAME-[^ ]* running; restarted it (pid [0-9]*)" launch.log
+  # The restart runs inside the SIGCHLD trap: no bash warning about the trap.
+  run grep -c "run_pending_traps\|trap_list" launch.log
+  assert_output 0 || { grep -n "run_pending_traps\|trap_list" launch.log; false; }
   local again
   again=$(sed -n 's/.*restarted it (pid \([0-9]*\)).*/\1/p' launch.log)
   process_running "$again"

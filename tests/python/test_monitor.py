@@ -149,24 +149,26 @@ def test_straggler_scores_and_flagging() -> None:
 
 
 def test_settings_refuse_bad_arguments() -> None:
-    good = settings(["/w/run.log", "id", "1800", "stop", "42", "torchrun"], {"NNODES": "2", "NODE_RANK": "1"})
-    assert (good.nnodes, good.node, good.ranks_dir, good.timeout) == (2, 1, "/w/run.ranks", 1800.0)
+    good = settings(["/w/run.log", "id", "1800", "stop", "42", "torchrun", "7"], {"NNODES": "2", "NODE_RANK": "1"})
+    assert (good.nnodes, good.node, good.ranks_dir, good.timeout, good.grace) == (2, 1, "/w/run.ranks", 1800.0, 7)
+    with pytest.raises(ValueError, match="GRACE \\('x'\\)"):
+        settings(["/w/run.log", "id", "1800", "stop", "42", "torchrun", "x"], {})
     with pytest.raises(ValueError, match="ACTION 'kill'"):
-        settings(["/w/run.log", "id", "1800", "kill", "42", "torchrun"], {})
-    with pytest.raises(ValueError, match="expected 6 arguments"):
+        settings(["/w/run.log", "id", "1800", "kill", "42", "torchrun", "7"], {})
+    with pytest.raises(ValueError, match="expected 7 arguments"):
         settings(["/w/run.log"], {})
 
 
 def test_helpers_parse_and_say_what_a_death_means() -> None:
     from primus_runner.monitor import helpers
 
-    assert helpers.parse("stdout-writer=12;stderr-writer=13;watcher=14;bogus=1;watcher2=x") == {
-        "stdout-writer": 12, "stderr-writer": 13, "watcher": 14}
+    assert helpers.parse("stdout-writer=12;stderr-writer=13;watcher=14;bogus=1;stdout-writer2=x") == {
+        "stdout-writer": 12, "stderr-writer": 13}
     assert helpers.parse("") == {}
     line = helpers.death_line("stdout-writer", 12, "10:00:01", "/w/run.ranks")
     assert line.startswith("the launcher's log writer for stdout (pid 12) died at 10:00:01")
     assert "every rank's full output is in /w/run.ranks/rank-<RANK>.log" in line
-    assert "full output" not in helpers.death_line("watcher", 14, "10:00:01", "/w/run.ranks")
+    assert "stderr (pid 13) died at 10:00:01" in helpers.death_line("stderr-writer", 13, "10:00:01", "/w/run.ranks")
 
 
 def test_table_has_one_line_per_rank_with_its_state() -> None:

@@ -114,7 +114,8 @@ def monitor_verdict(run: Run) -> str:
         with open(path, encoding="utf-8") as handle:
             doc = json.load(handle)
     except FileNotFoundError:
-        return "(no run monitor verdict: the monitor is off, PRIMUS_HANG_TIMEOUT=0, or has seen nothing yet)"
+        return ("(no run monitor verdict: the verdicts are off, PRIMUS_HANG_TIMEOUT=0, "
+                "or the monitor has seen nothing yet)")
     except (OSError, ValueError):
         return "(the run monitor's verdict cannot be read)"
     line = doc.get("line") if isinstance(doc, dict) else ""

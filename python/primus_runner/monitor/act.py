@@ -84,12 +84,6 @@ class Judge:
     def say(self, level: str, message: str) -> None:
         say(level, message, self.m.s.log_file)
 
-    def note_pid(self) -> None:
-        """$PRIMUS_RC_DIR/monitor.pid: the parent-death watcher watches this process."""
-        if self.m.s.rc_dir:
-            with contextlib.suppress(OSError), open(os.path.join(self.m.s.rc_dir, "monitor.pid"), "w") as handle:
-                handle.write(f"{os.getpid()}\n")
-
     def rank_writers(self) -> None:
         """A rank's log writer that died while its rank runs: a new one on the same pipe."""
         if not self.m.s.rc_dir:

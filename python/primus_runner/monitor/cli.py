@@ -1,15 +1,22 @@
 """The run monitor's command line, as runner/lib/watchdog.sh starts it:
 
-    python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE
+    python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE GRACE
 
-stdin is a pipe only the launcher writes: end of file means the launch ended,
-and the monitor exits. TIMEOUT is PRIMUS_HANG_TIMEOUT (the last resort: that
-long without any progress signal is reported even when no verdict is
-possible), ACTION is PRIMUS_HANG_ACTION (report | stop), RUN_MODE torchrun or
-single. NNODES, NODE_RANK, PRIMUS_RC_DIR and PRIMUS_MONITOR_HELPERS (the
-launch's helper processes, monitor/helpers.py) come from the environment. Stop
-signals (INT, TERM, HUP, USR1, USR2) are ignored: the launcher's stop must not
-cut the monitor's last lines; it ends with the launcher's pipe.
+One process per node beside the workload: the run monitor and the run's
+parent-death guard. stdin is a pipe only the launcher writes: it writes
+``done`` before it ends on purpose, and the monitor exits. End of file
+without it, with the launcher gone (SIGKILL, the OOM killer), makes it the
+guard (monitor/guard.py): the ranks got SIGTERM from the parent-death signal;
+it waits GRACE seconds (PRIMUS_KILL_GRACE), SIGKILLs what is left of the run
+and writes the closing line. TIMEOUT is PRIMUS_HANG_TIMEOUT (the last resort:
+that long without any progress signal is reported even when no verdict is
+possible; 0 turns the verdicts off, the guard and the watching of the
+launch's helpers stay), ACTION is PRIMUS_HANG_ACTION (report | stop),
+RUN_MODE torchrun or single. NNODES, NODE_RANK, PRIMUS_RC_DIR and
+PRIMUS_MONITOR_HELPERS (the launch's helper processes, monitor/helpers.py)
+come from the environment. Stop signals (INT, TERM, HUP, USR1, USR2) are
+ignored: the launcher's stop must not cut the monitor's last lines; it ends
+with the launcher's ``done``.
 """
 from __future__ import annotations
 
@@ -21,38 +28,48 @@ import time
 from collections.abc import Sequence
 
 from primus_runner.facts import EXIT_INVALID
-from primus_runner.monitor import helpers, verdicts
+from primus_runner.monitor import guard, helpers, verdicts
 from primus_runner.monitor.act import Judge
 from primus_runner.monitor.watch import OWN, Monitor, Settings
 
-USAGE = "usage: python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE"
+USAGE = "usage: python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE GRACE"
 
 
 def settings(argv: Sequence[str], env: dict[str, str]) -> Settings:
     """The settings from the command line and the environment; ValueError names the culprit (pure)."""
-    if len(argv) != 6:
-        raise ValueError(f"expected 6 arguments, got {len(argv)}; {USAGE}")
-    log_file, run_id, timeout, action, launcher, mode = argv
-    if not timeout.isdigit() or not launcher.isdigit():
-        raise ValueError(f"TIMEOUT ({timeout!r}) and LAUNCHER_PID ({launcher!r}) must be whole numbers; {USAGE}")
+    if len(argv) != 7:
+        raise ValueError(f"expected 7 arguments, got {len(argv)}; {USAGE}")
+    log_file, run_id, timeout, action, launcher, mode, grace = argv
+    if not timeout.isdigit() or not launcher.isdigit() or not grace.isdigit():
+        raise ValueError(f"TIMEOUT ({timeout!r}), LAUNCHER_PID ({launcher!r}) and GRACE ({grace!r}) "
+                         f"must be whole numbers; {USAGE}")
     if action not in ("report", "stop"):
         raise ValueError(f"ACTION {action!r}: accepted report or stop")
     nnodes, node = env.get("NNODES", "1"), env.get("NODE_RANK", "0")
     return Settings(log_file, run_id, float(timeout), action, int(launcher), mode,
                     int(nnodes) if nnodes.isdigit() else 1, int(node) if node.isdigit() else 0,
                     env.get("PRIMUS_RC_DIR", ""), log_file[:-4] + ".ranks" if log_file.endswith(".log")
-                    else log_file + ".ranks", helpers.parse(env.get("PRIMUS_MONITOR_HELPERS", "")))
+                    else log_file + ".ranks", helpers.parse(env.get("PRIMUS_MONITOR_HELPERS", "")),
+                    int(grace))
 
 
-def run(monitor: Monitor, judge: Judge) -> None:
-    """Look once a TICK until the launcher closes the pipe."""
+def run(monitor: Monitor, judge: Judge) -> bool:
+    """Look once a TICK until the launcher's pipe ends: True when it said ``done``."""
+    said = b""
     while True:
         ready, _, _ = select.select([sys.stdin], [], [], verdicts.TICK)
-        if ready and not os.read(sys.stdin.fileno(), 4096):
-            return  # end of file: the launch ended
+        if ready:
+            data = os.read(sys.stdin.fileno(), 4096)
+            if not data:
+                return b"done\n" in said  # end of file: the launch ended, or the launcher died
+            said = (said + data)[-64:]
+            if b"done\n" in said:
+                return True
         now = time.monotonic()
         judge.helpers()
         judge.rank_writers()
+        if monitor.s.timeout <= 0:
+            continue  # PRIMUS_HANG_TIMEOUT=0: no verdicts
         monitor.discover(now)
         monitor.look(now)
         if monitor.stopping:
@@ -78,6 +95,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = OWN
     monitor = Monitor(chosen)
     judge = Judge(monitor)
-    judge.note_pid()
-    run(monitor, judge)
+    if not run(monitor, judge) and guard.launcher_ended(chosen.launcher):
+        guard.stop_orphaned_run(chosen.run_id, chosen.launcher, chosen.grace, judge.say)
     return 0

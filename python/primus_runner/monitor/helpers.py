@@ -3,9 +3,9 @@ death means for the run, and the note the launcher's closing lines repeat.
 
 A helper is given as ``NAME=PID`` in PRIMUS_MONITOR_HELPERS (``;`` between them,
 set by runner/lib/watchdog.sh): ``stdout-writer`` and ``stderr-writer`` (the
-launcher's log writers, python/primus_runner/launch/logwriter.py) and
-``watcher`` (runner/helpers/watch_run.sh, the parent-death guard). The texts
-are pure functions; the looking is act.py's.
+launcher's log writers, python/primus_runner/launch/logwriter.py). The
+parent-death guard is this process itself (monitor/guard.py), watched by the
+launcher. The texts are pure functions; the looking is act.py's.
 """
 from __future__ import annotations
 
@@ -16,9 +16,6 @@ MEANING = {
     "stderr-writer": ("the launcher's log writer for stderr",
                       "the console and the log lack the launcher's and torchrun's warnings and errors from then on "
                       "(the run monitor writes its own lines to the log file directly)"),
-    "watcher": ("the launcher's parent-death watcher (runner/helpers/watch_run.sh)",
-                "if the launcher is killed now, its ranks still get SIGTERM from the parent-death signal, but "
-                "nothing SIGKILLs one that ignores it after PRIMUS_KILL_GRACE"),
 }
 LOST_OUTPUT = ("stdout-writer", "stderr-writer")
 

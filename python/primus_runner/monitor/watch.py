@@ -57,6 +57,7 @@ class Settings:
     rc_dir: str = ""
     ranks_dir: str = ""
     helpers: dict[str, int] | None = None   # NAME -> pid (monitor/helpers.py)
+    grace: int = 0          # PRIMUS_KILL_GRACE, from the command line: the guard's wait before SIGKILL (guard.py)
 
 
 def _signature(threads: list[Thread]) -> tuple[tuple[str, str, int], ...]:

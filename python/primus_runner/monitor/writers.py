@@ -59,6 +59,7 @@ def records(rc_dir: str) -> list[WriterRecord]:
 
 
 def alive(pid: int) -> bool:
+    """True while PID runs (a zombie or no such process counts as gone)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
             state = handle.read().rsplit(")", 1)[1].split()[0]
