@@ -126,6 +126,12 @@ wait_file() {
 
 # signal_during_hook SIGNAL CODE: the launcher gets SIGNAL while a hook runs.
 signal_during_hook() {
+  # A signal ignored on entry (nohup ignores SIGHUP) cannot be trapped by the
+  # launcher: say so at once instead of waiting out the 600 s hook.
+  local ignored
+  ignored=$(signal_mask "$BASHPID" SigIgn)
+  ((((ignored >> ($(kill -l "$1") - 1)) & 1) == 0)) ||
+    fail "SIG$1 is ignored in this test's process (started under nohup?): no launcher can trap it; start the tests without nohup"
   hang_hook 00_hang.sh
   # A word of this run only: the hook runner is a subshell of the launcher
   # (its argv), and nothing with it may be left.
