@@ -32,14 +32,15 @@ def test_launcher_alive_tells_a_running_process_from_a_gone_one() -> None:
 def test_launcher_ended_waits_for_a_process_still_ending() -> None:
     # Its pipe is closed before it is gone (as the kernel closes a dying
     # launcher's files before it becomes a zombie): one look would say alive.
-    child = subprocess.Popen([sys.executable, "-c", "import os, time; os.close(1); time.sleep(0.5)"],
-                             stdout=subprocess.PIPE)
-    assert child.stdout is not None
+    # The child ends only when told (its stdin closed): no timing to race.
+    child = subprocess.Popen([sys.executable, "-c", "import os, sys; os.close(1); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
     assert child.stdout.read() == b""  # end of file, the process still runs
     assert guard.launcher_alive(child.pid)
-    start = time.monotonic()
-    assert guard.launcher_ended(child.pid, limit=10.0)
-    assert 0.2 < time.monotonic() - start < 5.0
+    assert not guard.launcher_ended(child.pid, limit=0.3)  # it lives on meanwhile
+    child.stdin.close()  # now it ends
+    assert guard.launcher_ended(child.pid, limit=30.0)
     child.wait()
 
 

@@ -8,8 +8,9 @@ Run as a script by runner/lib/supervise.sh (never imported on the launch path):
   signal sent to the launcher's process group (``timeout``, ``kill -- -PGID``,
   Ctrl-C) reaches only the launcher, which then delivers it once.
 - ``prctl(PR_SET_PDEATHSIG, SIGTERM)``: when the launcher dies (SIGKILL, OOM
-  killer) this process receives SIGTERM; the launcher's watcher
-  (runner/helpers/watch_run.sh) sends SIGKILL after the grace. The setting
+  killer) this process receives SIGTERM; the run monitor, the run's
+  parent-death guard (python/primus_runner/monitor/guard.py), sends SIGKILL
+  after the grace. The setting
   survives ``execve`` (prctl(2)); when the launcher is already gone (it died
   before the prctl), the process ends at once.
 - SIGINT back to its default when it arrives ignored (bash starts every
