@@ -26,21 +26,24 @@
 # `container -- preflight --quick`).
 #
 # What it does on each node (README "slurm", "Detection and rank mapping"):
-# - reads the step's shape, step-level variables first so a smaller srun inside
-#   a larger allocation maps only its own nodes: SLURM_STEP_NUM_NODES >
-#   SLURM_NNODES > SLURM_JOB_NUM_NODES; SLURM_STEP_NODELIST > SLURM_NODELIST >
-#   SLURM_JOB_NODELIST; node index SLURM_NODEID, else SLURM_PROCID;
-# - refuses (exit 2) to start when run in the batch script of a multi-node job
-#   without srun (only one node would start; the others would never join);
-# - more than one task per node: exit 2 with the fix (`--ntasks-per-node=1`),
-#   unless srun-native is asked for: never several torchruns per node;
+# - asks python/primus_runner/scheduler/step.py once (one python3 start, which
+#   reads the configuration only when the mode or srun-native must come from
+#   it; runner/lib/slurm_step.sh applies the answer) for: the step's shape,
+#   step-level variables first so a smaller srun inside a larger allocation
+#   maps only its own nodes: SLURM_STEP_NUM_NODES > SLURM_NNODES >
+#   SLURM_JOB_NUM_NODES; SLURM_STEP_NODELIST > SLURM_NODELIST >
+#   SLURM_JOB_NODELIST; node index SLURM_NODEID, else the node of task
+#   SLURM_PROCID; a refusal (exit 2) when run in the batch script of a
+#   multi-node job without srun (only one node would start; the others would
+#   never join); for more than one task per node, exit 2 with the fix
+#   (`--ntasks-per-node=1`) unless srun-native is asked for: never several
+#   torchruns per node;
 # - exports PRIMUS_SLURM_FIRST_HOST (the first host of the step's node list)
 #   when `scontrol show hostnames` answers; otherwise the rank mapping of the
 #   launch (python3 -m primus_runner ranks, run once by the direct launcher)
 #   expands the list itself. NNODES, NODE_RANK, MASTER_ADDR (and the check that
 #   a user MASTER_ADDR names the first node) are mapped there. Works without
-#   any Slurm client installed; starts no python3 of its own unless the mode
-#   must come from the configuration;
+#   any Slurm client installed;
 # - logs the node list as Slurm gives it (compressed), never one name per node;
 # - runs the mode's launcher in a session of its own and reports its exit
 #   status, saying so when the job was cancelled (scancel, time limit) or
@@ -90,8 +93,6 @@ PRIMUS_STEP_NODES=""
 PRIMUS_STEP_NODELIST=""
 PRIMUS_STEP_NODE_ID=""
 PRIMUS_STEP_TASKS=""
-PRIMUS_NODE_TASKS=""
-PRIMUS_CONFIG_LOADED=0
 PRIMUS_ENTRY_REQUEUED=""  # the next run's restart number once the job is requeued
 PRIMUS_ENTRY_STEP_SIGNAL=0 # the stop signal came to the step alone; the job goes on
 
@@ -157,29 +158,6 @@ mode_args_have() {
     [[ $arg == "$1" ]] && return 0
   done
   return 1
-}
-
-load_config_once() {
-  ((PRIMUS_CONFIG_LOADED)) && return 0
-  PRIMUS_CONFIG_LOADED=1
-  # shellcheck source=runner/lib/config.sh
-  source "$PRIMUS_RUNNER_DIR/lib/config.sh"
-  primus_config_load "$PRIMUS_ENTRY_CONFIG" ||
-    entry_die "$?" "could not load the configuration (see the error above)."
-}
-
-resolve_mode() {
-  if [[ -z $PRIMUS_ENTRY_MODE ]]; then
-    load_config_once
-    primus_config_get_into PRIMUS_ENTRY_MODE slurm.mode container
-  fi
-  case $PRIMUS_ENTRY_MODE in
-    direct | container) ;;
-    *)
-      entry_die "$PRIMUS_EXIT_INVALID" "slurm.mode='$PRIMUS_ENTRY_MODE' in the configuration is not a" \
-        "mode; accepted: direct, container. Fix slurm.mode or name the mode on the command line."
-      ;;
-  esac
 }
 
 # find_first_host: PRIMUS_SLURM_FIRST_HOST from `scontrol show hostnames`,
@@ -363,10 +341,7 @@ main() {
     # An entry that stops before any launcher ran leaves no spool behind.
     trap 'primus_log_spool_drop; primus_log_prelude_remove' EXIT
   fi
-  primus_step_read_step_shape
-  resolve_mode
-  primus_step_refuse_batch_step
-  primus_step_check_tasks_per_node
+  primus_step_plan
   find_first_host
   log_step
   # The mode honours config slurm.dry_run / slurm.debug (runner/lib/mode_config.sh).

@@ -12,8 +12,6 @@ PRIMUS_LOG_LEVEL_DEFAULT=INFO
 PRIMUS_LOG_SWITCH_ON=(1)
 PRIMUS_LOOPBACK_NAMES=(localhost localhost.localdomain ip6-localhost ip6-loopback)
 PRIMUS_ACCELERATORS=(auto rocm cuda neuron cpu)
-PRIMUS_SRUN_NATIVE_ON=(1 true yes)
-PRIMUS_SRUN_NATIVE_OFF=(0 false no)
 # Exit codes (the spec's conventions) and the hook protocol's (mapped to 1 and 2).
 PRIMUS_EXIT_OK=0
 PRIMUS_EXIT_MISSING=1

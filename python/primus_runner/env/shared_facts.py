@@ -131,8 +131,6 @@ def shell_text(facts: dict[str, Any], shell_defaults: dict[str, str]) -> str:
             f"PRIMUS_LOG_SWITCH_ON=({_words(facts['log_switch_on'])})\n"
             f"PRIMUS_LOOPBACK_NAMES=({_words(facts['loopback_names'])})\n"
             f"PRIMUS_ACCELERATORS=({_words(facts['accelerators'])})\n"
-            f"PRIMUS_SRUN_NATIVE_ON=({_words(facts['srun_native_on'])})\n"
-            f"PRIMUS_SRUN_NATIVE_OFF=({_words(facts['srun_native_off'])})\n"
             "# Exit codes (the spec's conventions) and the hook protocol's (mapped to 1 and 2).\n"
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["exit_codes"].items())
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["hook_exit_codes"].items())
