@@ -312,10 +312,10 @@ hold_exit() {
 
 # requeue_if_asked RC: task 0 requeues the job once when asked (slurm_stop.sh).
 requeue_if_asked() {
-  local reason text
-  primus_requeue_reason reason "$1"
+  local reason said text
+  primus_requeue_reason reason said "$1"
   [[ -n $reason ]] || return 0
-  entry_log WARN "$(primus_requeue_announcement "$reason")"
+  entry_log WARN "$said"
   text=$(primus_requeue_job "$reason") || entry_log ERROR "$text"
 }
 

@@ -166,69 +166,33 @@ primus_entry_cleanup() {
 
 # ---------------------------------------------------------------- requeue
 
-# primus_requeue_marker: the file by which another node tells node 0 that one
-# of its ranks exited with the requeue code (in the workspace, which the nodes
-# share with their logs and checkpoints).
-primus_requeue_marker() {
-  echo "${PRIMUS_WORKSPACE:-./output}/.primus-requeue-${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"
-}
-
-# primus_requeue_reason VAR RC: why this job should be requeued (empty: not).
-# Task 0 decides; another task only leaves the marker for it.
+# primus_requeue_reason REASON_VAR SAID_VAR RC: why this job should be
+# requeued (empty: not) and the line to say first, decided by
+# python/primus_runner/scheduler/requeue.py (one Python start as the task ends:
+# task 0 decides, another task only leaves a marker for it in the workspace).
 primus_requeue_reason() {
-  local -n __primus_reason=$1
-  local rc=$2 code marker
-  __primus_reason=""
-  code=$(primus_requeue_code)
-  marker=$(primus_requeue_marker)
-  if [[ ${SLURM_PROCID:-0} != 0 ]]; then
-    if ((rc == code)); then
-      local marker_dir
-      primus_dir_of marker_dir "$marker"
-      mkdir -p -- "$marker_dir" 2>/dev/null && : >"$marker" 2>/dev/null || true
-    fi
-    return 0
-  fi
-  if ((rc == code)); then
-    __primus_reason="the workload exited with the requeue code $code (PRIMUS_REQUEUE_EXIT_CODE)"
-    return 0
-  fi
-  local i
-  for ((i = 0; i < 20; i++)); do
-    if [[ -e $marker ]]; then
-      __primus_reason="a rank on another node exited with the requeue code $code"
-      return 0
-    fi
-    ((rc != 0)) || break
-    sleep 0.1
-  done
-  if [[ -n $PRIMUS_ENTRY_NOTICE && $rc == 0 && ${PRIMUS_SLURM_REQUEUE:-0} == 1 ]]; then
-    __primus_reason="preemption notice SIG$PRIMUS_ENTRY_NOTICE, then a clean exit (slurm.requeue: true)"
-  fi
+  local -n __primus_reason=$1 __primus_said=$2
+  local -a __primus_lines=()
+  mapfile -t __primus_lines < <(primus_python slurm-requeue reason --rc "$3" --code "$(primus_requeue_code)" \
+    --notice "$PRIMUS_ENTRY_NOTICE")
+  __primus_reason=${__primus_lines[0]-} __primus_said=${__primus_lines[1]-}
 }
 
 # primus_slurm_job_now STATE_VAR NEXT_VAR: this job's JobState now (STATE_VAR;
 # empty when scontrol does not answer) and, when the job was requeued while
 # this run went on (`scontrol requeue`, a preemption that requeues), the
-# restart number of its next run (NEXT_VAR, else empty). `scontrol show job`
-# counts the requeues in Restarts=N, raised when the requeue is ordered, before
-# the job's processes get their SIGTERM (seen on the test cluster: Restarts=1
-# and JobState=COMPLETING 0.1 s after `scontrol requeue`); this run is restart
-# SLURM_RESTART_COUNT (sbatch(1); unset on the first run).
+# restart number of its next run (NEXT_VAR, else empty): `scontrol show job`
+# asked here, its line read by python/primus_runner/scheduler/requeue.py.
 primus_slurm_job_now() {
   local -n __primus_state=$1 __primus_next=$2
   __primus_state="" __primus_next=""
   [[ -n ${SLURM_JOB_ID:-} ]] || return 0
   local -a cmd
   primus_slurm_client_cmd cmd scontrol show job -o "$SLURM_JOB_ID" || return 0
-  local line now=${SLURM_RESTART_COUNT:-0}
-  [[ $now =~ ^[0-9]{1,9}$ ]] || now=0
+  local line
   line=$("${cmd[@]}" 2>/dev/null) || return 0
-  [[ ! $line =~ (^|[[:space:]])JobState=([A-Z_]+) ]] || __primus_state=${BASH_REMATCH[2]}
-  if [[ $line =~ (^|[[:space:]])Restarts=([0-9]{1,9}) ]] && ((10#${BASH_REMATCH[2]} > 10#$now)); then
-    __primus_next=$((10#${BASH_REMATCH[2]}))
-  fi
-  return 0
+  line=$(primus_python slurm-requeue job-now <<<"$line") || return 0
+  __primus_state=${line%%$'\t'*} __primus_next=${line#*$'\t'}
 }
 
 # primus_entry_hold_left GRACE_VAR LEFT_VAR: after a stop by a signal to the
@@ -251,20 +215,11 @@ primus_entry_hold_left() {
   __primus_hold_grace=${__primus_line%%$'\t'*} __primus_left=${__primus_line#*$'\t'}
 }
 
-# primus_requeue_announcement REASON: the line said before the requeue. It
-# comes first because `scontrol requeue` ends this step at once, and a line
-# printed after it may never leave srun's output forwarding.
-primus_requeue_announcement() {
-  local restart=${SLURM_RESTART_COUNT:-0}
-  echo "requeue: job $SLURM_JOB_ID is being requeued ($1); its next run is restart $((restart + 1))."
-}
-
 # primus_requeue_job REASON: scontrol requeue this job, once. Prints nothing on
 # success; on failure, why and the fix.
 primus_requeue_job() {
   local out rc=0
   out=$(scontrol requeue "$SLURM_JOB_ID" 2>&1) || rc=$?
-  rm -f -- "$(primus_requeue_marker)" 2>/dev/null || true
   ((rc != 0)) || return 0
   echo "requeue: 'scontrol requeue $SLURM_JOB_ID' failed (exit $rc: ${out:-no output}): $1," \
     "so the job is not requeued. Submit it with sbatch (srun allocations cannot be requeued)" \
