@@ -1,6 +1,6 @@
 # primus-runner: set-up, demo, tests, lint and benchmarks.
 #   make demo    train the built-in CPU workload (--module primus_runner), 2 local processes
-#   make test    lint + bats + pytest + the live Slurm suite (sets up first)
+#   make test    the live Slurm suite beside lint + pytest, then bats (sets up first)
 #   make bench   launch-overhead timings (medians; figures, never assertions)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -66,7 +66,9 @@ setup-userenv:
 demo: setup-python
 	examples/demo.sh
 
-test: setup setup-system lint pytest bats slurm-test
+# The suites in tests/run_all.sh: the live Slurm suite beside lint and pytest, then bats alone.
+test: setup setup-system setup-userenv
+	tests/run_all.sh
 
 lint: setup-python
 	SHELLCHECK=$(SHELLCHECK) RUFF=$(VENV)/bin/ruff MYPY=$(VENV)/bin/mypy tests/lint.sh
