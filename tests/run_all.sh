@@ -4,10 +4,10 @@
 #
 # Usage: tests/run_all.sh [-h|--help]
 #
-# The live Slurm suite (tests/slurm/run.sh, about 10 minutes) mostly waits on
-# Slurm's own timers, so it runs beside `make lint pytest` (about 5 minutes of
-# CPU); its output goes to a file and is printed whole when it ends, so the two
-# never interleave. The bats suite starts only once both are done: its run
+# The live Slurm suite (tests/slurm/run.sh, about 14 minutes here) mostly
+# waits on Slurm's own timers, so it runs beside `make lint pytest` (about 3
+# minutes of CPU); its output goes to a file and is printed whole when it ends,
+# so the two never interleave. The bats suite starts only once both are done: its run
 # monitor and live-output tests measure real seconds and get the machine to
 # themselves. Every suite runs even when an earlier one failed; the summary
 # names each suite's status and time.
