@@ -104,7 +104,8 @@ def test_the_mode_comes_from_the_configuration_only_when_none_is_named() -> None
     assert sets(records(STEP, mode="", config=config_of({"slurm.mode": "direct"})))["PRIMUS_ENTRY_MODE"] == "direct"
     assert sets(records(STEP, mode="", config=config_of({})))["PRIMUS_ENTRY_MODE"] == "container"
     text = refusal(records(STEP, mode="", config=config_of({"slurm.mode": "bare"})))
-    assert "slurm.mode='bare' in the configuration is not a mode; accepted: direct, container" in text
+    assert text == ("config slurm.mode='bare' is not a mode; accepted: direct, container. Fix slurm.mode "
+                    "or name the mode on the command line.")
 
 
 def test_several_tasks_per_node_are_refused_on_task_0_with_the_fix() -> None:

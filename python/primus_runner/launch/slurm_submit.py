@@ -27,6 +27,9 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 
+from primus_runner.scheduler.step import Refused as StepRefused
+from primus_runner.scheduler.step import config_on, resolve_mode, srun_native_configured
+
 Record = tuple[str, str, str]
 
 _NODES = re.compile(r"[0-9]+(-[0-9]+)?", re.ASCII)
@@ -88,10 +91,6 @@ def _check_given(given: Mapping[str, str]) -> None:
         raise Refused(f"-n/--ntasks value '{given['NTASKS']}' is not a positive integer.")
 
 
-def _on(value: str) -> bool:
-    return value in ("1", "true")
-
-
 def simulated_step(given: Mapping[str, str], nodes_value: str) -> list[Record]:
     """Node 0's step for the dry run: the node count (-N or slurm.nodes, its
     minimum; else the -w list's size; else 1), the node list (-w when it names
@@ -143,7 +142,7 @@ def _flags(flags: Sequence[str], launcher: str, config: Mapping[str, str], mode:
         if name not in given and value:
             out.append(("added", f"{flag}={value}", ""))
     # slurm.requeue: true -> --requeue (sbatch(1); srun allocations cannot be requeued: scontrol(1)).
-    if _on(config.get("slurm.requeue", "") or "0"):
+    if config_on(config.get("slurm.requeue", "")):
         if launcher != "sbatch":
             out.append(("warn", "config slurm.requeue: true applies to 'primus-cli slurm sbatch' only; "
                                 "an srun job cannot be requeued.", ""))
@@ -152,12 +151,12 @@ def _flags(flags: Sequence[str], launcher: str, config: Mapping[str, str], mode:
                 out.append(("added", "--requeue", ""))
             if given.get("REQUEUE") != "0":
                 requeue = True
-    if not mode:
-        mode = config.get("slurm.mode", "") or "container"
-        if mode not in ("direct", "container"):
-            raise Refused(f"config slurm.mode='{mode}' is not a mode; accepted: direct, container.")
+    try:
+        mode = resolve_mode(mode, lambda key: config.get(key, ""))
+    except StepRefused as refused:
+        raise Refused(str(refused)) from None
     if not srun_native:
-        srun_native = "1" if _on(config.get("slurm.srun_native", "") or "0") else "0"
+        srun_native = "1" if srun_native_configured(lambda key: config.get(key, "")) else "0"
     if "TPN" not in given and "NTASKS" not in given:
         out.append(("added", "--ntasks-per-node=1", ""))
     if launcher == "srun" and "KILL" not in given:

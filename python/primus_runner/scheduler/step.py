@@ -118,12 +118,18 @@ def _node_index(env: Mapping[str, str], groups: list[tuple[int, int]] | None) ->
     return node_of_task(groups, task)
 
 
+def config_on(value: str) -> bool:
+    """A configuration switch as its records carry it (booleans 1/0; 'true' when written as text)."""
+    return value in ("1", "true")
+
+
 def resolve_mode(mode: str, config: ConfigGet) -> str:
-    """The mode named on the command line, else config slurm.mode, else container."""
+    """The mode named on the command line, else config slurm.mode, else container (the
+    entry's rule, which `primus-cli slurm` asks too: launch/slurm_submit.py)."""
     if not mode:
         mode = config("slurm.mode") or "container"
         if mode not in MODES:
-            raise Refused(f"slurm.mode='{mode}' in the configuration is not a mode; accepted: "
+            raise Refused(f"config slurm.mode='{mode}' is not a mode; accepted: "
                           f"{', '.join(MODES)}. Fix slurm.mode or name the mode on the command line.")
     return mode
 
@@ -151,7 +157,12 @@ def srun_native_wanted(flag: str, env: Mapping[str, str], config: ConfigGet) -> 
         return True
     if word in SRUN_NATIVE_OFF:
         return False
-    return config("slurm.srun_native") in ("1", "true")
+    return srun_native_configured(config)
+
+
+def srun_native_configured(config: ConfigGet) -> bool:
+    """config slurm.srun_native (default false)."""
+    return config_on(config("slurm.srun_native"))
 
 
 def _srun_native(env: Mapping[str, str], shape: StepShape, mode: str) -> list[Record]:
