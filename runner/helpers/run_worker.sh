@@ -31,11 +31,12 @@
 # the worker's stderr joins its stdout (one file, lines in order) and
 # PRIMUS_RANK_LOG_DIR/rank-<RANK>.log links to that file of torchrun's
 # <run id>/attempt_<N>/<local rank>/ tree (a restart moves the link). The
-# worker writes to that file through python/primus_runner/launch/logwriter.py:
-# a full disk never fails the rank; the one warning of the
-# launch (PRIMUS_LOG_ONCE) goes to torchrun's stderr, and a rank the console
-# shows (PRIMUS_CONSOLE_RANKS: local ranks, comma separated, or "all") sends
-# its lines on to torchrun's stdout, prefixed as torchrun does ([default<N>]:).
+# node's run monitor writes the worker's output to that file
+# (python/primus_runner/monitor/rankout.py): a full disk never fails the rank;
+# the one warning of the launch (PRIMUS_LOG_ONCE) goes to the launcher's stderr,
+# and a rank the console shows (PRIMUS_CONSOLE_RANKS: local ranks, comma
+# separated, or "all") sends its lines on to the console, prefixed as torchrun
+# does ([default<N>]:).
 # Deliberately no `set -e`: the program's status is the point.
 set -uo pipefail
 
@@ -99,47 +100,32 @@ link_rank_log() {
 __PRIMUS_RANK_OUT=""
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
 
-# rank_writer: the rank's output to __PRIMUS_RANK_OUT through logwriter.py (see the header).
-rank_writer() {
-  local writer=${BASH_SOURCE[0]%/*}/../../python/primus_runner/launch/logwriter.py fd pipe done_w data data_w shown=""
-  [[ -n $__PRIMUS_RANK_OUT && -n ${PRIMUS_PYTHON:-} && -f $writer ]] || return 0
-  local -a args=(--warn "/proc/$PPID/fd/2")
-  [[ -z ${PRIMUS_LOG_ONCE:-} ]] || args+=(--once "$PRIMUS_LOG_ONCE")
-  [[ ,${PRIMUS_CONSOLE_RANKS:-}, != *",$__primus_local_rank,"* && ${PRIMUS_CONSOLE_RANKS:-} != all ]] || shown=1
-  [[ -z $shown ]] || args+=(--fallback "/proc/$PPID/fd/1" --prefix "[default$__primus_local_rank]:")
-  # A pipe whose write end only the writer keeps: __PRIMUS_WRITER_DONE reads end of
-  # file once the writer has exited.
+# rank_output: the rank's output into a pipe the run monitor copies into
+# __PRIMUS_RANK_OUT (python/primus_runner/monitor/rankout.py, a thread of the
+# node's one monitor: no writer process per rank). This wrapper keeps the pipe's
+# read end open for the rank's life (the rank never gets it): a monitor killed
+# (kill -9, the OOM killer) then leaves the rank's prints waiting in the pipe
+# instead of failing with EPIPE, and its successor takes the pipe over from
+# $PRIMUS_RC_DIR/writer.<RANK>: WRAPPER_PID READ_FD DONE_FD LOCAL_RANK FILE. The
+# monitor writes a line into the DONE pipe once the rank's pipe has ended and
+# every line is in the file.
+rank_output() {
+  local pipe data data_w
+  [[ -n $__PRIMUS_RANK_OUT && -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]] || return 0
   exec {pipe}<> <(:)
   # shellcheck disable=SC2094  # one end each of the pipe, on purpose
-  exec {__PRIMUS_WRITER_DONE}<"/proc/self/fd/$pipe" {done_w}>"/proc/self/fd/$pipe" {pipe}>&-
-  # The rank's output pipe. This wrapper keeps its read end open for the rank's
-  # life (the rank never gets it): a writer killed (kill -9, the OOM killer)
-  # then leaves the rank's prints waiting in the pipe instead of failing with
-  # EPIPE, and the run monitor starts a new writer on that read end
-  # (python/primus_runner/monitor/writers.py, from $PRIMUS_RC_DIR/writer.<RANK>).
+  exec {__PRIMUS_WRITER_DONE}<"/proc/self/fd/$pipe" {__PRIMUS_DONE_W}>"/proc/self/fd/$pipe" {pipe}>&-
   exec {data}<> <(:)
   # shellcheck disable=SC2094  # one end each of the pipe, on purpose
   exec {__PRIMUS_RANK_PIPE}<"/proc/self/fd/$data" {data_w}>"/proc/self/fd/$data" {data}>&-
-  exec {fd}>&1
-  # The writer is started in the background of a subshell that ends at once: it
-  # is no child of this wrapper (the rank stays its only child: the launcher and
-  # `primus-cli stacks` find the ranks that way), and without PRIMUS_RUN_ID it
-  # is no process of the run; it ends when the rank's output closes. ( exec ):
-  # no environment rebuild (runner/lib/nofork.sh).
-  ( trap "" INT TERM HUP USR1 USR2
-    (
-      [[ -z ${PRIMUS_RC_DIR:-} || ! -d $PRIMUS_RC_DIR ]] ||
-        printf '%s %s %s %s\n' "$BASHPID" "$$" "$__PRIMUS_RANK_PIPE" "$__PRIMUS_RANK_OUT" \
-          >"$PRIMUS_RC_DIR/writer.${RANK:-$__primus_local_rank}"
-      exec env -u PRIMUS_RUN_ID "$PRIMUS_PYTHON" -I -S "$writer" --log-fd "$fd" --lines "${args[@]}" \
-        <&"$__PRIMUS_RANK_PIPE" {__PRIMUS_WRITER_DONE}<&- {__PRIMUS_RANK_PIPE}<&- {data_w}>&-
-    ) &
-  )
-  exec 1>&"$data_w" 2>&1 {fd}>&- {done_w}>&- {data_w}>&-
+  exec 1>&"$data_w" 2>&1 {data_w}>&-
+  printf '%s %s %s %s %s\n' "$$" "$__PRIMUS_RANK_PIPE" "$__PRIMUS_DONE_W" "$__primus_local_rank" \
+    "$__PRIMUS_RANK_OUT" >"$PRIMUS_RC_DIR/writer.${RANK:-$__primus_local_rank}"
 }
 __PRIMUS_RANK_PIPE=""
 __PRIMUS_WRITER_DONE=""
-rank_writer
+__PRIMUS_DONE_W=""
+rank_output
 # The progress watchdog's heartbeat, one file per rank (runner/lib/watchdog.sh).
 [[ -z ${PRIMUS_HEARTBEAT_DIR:-} ]] ||
   export PRIMUS_HEARTBEAT_FILE=$PRIMUS_HEARTBEAT_DIR/rank-${RANK:-$__primus_local_rank}.heartbeat
@@ -179,19 +165,20 @@ fi
 # "Killed") never joins the rank's output: the launcher says how the run ended.
 exec {__primus_worker_err}>&2 2>/dev/null
 if [[ -n $__PRIMUS_RANK_PIPE ]]; then
-  "${__primus_cmd[@]}" 2>&"$__primus_worker_err" {__primus_worker_err}>&- {__PRIMUS_RANK_PIPE}<&-
+  "${__primus_cmd[@]}" 2>&"$__primus_worker_err" {__primus_worker_err}>&- {__PRIMUS_RANK_PIPE}<&- \
+    {__PRIMUS_WRITER_DONE}<&- {__PRIMUS_DONE_W}>&-
 else
   "${__primus_cmd[@]}" 2>&"$__primus_worker_err" {__primus_worker_err}>&-
 fi
 rc=$?
 ended=${EPOCHREALTIME//[.,]/}
 # Every line written before the rank is reported gone (torchrun stops echoing it
-# then): the writer ends at once unless a child the rank left behind still holds
-# its output; then it is not waited for beyond 2 s.
+# then): the run monitor says so at once unless a child the rank left behind
+# still holds its output; then it is not waited for beyond 2 s.
 if [[ -n $__PRIMUS_WRITER_DONE ]]; then
   exec >/dev/null {__primus_worker_err}>&-
   read -r -t 2 -u "$__PRIMUS_WRITER_DONE" _ || true
-  exec {__PRIMUS_WRITER_DONE}<&-
+  exec {__PRIMUS_WRITER_DONE}<&- {__PRIMUS_DONE_W}>&-
 fi
 if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then
   if [[ -n $__PRIMUS_RANK_OUT ]]; then

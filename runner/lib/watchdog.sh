@@ -16,7 +16,7 @@
 #       before the workload starts: PRIMUS_HANG_TIMEOUT (the last resort in
 #       seconds, default 1800; 0 = no verdicts, the guard stays) and
 #       PRIMUS_HANG_ACTION (report|stop, default report). A SIGCHLD trap
-#       notices the monitor's death at once: named and restarted (3 times).
+#       notices the monitor's death at once: named and restarted (every time).
 #   primus_watchdog_stop        the launch ends on purpose: "done", the monitor exits
 #   primus_watchdog_exit_code VAR CODE
 #       VAR = PRIMUS_EXIT_HANG_STOPPED (86) when the monitor stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
@@ -62,9 +62,10 @@ primus_watchdog_start() {
 }
 
 # primus_watchdog_check: the SIGCHLD trap (a child of the launcher ended). A run
-# monitor that died is named and restarted: while it is gone there are no
-# verdicts, and a kill -9 of the launcher would leave a rank that ignores
-# SIGTERM running.
+# monitor that died is named and restarted, every time: while it is gone there
+# are no verdicts, a kill -9 of the launcher would leave a rank that ignores
+# SIGTERM running, and the ranks' prints wait in their pipes (it writes every
+# rank's file, python/primus_runner/monitor/rankout.py).
 # shellcheck disable=SC2329  # the CHLD trap
 primus_watchdog_check() {
   # Tells runner/lib/secrets.sh (__primus_secret_listing) not to fork while
@@ -76,17 +77,16 @@ primus_watchdog_check() {
   primus_child_ended __primus_how "$__primus_old" || return 0
   exec {PRIMUS_HANG_FD}>&-
   PRIMUS_HANG_FD="" PRIMUS_HANG_PID=""
-  if ((PRIMUS_HANG_RESTARTS >= 3)); then
-    LOG_WARN "run monitor: the run monitor (pid $__primus_old) died ($__primus_how), the" \
-      "$((PRIMUS_HANG_RESTARTS + 1))th time: not restarted again; no hang, stopped-rank, mismatch or" \
-      "straggler verdict for the rest of this run, and if the launcher is killed now, a rank that ignores" \
-      "SIGTERM is not killed; the run and its output go on."
-    return 0
-  fi
   PRIMUS_HANG_RESTARTS=$((PRIMUS_HANG_RESTARTS + 1))
   primus_watchdog_start "${PRIMUS_HANG_ARGS[@]}"
-  LOG_WARN "run monitor: the run monitor (pid $__primus_old) died ($__primus_how): no verdict and no" \
-    "parent-death guard while it was gone; restarted it (pid $PRIMUS_HANG_PID). The run and its output go on."
+  local __primus_gone="no verdict and no parent-death guard while it was gone" __primus_took=""
+  if [[ $PRIMUS_RUN_MODE == torchrun ]]; then
+    __primus_gone+=", and the ranks' prints waited in their pipes"
+    __primus_took=", which took the ranks' output over"
+  fi
+  LOG_WARN "run monitor: the run monitor (pid $__primus_old) died ($__primus_how): $__primus_gone;" \
+    "restarted it (pid $PRIMUS_HANG_PID)$__primus_took (restart $PRIMUS_HANG_RESTARTS of this run)." \
+    "The run and its output go on."
 }
 
 primus_watchdog_stop() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Every helper process of a launch is watched: kill -9 of the launcher's log
-# writer for stdout or stderr, of the run monitor (also the parent-death
-# guard) or of a rank's log writer, while a 2-rank job prints 40 lines per rank. The console and the
+# writer for stdout or stderr or of the run monitor (also the parent-death
+# guard and the writer of every rank's file), while a 2-rank job prints 40 lines per rank. The console and the
 # log hold all 80 lines, or the launcher names the loss and where the full
 # output is; never a silent exit 0 with lines missing. The one who notices is
 # the run monitor (python/primus_runner/monitor/helpers.py), and for the
@@ -27,10 +27,6 @@ helper_pid() {
   local pid args
   case $1 in
     monitor) pgrep -f -- "primus_runner.monitor $PRIMUS_WORKSPACE/" | head -n1 ;;
-    rank-writer)
-      for pid in $(pgrep -f -- "logwriter.py --log-fd"); do
-        find "/proc/$pid/fd" -lname "$PRIMUS_WORKSPACE/*" 2>/dev/null | grep -q . && echo "$pid"
-      done | head -n1 ;;
     stdout | stderr)
       for pid in $(pgrep -f -- "logwriter.py --log $PRIMUS_WORKSPACE/"); do
         args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
@@ -111,7 +107,11 @@ log_of() {
   noticed_within 2
   [[ $STATUS -eq 0 ]]
   [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
-  grep -q "run monitor: the run monitor (pid [0-9]*) died (killed by SIGKILL: kill -9 or the OOM killer; sender unknown): no verdict and no parent-death guard while it was gone; restarted it (pid [0-9]*)" "$OUT"
+  grep -q "run monitor: the run monitor (pid [0-9]*) died (killed by SIGKILL: kill -9 or the OOM killer; sender unknown): no verdict and no parent-death guard while it was gone, and the ranks' prints waited in their pipes; restarted it (pid [0-9]*), which took the ranks' output over (restart 1 of this run)" "$OUT"
+  local rank
+  for rank in 0 1; do
+    [[ $(grep -c "rank $rank line" "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-$rank.log) -eq 40 ]]
+  done
   grep -q "INFO\] workload finished successfully" "$OUT"
   # The restart runs inside the SIGCHLD trap: no bash warning about the trap.
   run grep -c "run_pending_traps\|trap_list" "$OUT"
@@ -150,12 +150,28 @@ log_of() {
   assert_failure
 }
 
-@test "kill -9 of a rank's log writer: the rank is unharmed (it used to die of EPIPE); a new writer takes over its pipe within a second; all 80 lines everywhere, exit 0" {
-  kill_helper rank-writer "run monitor: rank [01]'s log writer (pid [0-9]*) died (killed: SIGKILL or the OOM killer); a new one (pid [0-9]*) took over its pipe"
-  noticed_within 2
+@test "kill -9 of the run monitor five times while the ranks print: restarted every time, each successor takes every rank's pipe over; all 80 lines everywhere, exit 0" {
+  OUT=$TEST_DIR/five.out
+  "$PRIMUS_CLI" direct --script "$TEST_DIR/forty.py" >"$OUT" 2>&1 &
+  LAUNCHER=$!
+  poll_until 60 grep -q "rank 1 line 2" "$OUT"
+  local n pid
+  for n in 1 2 3 4 5; do
+    pid=$(helper_pid monitor)
+    [[ -n $pid ]]
+    kill -KILL "$pid"
+    poll_until 10 grep -q "restarted it (pid [0-9]*), which took the ranks' output over (restart $n of this run)" "$OUT"
+  done
+  STATUS=0
+  wait "$LAUNCHER" || STATUS=$?
+  LAUNCHER=""
+  cat "$OUT"
   [[ $STATUS -eq 0 ]]
   [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
-  [[ $(cat "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-[01].log | grep -c "rank [01] line") -eq 80 ]]
+  local rank
+  for rank in 0 1; do
+    [[ $(grep -c "rank $rank line" "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-$rank.log) -eq 40 ]]
+  done
   grep -q "INFO\] workload finished successfully" "$OUT"
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # The process tree of a running launch (ps --forest): between the launcher and
 # each rank at most two processes of ours (torchrun, in spawn.py, and the
-# rank's run_worker.sh), and no process of the run re-parented to init (each
-# rank's log writer is kept under torchrun, a child subreaper).
+# rank's run_worker.sh), no process of the run re-parented to init, and no
+# writer process per rank: the node's run monitor writes every rank's file.
 
 bats_require_minimum_version 1.5.0
 
@@ -57,15 +57,23 @@ check_tree() {
     ((hops <= 2))
   done
   # Every process of the run: those whose command line names this test's
-  # directories (launcher's log writers, monitor, ranks), and the rank log
-  # writers, which hold a rank's file under it open: none has parent 1.
+  # directories (launcher's log writers, monitor, ranks), and any process
+  # holding a file under them open: none has parent 1.
   local -a ours=()
   mapfile -t ours < <(pgrep -f -- "$TEST_DIR")
-  for pid in $(pgrep -f -- "logwriter.py --log-fd"); do
+  for pid in $(pgrep -f -- "python"); do
     find "/proc/$pid/fd" -lname "$TEST_DIR/*" 2>/dev/null | grep -q . && ours+=("$pid")
   done
   echo "processes of the run found: ${#ours[@]}"
   ((${#ours[@]} >= n + 2))
+  # The ranks' files are written by the one run monitor, not a process per rank.
+  local writers
+  writers=$(find /proc/[0-9]*/fd -lname "$TEST_DIR/*.ranks/*.log" 2>/dev/null | cut -d/ -f3 | sort -u) || true
+  echo "processes writing the ranks' files: ${writers//$'\n'/ }"
+  local monitor
+  monitor=$(pgrep -f -- "primus_runner.monitor $TEST_DIR/")
+  [[ -n $monitor && $writers == *"$monitor"* ]]
+  run ! pgrep -f -- "logwriter.py --log-fd"
   for pid in "${ours[@]}"; do
     [[ $(ppid_of "$pid") != 1 ]] || { echo "pid $pid: parent 1: $(tr '\0' ' ' <"/proc/$pid/cmdline")"; false; }
   done

@@ -183,16 +183,6 @@ def test_table_has_one_line_per_rank_with_its_state() -> None:
     assert lines[4] == "  node 1 n2  rank 4  pid 104  stopped 5 s"
 
 
-def test_writer_records_parse() -> None:
-    from primus_runner.monitor import writers
-
-    record = writers.parse("3", "101 100 12 /w/run.ranks/x/attempt_0/3/stdout.log\n")
-    assert record == writers.WriterRecord(3, 101, 100, 12, "/w/run.ranks/x/attempt_0/3/stdout.log")
-    assert writers.parse("3", "101 100 /w/file\n") is None
-    assert writers.parse("x", "101 100 12 /w/file\n") is None
-    assert writers.parse("3", "101 100 12 /w/a file with spaces.log").path == "/w/a file with spaces.log"  # type: ignore[union-attr]
-
-
 def test_single_mode_log_lag_of_our_own_lines_is_not_rank_output(tmp_path: Path) -> None:
     """Run mode single: the rank's output is the launcher's log, where the monitor's
     own lines land too, late (through the launcher's log writer). The log's size less

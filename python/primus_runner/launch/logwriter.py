@@ -1,8 +1,8 @@
 """Copy one output stream to its log file and to the console; never fail the writer.
 
-Run as a script by runner/lib/launch_log.sh (the launcher's stdout and stderr)
-and runner/helpers/run_worker.sh (one torchrun rank's output), never imported
-on the launch path:
+Run as a script by runner/lib/launch_log.sh (the launcher's stdout and stderr),
+never imported on the launch path; the run monitor imports ``Writer`` to write
+every torchrun rank's file by the same rules (python/primus_runner/monitor/rankout.py):
 
     python3 -I -S logwriter.py (--log PATH | --log-fd N) [--console-fd N]
         [--fallback PATH --prefix TEXT] [--warn PATH | --warn-fd N] [--once FLAG] [--lines]
@@ -135,14 +135,21 @@ class Writer:
         except PartialWrite:
             self.fallback_fd = None
 
-    def _warn(self, text: str) -> None:
+    def claim_warning(self) -> bool:
+        """True when this writer is the one of its launch to warn (it removed the
+        ``--once`` flag file, or there is none)."""
         if self.once:
             try:
                 os.unlink(self.once)
             except FileNotFoundError:
-                return  # another writer of this launch has warned
+                return False  # another writer of this launch has warned
             except OSError:
                 pass
+        return True
+
+    def _warn(self, text: str) -> None:
+        if not self.claim_warning():
+            return
         target = self.warn if self.warn is not None else self.console_fd
         if target is None:
             return

@@ -24,9 +24,8 @@ Run as a script by runner/lib/supervise.sh (never imported on the launch path):
   and the default action of SIGUSR1 ends a process (signal(7)). Its workers get
   the default dispositions back at their own ``execve``. It is also a child
   subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): a process of the run whose
-  parent ends early (each rank's log writer, started by run_worker.sh in a
-  process substitution that ends at once) is re-parented here, inside the run,
-  never to init.
+  parent ends early (a process a rank started and left behind) is re-parented
+  here, inside the run, never to init.
 Otherwise PROGRAM replaces this process (``execvp``), keeping its pid.
 """
 

@@ -28,7 +28,7 @@ from primus_runner.diagnose.pyspy import sample_stacks
 from primus_runner.diagnose.runs import scan
 from primus_runner.diagnose.summary import RankPlace, place_of
 from primus_runner.facts import EXIT_HANG_STOPPED
-from primus_runner.monitor import flightrec, helpers, nodes, straggler, verdicts, writers
+from primus_runner.monitor import flightrec, helpers, nodes, straggler, verdicts
 from primus_runner.monitor.procstat import read_sample
 from primus_runner.monitor.watch import OWN, Counted, Monitor
 
@@ -83,26 +83,6 @@ class Judge:
 
     def say(self, level: str, message: str) -> None:
         say(level, message, self.m.s.log_file)
-
-    def rank_writers(self) -> None:
-        """A rank's log writer that died while its rank runs: a new one on the same pipe."""
-        if not self.m.s.rc_dir:
-            return
-        self.m.restarted = [p for p in self.m.restarted if p.poll() is None]  # reap the ended
-        for record in writers.records(self.m.s.rc_dir):
-            if writers.alive(record.writer) or not writers.alive(record.wrapper):
-                continue
-            process, why = writers.restart(record, self.m.s.rc_dir)
-            if process is None:
-                self.say("WARN", f"{PREFIX}rank {record.rank}'s log writer (pid {record.writer}) died and {why}: its "
-                         f"prints wait in its pipe; {record.path} misses them from now on")
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(self.m.s.rc_dir, f"writer.{record.rank}"))
-                continue
-            self.m.restarted.append(process)
-            self.say("WARN", f"{PREFIX}rank {record.rank}'s log writer (pid {record.writer}) died (killed: SIGKILL or "
-                     f"the OOM killer); a new one (pid {process.pid}) took over its pipe: {record.path}, the console "
-                     "and the log go on (at most the one read it had in hand is lost)")
 
     def helpers(self) -> None:
         """Each helper of the launch that died since the last look: said once; a log writer

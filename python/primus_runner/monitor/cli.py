@@ -2,8 +2,9 @@
 
     python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE GRACE
 
-One process per node beside the workload: the run monitor and the run's
-parent-death guard. stdin is a pipe only the launcher writes: it writes
+One process per node beside the workload: the run monitor, the run's
+parent-death guard and, in run mode torchrun, the writer of every rank's output
+into its file under ``<log>.ranks/`` (monitor/rankout.py, a thread). stdin is a pipe only the launcher writes: it writes
 ``done`` before it ends on purpose, and the monitor exits. End of file
 without it, with the launcher gone (SIGKILL, the OOM killer), makes it the
 guard (monitor/guard.py): the ranks got SIGTERM from the parent-death signal;
@@ -12,11 +13,11 @@ and writes the closing line. TIMEOUT is PRIMUS_HANG_TIMEOUT (the last resort:
 that long without any progress signal is reported even when no verdict is
 possible; 0 turns the verdicts off, the guard and the watching of the
 launch's helpers stay), ACTION is PRIMUS_HANG_ACTION (report | stop),
-RUN_MODE torchrun or single. NNODES, NODE_RANK, PRIMUS_RC_DIR and
-PRIMUS_MONITOR_HELPERS (the launch's helper processes, monitor/helpers.py)
-come from the environment. Stop signals (INT, TERM, HUP, USR1, USR2) are
-ignored: the launcher's stop must not cut the monitor's last lines; it ends
-with the launcher's ``done``.
+RUN_MODE torchrun or single. NNODES, NODE_RANK, PRIMUS_RC_DIR,
+PRIMUS_MONITOR_HELPERS (the launch's helper processes, monitor/helpers.py),
+PRIMUS_CONSOLE_RANKS and PRIMUS_LOG_ONCE (rankout.py) come from the environment.
+Stop signals (INT, TERM, HUP, USR1, USR2) are ignored: the launcher's stop must
+not cut the monitor's last lines; it ends with the launcher's ``done``.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from primus_runner.facts import EXIT_INVALID
 from primus_runner.monitor import guard, helpers, verdicts
 from primus_runner.monitor.act import Judge
+from primus_runner.monitor.rankout import RankOutput
 from primus_runner.monitor.watch import OWN, Monitor, Settings
 
 USAGE = "usage: python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE GRACE"
@@ -67,7 +69,6 @@ def run(monitor: Monitor, judge: Judge) -> bool:
                 return True
         now = time.monotonic()
         judge.helpers()
-        judge.rank_writers()
         if monitor.s.timeout <= 0:
             continue  # PRIMUS_HANG_TIMEOUT=0: no verdicts
         monitor.discover(now)
@@ -95,6 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = OWN
     monitor = Monitor(chosen)
     judge = Judge(monitor)
+    output = None
+    if chosen.mode == "torchrun" and chosen.rc_dir:
+        output = RankOutput(chosen.rc_dir, os.environ.get("PRIMUS_CONSOLE_RANKS", ""),
+                            os.environ.get("PRIMUS_LOG_ONCE") or None)
+        output.start()
     if not run(monitor, judge) and guard.launcher_ended(chosen.launcher):
         guard.stop_orphaned_run(chosen.run_id, chosen.launcher, chosen.grace, judge.say)
+    if output is not None:
+        output.stop()
     return 0

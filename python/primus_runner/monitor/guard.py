@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from primus_runner.diagnose.runs import scan
-from primus_runner.monitor.writers import alive
+from primus_runner.monitor.procstat import alive
 
 POLL = 0.1  # seconds between two looks at the run's processes during the grace
 GONE_WAIT = 10.0  # seconds a launcher that closed its pipe without "done" may take to be gone

@@ -95,3 +95,13 @@ def read_sample(pid: int, proc: str = "/proc") -> Sample | None:
     except OSError:
         wchan = ""
     return Sample(state, ticks, switches, io_bytes, "" if wchan == "0" else wchan)
+
+
+def alive(pid: int) -> bool:
+    """True while PID runs (a zombie or no such process counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import time
 
 from primus_runner.diagnose.frames import Thread
@@ -121,7 +120,6 @@ class Monitor:
         self.rounds = 0
         self.stopping = False
         self.hung = False
-        self.restarted: list[subprocess.Popen[bytes]] = []   # ranks' log writers started again (act.py)
         self.current = ""   # the verdict line of now (act.py writes it for primus-cli stacks)
         self.shared_high = -1.0   # run mode single: the log's largest size less OWN seen
 
