@@ -17,14 +17,14 @@
 #       from now on stdout and stderr also go to FILE (SILENT=1: stdout only
 #       to FILE); the console stays on descriptors 3 and 4
 #   primus_launch_log_flush
-#       close the copies so every line is written before the launcher exits
+#       close the copy's pipes so every line is written before the launcher exits
 #   primus_launch_log_lost LOG_FILE RC
-#       the closing lines of a run whose copies lost output (a log writer
+#       the closing lines of a run whose copy lost output (the log writer
 #       died: $PRIMUS_RC_DIR/lost-output, noted by the run monitor), written
-#       to the console and to LOG_FILE directly, never through the copies
+#       to the console and to LOG_FILE directly, never through the copy
 #
-# The copies are python/primus_runner/launch/logwriter.py: a
-# log file that cannot be written (a full disk) never fails the workload nor
+# The copy is python/primus_runner/launch/logwriter.py, one process for both
+# streams (PRIMUS_LOG_TEE_PID): a log file that cannot be written (a full disk) never fails the workload nor
 # the launcher (one warning per launch, PRIMUS_LOG_ONCE; the console keeps its
 # output), and a console that goes away (`| head`) never cuts the log file.
 
@@ -91,40 +91,47 @@ primus_launch_log_space() {
 }
 
 # primus_launch_log_tee FILE SILENT: from now on, everything also goes to
-# FILE, through logwriter.py. The writers ignore the signals that stop a run:
-# a SIGTERM to the launcher's process group (timeout, kill -- -PGID) must not
-# cut the stop's own lines; they end when the last writer closes.
+# FILE, through one logwriter.py process for both streams (stdin: stdout; a
+# second pipe: stderr). The writer ignores the signals that stop a run: a
+# SIGTERM to the launcher's process group (timeout, kill -- -PGID) must not cut
+# the stop's own lines; it ends when the last writer of both pipes closes them.
 primus_launch_log_tee() {
   local file=$1 writer=$PRIMUS_ROOT/python/primus_runner/launch/logwriter.py
   local -a once=() console=(--console-fd 3)
+  local out out_r out_w err err_r err_w
   exec 3>&1 4>&2
   # The file whose removal claims the one "cannot write the log" warning of
-  # this launch, shared with the ranks' writers (runner/helpers/run_worker.sh).
+  # this launch, shared with the run monitor's rank files (monitor/rankout.py).
   if primus_temp_file PRIMUS_LOG_ONCE primus-log-once; then
     export PRIMUS_LOG_ONCE
     once=(--once "$PRIMUS_LOG_ONCE")
   fi
   [[ $2 != 1 ]] || console=()  # --silent: stdout only to the file
-  # A copy that dies (kill -9) leaves a pipe without a reader: a write then
+  # Two pipes, one end each for the writer and for this shell.
+  exec {out}<> <(:)
+  # shellcheck disable=SC2094  # one end each of the pipe, on purpose
+  exec {out_r}<"/proc/self/fd/$out" {out_w}>"/proc/self/fd/$out" {out}>&-
+  exec {err}<> <(:)
+  # shellcheck disable=SC2094  # one end each of the pipe, on purpose
+  exec {err_r}<"/proc/self/fd/$err" {err_w}>"/proc/self/fd/$err" {err}>&-
+  # A copy that dies (kill -9) leaves pipes without a reader: a write then
   # fails instead of ending the launcher with SIGPIPE (a trap, not an ignore,
   # so the workload still starts with the default action).
   trap ':' PIPE
-  exec > >(trap '' INT TERM HUP USR1 USR2
-    exec "$PRIMUS_PYTHON" -I -S "$writer" --log "$file" "${console[@]}" --warn-fd 4 "${once[@]}")
+  (
+    trap '' INT TERM HUP USR1 USR2
+    exec "$PRIMUS_PYTHON" -I -S "$writer" --log "$file" "${console[@]}" --stderr-fd "$err_r" \
+      --stderr-console-fd 4 --warn-fd 4 "${once[@]}" <&"$out_r" {out_r}<&- {out_w}>&- {err_w}>&-
+  ) &
   PRIMUS_LOG_TEE_PID=$!
-  exec 2> >(trap '' INT TERM HUP USR1 USR2
-    exec "$PRIMUS_PYTHON" -I -S "$writer" --log "$file" --console-fd 4 --warn-fd 4 "${once[@]}")
-  PRIMUS_LOG_TEE_PID+=" $!"
+  exec 1>&"$out_w" 2>&"$err_w" {out_r}<&- {out_w}>&- {err_r}<&- {err_w}>&-
 }
 
-# primus_launch_log_flush: close the copies so every line is written before exit.
+# primus_launch_log_flush: close the copy's pipes so every line is written before exit.
 primus_launch_log_flush() {
   [[ -n $PRIMUS_LOG_TEE_PID ]] || return 0
   exec 1>&3 2>&4
-  local pid
-  for pid in $PRIMUS_LOG_TEE_PID; do
-    wait "$pid" 2>/dev/null || true
-  done
+  wait "$PRIMUS_LOG_TEE_PID" 2>/dev/null || true
   PRIMUS_LOG_TEE_PID=""
   [[ -z ${PRIMUS_LOG_ONCE:-} ]] || rm -f -- "$PRIMUS_LOG_ONCE"
 }

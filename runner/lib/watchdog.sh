@@ -43,9 +43,8 @@ primus_watchdog_start() {
   [[ $action == report || $action == stop ]] || action=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_HANG_ACTION]}
   primus_kill_grace grace
   # The launch's helpers it watches too (python/primus_runner/monitor/helpers.py).
-  local helpers="" pids
-  read -r -a pids <<<"${PRIMUS_LOG_TEE_PID:-}"
-  ((${#pids[@]} != 2)) || helpers="stdout-writer=${pids[0]};stderr-writer=${pids[1]}"
+  local helpers=""
+  [[ -z ${PRIMUS_LOG_TEE_PID:-} ]] || helpers="log-writer=$PRIMUS_LOG_TEE_PID"
   # stdin: a pipe only the launcher writes ("done": the launch ends on purpose;
   # end of file without it: the launcher died, and the monitor is the guard).
   exec {PRIMUS_HANG_FD}> >(PYTHONPATH=$PRIMUS_SUPERVISE_DIR/../python PRIMUS_MONITOR_HELPERS=$helpers \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Every helper process of a launch is watched: kill -9 of the launcher's log
-# writer for stdout or stderr or of the run monitor (also the parent-death
+# writer (one process for its stdout and stderr) or of the run monitor (also the parent-death
 # guard and the writer of every rank's file), while a 2-rank job prints 40 lines per rank. The console and the
 # log hold all 80 lines, or the launcher names the loss and where the full
 # output is; never a silent exit 0 with lines missing. The one who notices is
@@ -24,16 +24,9 @@ teardown() {
 
 # helper_pid WHICH: the pid of one helper of this test's launch.
 helper_pid() {
-  local pid args
   case $1 in
     monitor) pgrep -f -- "primus_runner.monitor $PRIMUS_WORKSPACE/" | head -n1 ;;
-    stdout | stderr)
-      for pid in $(pgrep -f -- "logwriter.py --log $PRIMUS_WORKSPACE/"); do
-        args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
-        if [[ $1 == stdout && $args == *"--console-fd 3 "* ]] || [[ $1 == stderr && $args == *"--console-fd 4 "* ]]; then
-          echo "$pid"
-        fi
-      done | head -n1 ;;
+    writer) pgrep -f -- "logwriter.py --log $PRIMUS_WORKSPACE/" | head -n1 ;;
   esac
 }
 
@@ -79,27 +72,21 @@ log_of() {
   echo "$PRIMUS_WORKSPACE"/logs/primus-*-node0.log
 }
 
-@test "kill -9 of the stdout log writer: named within a second; the closing lines say the console and the log are incomplete and where the full output is" {
-  kill_helper stdout "the launcher's log writer for stdout (pid [0-9]*) died at"
+@test "kill -9 of the launcher's log writer (stdout and stderr): named within a second on the console and in the log; the launcher is not ended by SIGPIPE; the closing lines say the console and the log are incomplete and where the full output is" {
+  kill_helper writer "the launcher's log writer (pid [0-9]*) died at"
   noticed_within 2
   [[ $STATUS -eq 0 ]]
-  grep -q "run monitor: the launcher's log writer for stdout (pid [0-9]*) died at" "$OUT"
+  grep -q "run monitor: the launcher's log writer (pid [0-9]*) died at" "$OUT"
+  grep -q "run monitor: the launcher's log writer (pid [0-9]*) died at" "$(log_of)"
   grep -q "workload finished successfully (exit code 0), but its console and log are incomplete (above); the full per-rank output is in .*\.ranks/" "$OUT"
   grep -q "but its console and log are incomplete" "$(log_of)"
   run grep -q "INFO\] workload finished successfully" "$OUT"
   assert_failure
   # The per-rank files hold everything.
-  [[ $(cat "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-0.log | grep -c "rank 0 line") -eq 40 ]]
-}
-
-@test "kill -9 of the stderr log writer: the launcher is not ended by SIGPIPE; the loss is named on the console and in the log" {
-  kill_helper stderr "the launcher's log writer for stderr (pid [0-9]*) died at"
-  noticed_within 2
-  [[ $STATUS -eq 0 ]]
-  [[ $(lines_in "$OUT") -eq 80 ]]
-  grep -q "the launcher's log writer for stderr (pid [0-9]*) died at" "$OUT"
-  grep -q "the launcher's log writer for stderr (pid [0-9]*) died at" "$(log_of)"
-  grep -q "but its console and log are incomplete" "$OUT"
+  local rank
+  for rank in 0 1; do
+    [[ $(grep -c "rank $rank line" "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-$rank.log) -eq 40 ]]
+  done
 }
 
 @test "kill -9 of the run monitor: named within a second by the launcher and restarted; the run and its 80 lines go on, exit 0" {

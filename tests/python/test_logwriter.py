@@ -31,9 +31,11 @@ def test_reason_and_prefixed_lines() -> None:
 
 
 @pytest.mark.parametrize("argv, word", [
-    ([], "exactly one of --log"),
-    (["--log", "a", "--log-fd", "3"], "exactly one of --log"),
+    ([], "--log PATH is required"),
+    (["--log", "a", "--log-fd", "3"], "unknown option '--log-fd'"),
     (["--log", "a", "--console-fd", "x"], "--console-fd takes a descriptor number"),
+    (["--log", "a", "--stderr-fd", "5", "--warn-fd", "2x"], "--warn-fd takes a descriptor number"),
+    (["--log", "a", "--stderr-console-fd", "4"], "--stderr-console-fd needs --stderr-fd"),
     (["--log"], "needs a value"),
     (["--bogus", "1"], "unknown option"),
 ])
@@ -76,54 +78,37 @@ def test_a_closed_console_never_cuts_the_log_file(tmp_path: Path) -> None:
     assert log.read_bytes() == LINES
 
 
-def test_a_rank_whose_file_is_full_sends_its_lines_on_prefixed(tmp_path: Path) -> None:
-    console = tmp_path / "console"
-    console.touch()
-    full = os.open("/dev/full", os.O_WRONLY)
+def test_one_process_copies_both_streams_to_the_log_and_each_to_its_console(tmp_path: Path) -> None:
+    """The launcher's stdout (stdin here) and stderr (--stderr-fd) in one process:
+    every byte of each in the log, each on its own console, until both end."""
+    log = tmp_path / "run.log"
+    err_r, err_w = os.pipe()
+    out_console, err_console = tmp_path / "out", tmp_path / "err"
+    with open(out_console, "wb") as out_c, open(err_console, "wb") as err_c:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(SCRIPT), "--log", str(log), "--console-fd", str(out_c.fileno()),
+             "--stderr-fd", str(err_r), "--stderr-console-fd", str(err_c.fileno())],
+            stdin=subprocess.PIPE, pass_fds=(err_r, out_c.fileno(), err_c.fileno()))
+        os.close(err_r)
+        assert proc.stdin is not None
+        os.write(err_w, b"warning 1\n")
+        proc.stdin.write(b"info 1\n")
+        proc.stdin.close()            # stdout ends first: stderr is still read
+        os.write(err_w, b"error 2\n")
+        os.close(err_w)
+        assert proc.wait(timeout=30) == 0
+    assert out_console.read_bytes() == b"info 1\n"
+    assert err_console.read_bytes() == b"warning 1\nerror 2\n"
+    assert sorted(log.read_bytes().splitlines()) == [b"error 2", b"info 1", b"warning 1"]
+
+
+def test_a_full_log_warns_once_for_both_streams(tmp_path: Path) -> None:
+    err_r, err_w = os.pipe()
+    os.write(err_w, b"to stderr\n")
+    os.close(err_w)
     try:
-        done = _run(["--log-fd", str(full), "--fallback", str(console), "--prefix", "[default0]:",
-                     "--warn", str(console)], b"one\ntwo\nlast without newline", pass_fds=(full,))
+        done = _run(["--log", "/dev/full", "--stderr-fd", str(err_r), "--warn-fd", "2"], pass_fds=(err_r,))
     finally:
-        os.close(full)
+        os.close(err_r)
     assert done.returncode == 0
-    text = console.read_text()
-    assert "cannot write the log file /dev/full: no space left on device" in text
-    assert text.endswith("[default0]:one\n[default0]:two\n[default0]:last without newline\n")
-
-
-def test_whole_lines_holds_a_line_until_its_newline():
-    from primus_runner.launch.logwriter import CHUNK, whole_lines
-
-    assert whole_lines(b"", b"checkpoint saved: x.pt") == (b"", b"checkpoint saved: x.pt")
-    assert whole_lines(b"checkpoint saved: x.pt", b"\nnext") == (b"checkpoint saved: x.pt\n", b"next")
-    assert whole_lines(b"", b"a\nb\n") == (b"a\nb\n", b"")
-    long = b"x" * CHUNK
-    assert whole_lines(b"", long) == (long, b"")
-
-
-def test_lines_mode_writes_whole_lines_and_a_prompt_after_a_pause(tmp_path):
-    """A print under python -u is two writes (text, then newline); the lines arrive whole
-    and a last line without a newline still arrives (after the writer's short wait)."""
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
-    writer = Path(__file__).resolve().parents[2] / "python" / "primus_runner" / "launch" / "logwriter.py"
-    out = tmp_path / "rank.log"
-    proc = subprocess.Popen([sys.executable, "-I", "-S", str(writer), "--log", str(out), "--lines"],
-                            stdin=subprocess.PIPE)
-    assert proc.stdin is not None
-    proc.stdin.write(b"checkpoint saved: x.pt")
-    proc.stdin.flush()
-    proc.stdin.write(b"\nprompt> ")
-    proc.stdin.flush()
-    def content() -> bytes:
-        return out.read_bytes() if out.exists() else b""
-
-    deadline = time.monotonic() + 10
-    while content() != b"checkpoint saved: x.pt\nprompt> " and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert content() == b"checkpoint saved: x.pt\nprompt> "
-    proc.stdin.close()
-    assert proc.wait(timeout=10) == 0
+    assert done.stderr.decode().count("cannot write the log file /dev/full") == 1

@@ -162,13 +162,12 @@ def test_settings_refuse_bad_arguments() -> None:
 def test_helpers_parse_and_say_what_a_death_means() -> None:
     from primus_runner.monitor import helpers
 
-    assert helpers.parse("stdout-writer=12;stderr-writer=13;watcher=14;bogus=1;stdout-writer2=x") == {
-        "stdout-writer": 12, "stderr-writer": 13}
+    assert helpers.parse("log-writer=12;watcher=14;bogus=1;log-writer2=x;stdout-writer=3") == {"log-writer": 12}
     assert helpers.parse("") == {}
-    line = helpers.death_line("stdout-writer", 12, "10:00:01", "/w/run.ranks")
-    assert line.startswith("the launcher's log writer for stdout (pid 12) died at 10:00:01")
-    assert "every rank's full output is in /w/run.ranks/rank-<RANK>.log" in line
-    assert "stderr (pid 13) died at 10:00:01" in helpers.death_line("stderr-writer", 13, "10:00:01", "/w/run.ranks")
+    line = helpers.death_line("log-writer", 12, "10:00:01", "/w/run.ranks")
+    assert line.startswith("the launcher's log writer (pid 12) died at 10:00:01 (killed: SIGKILL or the OOM killer): "
+                           "the console and the log lack every line of the launcher, of torchrun and of the ranks")
+    assert line.endswith("; every rank's full output is in /w/run.ranks/rank-<RANK>.log")
 
 
 def test_table_has_one_line_per_rank_with_its_state() -> None:

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from primus_runner.launch import logwriter
 from primus_runner.monitor import rankout
+
+
+@pytest.fixture(autouse=True)
+def _one_warning_per_test() -> None:
+    """A process warns once (logwriter.Writer.claim_warning): each test is a fresh launch."""
+    logwriter._WARNED.clear()
 
 
 def test_records_parse() -> None:
@@ -149,3 +156,33 @@ def test_a_file_that_cannot_grow_never_blocks_the_rank(tmp_path: Path, capsys: p
             os.close(fd)
     assert not once.exists()
     assert "cannot write the log file /dev/full: no space left on device" in capsys.readouterr().err
+
+
+def test_whole_lines_holds_a_line_until_its_newline() -> None:
+    assert rankout.whole_lines(b"", b"checkpoint saved: x.pt") == (b"", b"checkpoint saved: x.pt")
+    assert rankout.whole_lines(b"checkpoint saved: x.pt", b"\nnext") == (b"checkpoint saved: x.pt\n", b"next")
+    assert rankout.whole_lines(b"", b"a\nb\n") == (b"a\nb\n", b"")
+    long = b"x" * rankout.CHUNK
+    assert rankout.whole_lines(b"", long) == (long, b"")
+
+
+def test_a_shown_rank_whose_file_is_full_sends_its_lines_to_the_console_prefixed(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """PRIMUS_CONSOLE_RANKS shows local rank 0: with its file full, its lines go to
+    the monitor's stdout (the launcher's console), prefixed as torchrun does."""
+    read_fd, rank_w = os.pipe()
+    done_r, done_w = os.pipe()
+    (tmp_path / "writer.4").write_text(f"{os.getpid()} {read_fd} {done_w} 0 /dev/full\n", encoding="utf-8")
+    thread = rankout.RankOutput(str(tmp_path), console_ranks="0")
+    thread.start()
+    try:
+        os.write(rank_w, b"one\ntwo\nlast without newline")
+        os.close(rank_w)
+        ready, _, _ = select.select([done_r], [], [], 5.0)
+        assert ready and os.read(done_r, 16) == rankout.DONE
+    finally:
+        thread.stop()
+        for fd in (read_fd, done_r, done_w):
+            os.close(fd)
+    captured = capfd.readouterr()
+    assert captured.out.endswith("[default0]:one\n[default0]:two\n[default0]:last without newline\n")

@@ -1,27 +1,32 @@
-"""Copy one output stream to its log file and to the console; never fail the writer.
+"""Copy the launcher's output streams to its log file and the console; never fail the writer.
 
-Run as a script by runner/lib/launch_log.sh (the launcher's stdout and stderr),
-never imported on the launch path; the run monitor imports ``Writer`` to write
-every torchrun rank's file by the same rules (python/primus_runner/monitor/rankout.py):
+Run as a script by runner/lib/launch_log.sh, one process for the launcher's
+stdout and stderr, never imported on the launch path; the run monitor imports
+``Writer`` to write every torchrun rank's file by the same
+rules (python/primus_runner/monitor/rankout.py):
 
-    python3 -I -S logwriter.py (--log PATH | --log-fd N) [--console-fd N]
-        [--fallback PATH --prefix TEXT] [--warn PATH | --warn-fd N] [--once FLAG] [--lines]
+    python3 -I -S logwriter.py --log PATH [--console-fd N] [--stderr-fd N
+        [--stderr-console-fd N]] [--warn-fd N] [--once FLAG]
 
-It reads its stdin until end of file and copies every chunk to the log file
-(appending) and to the console descriptor. A full disk or a closed console:
+It reads its stdin (the launcher's stdout) and, with ``--stderr-fd``, that
+descriptor too (the launcher's stderr) until both end, and copies every chunk
+to the log file (appending) and to the stream's console descriptor
+(``--console-fd``, ``--stderr-console-fd``; none: the file only). A full disk
+or a closed console:
 
 - The log file cannot be written (a full disk: ENOSPC, a quota, EIO): the copy
-  to the file stops, the stream is still read to its end, so its writer (the
-  workload) never blocks nor gets an error, and one warning names the file and
-  the reason. ``--once FLAG``: only the process that removes FLAG warns (every
-  writer of a launch shares it: one warning per launch). ``--fallback``: from
-  then on the lines go there instead, each prefixed (a rank's lines reach the
-  console through torchrun's stdout when its own file cannot grow).
+  to the file stops, the streams are still read to their end, so their writers
+  (the launcher, torchrun) never block nor get an error, and one warning
+  (``--warn-fd``) names the file and the reason. ``--once FLAG``: only the
+  writer that removes FLAG warns (the run monitor's rank files share it: one
+  warning per launch). A rank's writer may instead send its lines to a
+  ``fallback``, each prefixed (its lines reach the console when its own file
+  cannot grow).
 - The console is gone (``| head`` closed the pipe: EPIPE, or EIO): the copy to
-  the console stops quietly and the log file still gets everything.
+  that console stops quietly and the log file still gets everything.
 
 Stop signals (INT, TERM, HUP, USR1, USR2) are ignored: the writer ends when the
-last writer of the stream closes it, after the launcher's closing lines.
+last writer of every stream has closed it, after the launcher's closing lines.
 """
 from __future__ import annotations
 
@@ -31,7 +36,6 @@ import signal
 import sys
 
 CHUNK = 65536
-LINE_WAIT_S = 0.1
 _STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
 
 
@@ -56,6 +60,9 @@ def prefixed(pending: bytes, chunk: bytes, prefix: bytes) -> tuple[bytes, bytes]
         return b"", data
     lines = data[:cut].splitlines(keepends=True)
     return b"".join(prefix + line for line in lines), data[cut:]
+
+
+_WARNED: list[bool] = []   # this process has claimed its one warning (Writer.claim_warning)
 
 
 class PartialWrite(Exception):
@@ -136,8 +143,12 @@ class Writer:
             self.fallback_fd = None
 
     def claim_warning(self) -> bool:
-        """True when this writer is the one of its launch to warn (it removed the
-        ``--once`` flag file, or there is none)."""
+        """True when this writer is the one of its launch to warn: the first of its
+        process (one warning for both streams, or for every rank's file), and the one
+        that removed the ``--once`` flag file shared with the launch's other processes."""
+        if _WARNED:
+            return False
+        _WARNED.append(True)
         if self.once:
             try:
                 os.unlink(self.once)
@@ -173,34 +184,33 @@ class Writer:
             sys.stderr = saved
 
 
+OPTIONS = ("--log", "--console-fd", "--stderr-fd", "--stderr-console-fd", "--warn-fd", "--once")
+FD_OPTIONS = ("--console-fd", "--stderr-fd", "--stderr-console-fd", "--warn-fd")
+
+
 def parse(argv: list[str]) -> dict[str, str]:
-    """The options as a dict; ValueError names what is wrong."""
-    known = {"--log", "--log-fd", "--console-fd", "--fallback", "--prefix", "--warn", "--warn-fd", "--once"}
+    """The options as a dict; ValueError names what is wrong (pure)."""
     opts: dict[str, str] = {}
     it = iter(argv)
     for word in it:
-        if word == "--lines":
-            opts[word] = "1"
-            continue
-        if word not in known:
+        if word not in OPTIONS:
             raise ValueError(f"unknown option {word!r}")
         value = next(it, None)
         if value is None:
             raise ValueError(f"option {word} needs a value")
         opts[word] = value
-    if ("--log" in opts) == ("--log-fd" in opts):
-        raise ValueError("give exactly one of --log PATH or --log-fd N")
-    for key in ("--log-fd", "--console-fd", "--warn-fd"):
+    if "--log" not in opts:
+        raise ValueError("--log PATH is required")
+    for key in FD_OPTIONS:
         if key in opts and not opts[key].isdigit():
             raise ValueError(f"{key} takes a descriptor number, not {opts[key]!r}")
+    if "--stderr-console-fd" in opts and "--stderr-fd" not in opts:
+        raise ValueError("--stderr-console-fd needs --stderr-fd")
     return opts
 
 
-def _fd_name(fd: int) -> str:
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return f"descriptor {fd}"
+def _fd(opts: dict[str, str], key: str) -> int | None:
+    return int(opts[key]) if key in opts else None
 
 
 def main(argv: list[str]) -> int:
@@ -211,65 +221,46 @@ def main(argv: list[str]) -> int:
         return 2
     for name in _STOP_SIGNALS:
         signal.signal(getattr(signal, name), signal.SIG_IGN)
-    warn: str | int | None = opts.get("--warn")
-    if "--warn-fd" in opts:
-        warn = int(opts["--warn-fd"])
-    log_fd: int | None = None
+    log_name = opts["--log"]
+    warn, once = _fd(opts, "--warn-fd"), opts.get("--once")
+    inputs = [(0, _fd(opts, "--console-fd"))]
+    stderr_fd = _fd(opts, "--stderr-fd")
+    if stderr_fd is not None:
+        inputs.append((stderr_fd, _fd(opts, "--stderr-console-fd")))
+    streams: dict[int, Writer] = {}
     failed: OSError | None = None
-    if "--log" in opts:
-        log_name = opts["--log"]
+    for in_fd, console in inputs:
+        log_fd: int | None = None
         try:
             log_fd = os.open(log_name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as err:
             failed = err
-    else:
-        log_fd = int(opts["--log-fd"])
-        log_name = _fd_name(log_fd)
-    writer = Writer(log_fd, log_name,
-                    int(opts["--console-fd"]) if "--console-fd" in opts else None,
-                    opts.get("--fallback"), opts.get("--prefix", "").encode(), warn, opts.get("--once"))
+        streams[in_fd] = Writer(log_fd, log_name, console, None, b"", warn, once)
     if failed is not None:
-        writer.log_failed(failed)
-    copy(writer, "--lines" in opts)
-    writer.finish()
+        for writer in streams.values():
+            writer.log_failed(failed)
+    copy(streams)
     return 0
 
 
-def whole_lines(pending: bytes, chunk: bytes) -> tuple[bytes, bytes]:
-    """(what to write now: PENDING + CHUNK up to its last newline, the rest to hold) (pure)."""
-    data = pending + chunk
-    cut = data.rfind(b"\n") + 1
-    if not cut and len(data) >= CHUNK:
-        return data, b""  # a line longer than a chunk goes on as it comes
-    return data[:cut], data[cut:]
-
-
-def copy(writer: Writer, lines: bool) -> None:
-    """Read stdin to its end into WRITER. LINES: write whole lines only, a line's
-    start held until its newline or LINE_WAIT_S of quiet (a prompt without one):
-    a rank's `print` under `python -u` writes the text and the newline in two
-    writes, and torchrun's tee, reading the rank's file line by line, would echo
-    the half line and let another rank's line in between."""
-    pending = b""
-    while True:
-        if lines and pending and not select.select([0], [], [], LINE_WAIT_S)[0]:
-            writer.feed(pending)
-            pending = b""
-            continue
+def copy(streams: dict[int, Writer]) -> None:
+    """Read every input descriptor of STREAMS to its end into its Writer, as it comes."""
+    while streams:
         try:
-            chunk = os.read(0, CHUNK)
+            ready, _, _ = select.select(list(streams), [], [])
         except InterruptedError:
             continue
-        if not chunk:
-            break
-        if not lines:
-            writer.feed(chunk)
-            continue
-        now, pending = whole_lines(pending, chunk)
-        if now:
-            writer.feed(now)
-    if pending:
-        writer.feed(pending)
+        for fd in ready:
+            try:
+                chunk = os.read(fd, CHUNK)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if chunk:
+                streams[fd].feed(chunk)
+            else:
+                streams.pop(fd).finish()
 
 
 if __name__ == "__main__":

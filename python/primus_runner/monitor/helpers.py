@@ -2,22 +2,19 @@
 death means for the run, and the note the launcher's closing lines repeat.
 
 A helper is given as ``NAME=PID`` in PRIMUS_MONITOR_HELPERS (``;`` between them,
-set by runner/lib/watchdog.sh): ``stdout-writer`` and ``stderr-writer`` (the
-launcher's log writers, python/primus_runner/launch/logwriter.py). The
-parent-death guard is this process itself (monitor/guard.py), watched by the
+set by runner/lib/watchdog.sh): ``log-writer`` (the launcher's log writer, one
+process copying its stdout and stderr, python/primus_runner/launch/logwriter.py).
+The parent-death guard is this process itself (monitor/guard.py), watched by the
 launcher. The texts are pure functions; the looking is act.py's.
 """
 from __future__ import annotations
 
 MEANING = {
-    "stdout-writer": ("the launcher's log writer for stdout",
-                      "the console and the log lack every line torchrun echoed from the ranks and every INFO line "
-                      "of the launcher from then on"),
-    "stderr-writer": ("the launcher's log writer for stderr",
-                      "the console and the log lack the launcher's and torchrun's warnings and errors from then on "
-                      "(the run monitor writes its own lines to the log file directly)"),
+    "log-writer": ("the launcher's log writer",
+                   "the console and the log lack every line of the launcher, of torchrun and of the ranks from "
+                   "then on (the run monitor writes its own lines to the log file directly)"),
 }
-LOST_OUTPUT = ("stdout-writer", "stderr-writer")
+LOST_OUTPUT = ("log-writer",)
 
 
 def parse(text: str) -> dict[str, int]:

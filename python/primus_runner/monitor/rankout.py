@@ -11,7 +11,7 @@ FILE is the rank's file under ``<log>.ranks/`` (torchrun's tee echoes it to the
 console and the log). This module's thread finds each new record within
 ``SCAN_S``, opens the pipe through ``/proc/WRAPPER_PID/fd/READ_FD`` and copies
 every line into FILE as it comes, whole lines only (a line's start is held until
-its newline or ``LINE_WAIT_S`` of quiet, as logwriter.py does). At the pipe's end
+its newline or ``LINE_WAIT_S`` of quiet). At the pipe's end
 (the rank and whatever it left behind closed it) it writes ``d`` into the
 wrapper's DONE pipe: the wrapper reports the rank gone only once every line is
 in the file (or after 2 s when nobody answers).
@@ -36,12 +36,13 @@ import threading
 import time
 
 from primus_runner import log
-from primus_runner.launch.logwriter import CHUNK, LINE_WAIT_S, Writer, whole_lines
+from primus_runner.launch.logwriter import CHUNK, Writer
 from primus_runner.monitor.procstat import alive
 from primus_runner.records import dataclass
 
 SCAN_S = 0.05   # seconds between two looks for new records (a rank's first line waits at most this long)
 DONE = b"d\n"   # what the wrapper reads on its DONE pipe: every line of its rank is written
+LINE_WAIT_S = 0.1   # seconds a line's start waits for its newline (a prompt has none)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,18 @@ def parse(rank: str, text: str) -> Source | None:
     if len(parts) != 5 or not rank.isdigit() or not all(p.isdigit() for p in parts[:4]) or not parts[4]:
         return None
     return Source(int(rank), int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+
+
+def whole_lines(pending: bytes, chunk: bytes) -> tuple[bytes, bytes]:
+    """(what to write now: PENDING + CHUNK up to its last newline, the rest to hold) (pure).
+    A rank's `print` under `python -u` writes the text and the newline in two
+    writes, and torchrun's tee, reading the rank's file line by line, would echo
+    the half line and let another rank's line in between."""
+    data = pending + chunk
+    cut = data.rfind(b"\n") + 1
+    if not cut and len(data) >= CHUNK:
+        return data, b""  # a line longer than a chunk goes on as it comes
+    return data[:cut], data[cut:]
 
 
 def shown(console_ranks: str, local_rank: int) -> bool:
