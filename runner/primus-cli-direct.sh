@@ -225,13 +225,15 @@ claim_log_file() {
   [[ $PRIMUS_LAUNCH_LOG == "$wanted" ]] || LOG_WARN "log file $wanted exists; writing to $PRIMUS_LAUNCH_LOG instead (nothing is overwritten)."
 }
 
-# on_launcher_exit: the EXIT trap. Stops the helper; a launch that ends before
-# its log file was claimed (an early error, a failing hook, a signal) still
-# leaves a log with everything the console showed, and one closing line.
+# on_launcher_exit: the EXIT trap. Stops the helper; once the log is known, lets
+# the run monitor copy the output's last lines; a launch that ends before its log file
+# was claimed (an early error, a failing hook, a signal) still leaves a log with
+# everything the console showed, and one closing line.
 # shellcheck disable=SC2329  # installed as the EXIT trap
 on_launcher_exit() {
   local rc=$?
   primus_helper_stop
+  [[ -z ${PRIMUS_OUT_R:-} ]] || { primus_watchdog_stop; primus_launch_log_flush; }
   # The helper's console descriptor is a copy of the spooled stderr.
   if [[ -n ${PRIMUS_CONSOLE_FD:-} ]]; then
     exec {PRIMUS_CONSOLE_FD}>&-
@@ -273,14 +275,13 @@ on_launcher_exit() {
 
 # ------------------------------------------------------------------- running
 
-# run_workload: start PRIMUS_LAUNCH_CMD and supervise it (runner/lib/supervise.sh);
-# exits with the workload's code, or 128+N when stopped by signal N.
+# run_workload SUMMARY...: the run monitor (it copies the output from now on), the summary,
+# PRIMUS_LAUNCH_CMD supervised (runner/lib/supervise.sh): exits with its code, or 128+N.
 run_workload() {
-  PRIMUS_SUPERVISE_CLEANUP=primus_launch_log_flush PRIMUS_SUPERVISE_LOST=primus_launch_log_lost
-  local __primus_nproc=$GPUS_PER_NODE
-  [[ $PRIMUS_WL_RUN_MODE != single ]] || __primus_nproc=1
+  primus_run_prepare "$PRIMUS_WL_RUN_MODE" "$PRIMUS_LAUNCH_LOG" "$GPUS_PER_NODE"
+  primus_launch_print_summary "$@"
   [[ -z ${PRIMUS_LAUNCH_RANK_DIR:-} ]] || export PRIMUS_RANK_LOG_DIR=$PRIMUS_LAUNCH_RANK_DIR
-  primus_run_workload "$PRIMUS_WL_RUN_MODE" "$PRIMUS_LAUNCH_LOG" "$__primus_nproc" "${PRIMUS_LAUNCH_CMD[@]}"
+  primus_run_workload "${PRIMUS_LAUNCH_CMD[@]}"
 }
 
 # ---------------------------------------------------------------------- main
@@ -375,8 +376,7 @@ launch() {
   primus_log_spool_into "$PRIMUS_LAUNCH_LOG" ||
     primus_die "$PRIMUS_EXIT_INVALID" "cannot write the log file '$PRIMUS_LAUNCH_LOG' (no space left on device, or not writable); nothing was started. Fix: free space there, or pass --log_file on another filesystem."
   primus_launch_log_tee "$PRIMUS_LAUNCH_LOG" "$PRIMUS_OPT_SILENT"
-  primus_launch_print_summary ${__primus_recorder:+"$__primus_recorder"}
-  run_workload
+  run_workload ${__primus_recorder:+"$__primus_recorder"}
 }
 
 main "$@"

@@ -32,7 +32,7 @@
 # PRIMUS_RANK_LOG_DIR/rank-<RANK>.log links to that file of torchrun's
 # <run id>/attempt_<N>/<local rank>/ tree (a restart moves the link). The
 # node's run monitor writes the worker's output to that file
-# (python/primus_runner/monitor/rankout.py): a full disk never fails the rank;
+# (python/primus_runner/monitor/output.py): a full disk never fails the rank;
 # the one warning of the launch (PRIMUS_LOG_ONCE) goes to the launcher's stderr,
 # and a rank the console shows (PRIMUS_CONSOLE_RANKS: local ranks, comma
 # separated, or "all") sends its lines on to the console, prefixed as torchrun
@@ -101,7 +101,7 @@ __PRIMUS_RANK_OUT=""
 [[ -z ${PRIMUS_RANK_LOG_DIR:-} ]] || link_rank_log
 
 # rank_output: the rank's output into a pipe the run monitor copies into
-# __PRIMUS_RANK_OUT (python/primus_runner/monitor/rankout.py, a thread of the
+# __PRIMUS_RANK_OUT (python/primus_runner/monitor/output.py, a thread of the
 # node's one monitor: no writer process per rank). This wrapper keeps the pipe's
 # read end open for the rank's life (the rank never gets it): a monitor killed
 # (kill -9, the OOM killer) then leaves the rank's prints waiting in the pipe
@@ -173,11 +173,16 @@ fi
 rc=$?
 ended=${EPOCHREALTIME//[.,]/}
 # Every line written before the rank is reported gone (torchrun stops echoing it
-# then): the run monitor says so at once unless a child the rank left behind
-# still holds its output; then it is not waited for beyond 2 s.
+# then): the run monitor says "t" when it takes the pipe and "d" once the pipe
+# has ended and every line is written; it is not waited for beyond 2 s after a
+# "t" (a child the rank left behind may still hold the output), nor beyond 30 s
+# when no monitor took the pipe (one starting on a loaded host).
 if [[ -n $__PRIMUS_WRITER_DONE ]]; then
   exec >/dev/null {__primus_worker_err}>&-
-  read -r -t 2 -u "$__PRIMUS_WRITER_DONE" _ || true
+  __primus_wait=30
+  while read -r -t "$__primus_wait" -u "$__PRIMUS_WRITER_DONE" __primus_said && [[ $__primus_said != d ]]; do
+    __primus_wait=2
+  done
   exec {__PRIMUS_WRITER_DONE}<&- {__PRIMUS_DONE_W}>&-
 fi
 if ((rc != 0)) && [[ -n ${PRIMUS_RC_DIR:-} && -d $PRIMUS_RC_DIR ]]; then

@@ -14,26 +14,29 @@
 #   primus_launch_log_space VAR LOG_FILE WORKSPACE
 #       status 1 when either is on a full filesystem; VAR = the error to show
 #   primus_launch_log_tee FILE SILENT
-#       from now on stdout and stderr also go to FILE (SILENT=1: stdout only
-#       to FILE); the console stays on descriptors 3 and 4
+#       from now on stdout and stderr go to two pipes whose read ends this
+#       shell keeps (PRIMUS_OUT_R, PRIMUS_ERR_R); the run monitor copies them to
+#       FILE and the console (SILENT=1: stdout only to FILE). The console stays
+#       on descriptors 3 and 4. Sets PRIMUS_SUPERVISE_CLEANUP to the flush.
 #   primus_launch_log_flush
-#       close the copy's pipes so every line is written before the launcher exits
-#   primus_launch_log_lost LOG_FILE RC
-#       the closing lines of a run whose copy lost output (the log writer
-#       died: $PRIMUS_RC_DIR/lost-output, noted by the run monitor), written
-#       to the console and to LOG_FILE directly, never through the copy
+#       close the pipes and wait for the run monitor (told `done` by
+#       runner/lib/watchdog.sh), so every line is written before the launcher exits
 #
-# The copy is python/primus_runner/launch/logwriter.py, one process for both
-# streams (PRIMUS_LOG_TEE_PID): a log file that cannot be written (a full disk) never fails the workload nor
-# the launcher (one warning per launch, PRIMUS_LOG_ONCE; the console keeps its
-# output), and a console that goes away (`| head`) never cuts the log file.
+# The copying is python/primus_runner/monitor/output.py, a thread of the run
+# monitor (runner/lib/watchdog.sh starts it; PRIMUS_MONITOR_OUTPUT names the
+# pipes): a log file that cannot be written (a full disk) never fails the
+# workload nor the launcher (one warning per launch, PRIMUS_LOG_ONCE; the
+# console keeps its output), a console that goes away (`| head`) never cuts the
+# log file, and a monitor killed meanwhile loses nothing: the lines wait in the
+# pipes, which this shell holds open, and the monitor started in its place takes
+# them over.
 
 if [[ -n ${__PRIMUS_LAUNCH_LOG_SH:-} ]]; then
   return 0
 fi
 __PRIMUS_LAUNCH_LOG_SH=1
 
-PRIMUS_LOG_TEE_PID=""
+PRIMUS_OUT_R="" PRIMUS_ERR_R="" PRIMUS_LOG_SILENT=0
 
 # primus_launch_log_default VAR WORKSPACE NODE_RANK: the default log file.
 primus_launch_log_default() {
@@ -90,61 +93,47 @@ primus_launch_log_space() {
   done
 }
 
-# primus_launch_log_tee FILE SILENT: from now on, everything also goes to
-# FILE, through one logwriter.py process for both streams (stdin: stdout; a
-# second pipe: stderr). The writer ignores the signals that stop a run: a
-# SIGTERM to the launcher's process group (timeout, kill -- -PGID) must not cut
-# the stop's own lines; it ends when the last writer of both pipes closes them.
+# primus_launch_log_tee FILE SILENT: see the header. The copying starts with
+# the run monitor; until then the lines wait in the pipes.
 primus_launch_log_tee() {
-  local file=$1 writer=$PRIMUS_ROOT/python/primus_runner/launch/logwriter.py
-  local -a once=() console=(--console-fd 3)
-  local out out_r out_w err err_r err_w
+  local out out_w err err_w
   exec 3>&1 4>&2
   # The file whose removal claims the one "cannot write the log" warning of
-  # this launch, shared with the run monitor's rank files (monitor/rankout.py).
+  # this launch (python/primus_runner/monitor/writer.py).
   if primus_temp_file PRIMUS_LOG_ONCE primus-log-once; then
     export PRIMUS_LOG_ONCE
-    once=(--once "$PRIMUS_LOG_ONCE")
   fi
-  [[ $2 != 1 ]] || console=()  # --silent: stdout only to the file
-  # Two pipes, one end each for the writer and for this shell.
+  # shellcheck disable=SC2034  # read by runner/lib/watchdog.sh
+  PRIMUS_LOG_SILENT=$((${2:-0} == 1))
+  # Two pipes: the read end of each stays with this shell, for the run
+  # monitor and any monitor started in its place.
   exec {out}<> <(:)
   # shellcheck disable=SC2094  # one end each of the pipe, on purpose
-  exec {out_r}<"/proc/self/fd/$out" {out_w}>"/proc/self/fd/$out" {out}>&-
+  exec {PRIMUS_OUT_R}<"/proc/self/fd/$out" {out_w}>"/proc/self/fd/$out" {out}>&-
   exec {err}<> <(:)
   # shellcheck disable=SC2094  # one end each of the pipe, on purpose
-  exec {err_r}<"/proc/self/fd/$err" {err_w}>"/proc/self/fd/$err" {err}>&-
-  # A copy that dies (kill -9) leaves pipes without a reader: a write then
-  # fails instead of ending the launcher with SIGPIPE (a trap, not an ignore,
-  # so the workload still starts with the default action).
+  exec {PRIMUS_ERR_R}<"/proc/self/fd/$err" {err_w}>"/proc/self/fd/$err" {err}>&-
+  # A write to a pipe whose reader is gone fails instead of ending the launcher
+  # with SIGPIPE (a trap, not an ignore, so the workload still starts with the
+  # default action).
   trap ':' PIPE
-  (
-    trap '' INT TERM HUP USR1 USR2
-    exec "$PRIMUS_PYTHON" -I -S "$writer" --log "$file" "${console[@]}" --stderr-fd "$err_r" \
-      --stderr-console-fd 4 --warn-fd 4 "${once[@]}" <&"$out_r" {out_r}<&- {out_w}>&- {err_w}>&-
-  ) &
-  PRIMUS_LOG_TEE_PID=$!
-  exec 1>&"$out_w" 2>&"$err_w" {out_r}<&- {out_w}>&- {err_r}<&- {err_w}>&-
+  exec 1>&"$out_w" 2>&"$err_w" {out_w}>&- {err_w}>&-
+  # Before the launcher exits (runner/lib/supervise.sh): the pipes' last lines.
+  # shellcheck disable=SC2034  # read by runner/lib/supervise.sh
+  PRIMUS_SUPERVISE_CLEANUP=primus_launch_log_flush
 }
 
-# primus_launch_log_flush: close the copy's pipes so every line is written before exit.
+# primus_launch_log_flush: see the header.
 primus_launch_log_flush() {
-  [[ -n $PRIMUS_LOG_TEE_PID ]] || return 0
-  exec 1>&3 2>&4
-  wait "$PRIMUS_LOG_TEE_PID" 2>/dev/null || true
-  PRIMUS_LOG_TEE_PID=""
-  [[ -z ${PRIMUS_LOG_ONCE:-} ]] || rm -f -- "$PRIMUS_LOG_ONCE"
-}
-
-# primus_launch_log_lost LOG_FILE RC: see the header.
-primus_launch_log_lost() {
-  local log=$1 rc=$2 line how="finished successfully (exit code 0)"
-  ((rc == 0)) || how="failed with exit code $rc"
-  local -a lines=()
-  mapfile -t lines <"$PRIMUS_RC_DIR/lost-output" 2>/dev/null || true
-  lines+=("workload $how, but its console and log are incomplete (above); the full per-rank output is in ${log%.log}.ranks/; log: $log")
-  for line in "${lines[@]}"; do
-    { LOG_WARN "$line" 2>&4; } 2>/dev/null || true
-    { LOG_WARN "$line" 2>>"$log"; } 2>/dev/null || true
+  [[ -n $PRIMUS_OUT_R ]] || return 0
+  exec 1>&3 2>&4 {PRIMUS_OUT_R}<&- {PRIMUS_ERR_R}<&-
+  PRIMUS_OUT_R="" PRIMUS_ERR_R=""
+  # The monitor ends once both pipes have ended (or after a second without a
+  # byte); `wait` cannot be trusted with a process substitution that is not
+  # the last one, so look (primus_any_alive: runner/lib/processes.sh), 10 s at most.
+  local pid=${PRIMUS_HANG_PID:-} looks=0
+  while [[ -n $pid ]] && primus_any_alive "$pid" && ((looks++ < 200)); do
+    sleep 0.05
   done
+  [[ -z ${PRIMUS_LOG_ONCE:-} ]] || rm -f -- "$PRIMUS_LOG_ONCE"
 }

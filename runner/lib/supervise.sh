@@ -3,12 +3,15 @@
 # Sourced by the launch modes; defines only primus_* names, never changes shell
 # options. README "Stopping, preemption and requeue" is the user's view.
 #
-#   primus_run_workload MODE LOG_FILE NPROC CMD...
-#       MODE single|torchrun. Runs CMD through python/primus_runner/launch/spawn.py
+#   primus_run_prepare MODE LOG_FILE NPROC
+#       MODE single|torchrun; NPROC the processes per node (single: 1). The
+#       run's id and exit-code directory, and the run monitor
+#       (runner/lib/watchdog.sh: the writer of the run's output, and the
+#       parent-death guard that SIGKILLs what is left after the grace).
+#   primus_run_workload CMD...
+#       after primus_run_prepare: runs CMD through python/primus_runner/launch/spawn.py
 #       (a session of its own, SIGTERM when the launcher dies; torchrun runs
-#       in-process there with SIGUSR1/SIGUSR2 caught), starts the run monitor
-#       first (runner/lib/watchdog.sh: also the parent-death guard that
-#       SIGKILLs what is left after the grace), waits, and exits with the workload's
+#       in-process there with SIGUSR1/SIGUSR2 caught), waits, and exits with the workload's
 #       code (torchrun: the failing worker's own code, recorded by
 #       run_worker.sh in PRIMUS_RC_DIR), or 128+N when stopped by signal N.
 #   USR1/USR2 -> primus_forward_notice: sent once to every rank process of this
@@ -23,9 +26,6 @@
 #       SIGTERM of a cancel or time limit: Slurm signals every process of the
 #       step), so it already reached every rank and is not sent again.
 #   PRIMUS_SUPERVISE_CLEANUP names a function run before every exit.
-#   PRIMUS_SUPERVISE_LOST names a function called LOG_FILE RC before the closing
-#       line when the run monitor noted a helper of the launch that died
-#       ($PRIMUS_RC_DIR/lost-output: what the console and the log lack).
 #   primus_default_sigint SCRIPT ARGS...: runner/lib/launch_start.sh (sourced
 #       here), which a launcher may read alone before this file.
 
@@ -43,7 +43,6 @@ PRIMUS_TRAPPED=0
 PRIMUS_RUN_STARTING=0    # the workload is being forked: PRIMUS_RUN_PID is not known yet
 PRIMUS_RUN_PENDING=()    # stop:N / notice:SIG trapped meanwhile
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
-PRIMUS_SUPERVISE_LOST=${PRIMUS_SUPERVISE_LOST:-}
 primus_dir_of PRIMUS_SUPERVISE_DIR "${BASH_SOURCE[0]}"
 primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
 # shellcheck source=runner/lib/launch_start.sh
@@ -286,15 +285,22 @@ primus_wait_pid() {
   PRIMUS_RUN_RC=$rc
 }
 
-# primus_run_workload MODE LOG_FILE NPROC CMD...: see the header.
-primus_run_workload() {
-  PRIMUS_RUN_MODE=$1 PRIMUS_RUN_LOG=$2
-  local __primus_log_file=$2
-  PRIMUS_RUN_NPROC=$3
-  shift 3
+# primus_run_prepare MODE LOG_FILE NPROC: see the header.
+primus_run_prepare() {
+  PRIMUS_RUN_MODE=$1 PRIMUS_RUN_LOG=$2 PRIMUS_RUN_NPROC=$3
+  [[ $PRIMUS_RUN_MODE != single ]] || PRIMUS_RUN_NPROC=1
   PRIMUS_RC_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primus-rc.XXXXXX")
   export PRIMUS_RC_DIR
   PRIMUS_RUN_ID=$$-${EPOCHREALTIME//[.,]/}-$RANDOM
+  primus_watchdog_env "$PRIMUS_RUN_LOG" "$PRIMUS_RUN_MODE"
+  # The monitor first: it writes the run's output, and it is the guard of a
+  # launcher killed from here on.
+  primus_watchdog_start "$PRIMUS_RUN_LOG" "$PRIMUS_RUN_ID"
+}
+
+# primus_run_workload CMD...: see the header.
+primus_run_workload() {
+  local __primus_log_file=$PRIMUS_RUN_LOG
   local -a __primus_run_cmd
   primus_spawn_command __primus_run_cmd "$@"
   trap 'primus_stop_run 15' TERM
@@ -302,15 +308,19 @@ primus_run_workload() {
   trap 'primus_stop_run 1' HUP
   trap 'primus_forward_notice USR1' USR1
   trap 'primus_forward_notice USR2' USR2
-  primus_watchdog_env "$__primus_log_file" "$PRIMUS_RUN_MODE"
-  # The monitor first: it is also the guard of a launcher killed from here on.
-  primus_watchdog_start "$__primus_log_file" "$PRIMUS_RUN_ID"
   # A trap runs between two commands: one that comes after the fork but before
   # PRIMUS_RUN_PID is set is kept and handled right after (primus_run_pending).
   PRIMUS_RUN_STARTING=1
   # PRIMUS_PTRACER_PID: each rank lets this shell's descendants (the run monitor
   # and its py-spy) read its stacks under Yama (runner/helpers/pystartup/sitecustomize.py).
-  PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_HANG_FD}>&- &
+  # The workload gets neither the monitor's pipe nor the read ends of the
+  # launcher's output pipes (runner/lib/launch_log.sh).
+  if [[ -n ${PRIMUS_OUT_R:-} ]]; then
+    PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_HANG_FD}>&- \
+      {PRIMUS_OUT_R}<&- {PRIMUS_ERR_R}<&- &
+  else
+    PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_HANG_FD}>&- &
+  fi
   PRIMUS_RUN_PID=$!
   PRIMUS_RUN_STARTING=0
   primus_run_pending
@@ -329,10 +339,7 @@ primus_run_workload() {
   elif ((rc != 0)) && [[ $PRIMUS_RUN_MODE != single || $rc != "$(primus_requeue_code)" ]]; then
     rc=$(primus_failure_report "$rc" "$__primus_log_file")
   fi
-  # A helper that died (a log writer): the run is not reported clean.
-  if [[ -s $PRIMUS_RC_DIR/lost-output && -n $PRIMUS_SUPERVISE_LOST ]]; then
-    "$PRIMUS_SUPERVISE_LOST" "$__primus_log_file" "$rc"
-  elif ((PRIMUS_RUN_ORPHANS)); then
+  if ((PRIMUS_RUN_ORPHANS)); then
     :
   elif ((rc == 0)) && [[ -n $PRIMUS_LOG_SPOOL_LOST ]]; then
     LOG_WARN "workload finished successfully (exit code 0), but the log lacks some of the" \

@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
-# Every helper process of a launch is watched: kill -9 of the launcher's log
-# writer (one process for its stdout and stderr) or of the run monitor (also the parent-death
-# guard and the writer of every rank's file), while a 2-rank job prints 40 lines per rank. The console and the
-# log hold all 80 lines, or the launcher names the loss and where the full
-# output is; never a silent exit 0 with lines missing. The one who notices is
-# the run monitor (python/primus_runner/monitor/helpers.py), and for the
-# monitor itself the launcher (a SIGCHLD trap, runner/lib/watchdog.sh).
+# Every helper process of a launch is watched: kill -9 of the run monitor (the
+# writer of the console, the log and every rank's file, and the parent-death
+# guard) while a 2-rank job prints 40 lines per rank: the launcher names it and
+# starts another (a SIGCHLD trap, runner/lib/watchdog.sh), which takes every
+# pipe over; the console, the log and the rank files hold all 80 lines. Before
+# the log file is known, the two tee copies of the early spool: the launcher
+# names a dead one and the last line says what the log lacks.
 
 bats_require_minimum_version 1.5.0
 
@@ -26,7 +26,6 @@ teardown() {
 helper_pid() {
   case $1 in
     monitor) pgrep -f -- "primus_runner.monitor $PRIMUS_WORKSPACE/" | head -n1 ;;
-    writer) pgrep -f -- "logwriter.py --log $PRIMUS_WORKSPACE/" | head -n1 ;;
   esac
 }
 
@@ -72,29 +71,12 @@ log_of() {
   echo "$PRIMUS_WORKSPACE"/logs/primus-*-node0.log
 }
 
-@test "kill -9 of the launcher's log writer (stdout and stderr): named within a second on the console and in the log; the launcher is not ended by SIGPIPE; the closing lines say the console and the log are incomplete and where the full output is" {
-  kill_helper writer "the launcher's log writer (pid [0-9]*) died at"
-  noticed_within 2
-  [[ $STATUS -eq 0 ]]
-  grep -q "run monitor: the launcher's log writer (pid [0-9]*) died at" "$OUT"
-  grep -q "run monitor: the launcher's log writer (pid [0-9]*) died at" "$(log_of)"
-  grep -q "workload finished successfully (exit code 0), but its console and log are incomplete (above); the full per-rank output is in .*\.ranks/" "$OUT"
-  grep -q "but its console and log are incomplete" "$(log_of)"
-  run grep -q "INFO\] workload finished successfully" "$OUT"
-  assert_failure
-  # The per-rank files hold everything.
-  local rank
-  for rank in 0 1; do
-    [[ $(grep -c "rank $rank line" "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-$rank.log) -eq 40 ]]
-  done
-}
-
 @test "kill -9 of the run monitor: named within a second by the launcher and restarted; the run and its 80 lines go on, exit 0" {
   kill_helper monitor "run monitor: the run monitor (pid [0-9]*) died"
   noticed_within 2
   [[ $STATUS -eq 0 ]]
   [[ $(lines_in "$OUT") -eq 80 && $(lines_in "$(log_of)") -eq 80 ]]
-  grep -q "run monitor: the run monitor (pid [0-9]*) died (killed by SIGKILL: kill -9 or the OOM killer; sender unknown): no verdict and no parent-death guard while it was gone, and the ranks' prints waited in their pipes; restarted it (pid [0-9]*), which took the ranks' output over (restart 1 of this run)" "$OUT"
+  grep -q "run monitor: the run monitor (pid [0-9]*) died (killed by SIGKILL: kill -9 or the OOM killer; sender unknown): no verdict and no parent-death guard while it was gone, and the run's lines waited in their pipes; restarted it (pid [0-9]*), which took the run's output over (restart 1 of this run)" "$OUT"
   local rank
   for rank in 0 1; do
     [[ $(grep -c "rank $rank line" "$PRIMUS_WORKSPACE"/logs/*.ranks/rank-$rank.log) -eq 40 ]]
@@ -147,7 +129,7 @@ log_of() {
     pid=$(helper_pid monitor)
     [[ -n $pid ]]
     kill -KILL "$pid"
-    poll_until 10 grep -q "restarted it (pid [0-9]*), which took the ranks' output over (restart $n of this run)" "$OUT"
+    poll_until 10 grep -q "restarted it (pid [0-9]*), which took the run's output over (restart $n of this run)" "$OUT"
   done
   STATUS=0
   wait "$LAUNCHER" || STATUS=$?
@@ -201,4 +183,25 @@ spool_copy_killed() {
 
 @test "kill -9 of the early stderr copy (tee, during a hook): named once, the run goes on, the log and the last line say what the log lacks, exit 0" {
   spool_copy_killed 1
+}
+
+@test "a run monitor that dies at its start, 5 times in a row: the launcher says nothing writes the run's output and stops the run (exit 143)" {
+  # A real process that cannot start (exit 1 at once) in the monitor's place;
+  # it notes the arguments it was started with.
+  printf '#!/bin/sh\necho "$*" >>"%s"\nexit 1\n' "$TEST_DIR/starts" >"$TEST_DIR/python"
+  chmod +x "$TEST_DIR/python"
+  run bash -c '
+    source "$1/runner/lib/common.sh"
+    source "$1/runner/lib/supervise.sh"
+    exec 3>&1 4>&2
+    PRIMUS_PYTHON=$2
+    primus_run_prepare single "$3/run.log" 1
+    for ((i = 0; i < 100; i++)); do sleep 0.1; done
+    echo "not stopped"' _ "$REPO_ROOT" "$TEST_DIR/python" "$TEST_DIR"
+  assert_failure 143
+  assert_output --partial "run monitor: the run monitor (pid "
+  assert_output --partial "the 5th time in a row within a second of its start: nothing writes the run's output (console, log, rank files) nor watches it, so the run is stopped."
+  refute_output --partial "not stopped"
+  [[ $(wc -l <"$TEST_DIR/starts") -eq 5 ]]
+  grep -q -- "^-m primus_runner.monitor $TEST_DIR/run.log [0-9]*-[0-9]*-[0-9]* 1800 report [0-9]* single 10$" "$TEST_DIR/starts"
 }

@@ -73,7 +73,7 @@ check_tree() {
   local monitor
   monitor=$(pgrep -f -- "primus_runner.monitor $TEST_DIR/")
   [[ -n $monitor && $writers == *"$monitor"* ]]
-  run ! pgrep -f -- "logwriter.py --log-fd"
+  run ! pgrep -f -- "logwriter.py"
   for pid in "${ours[@]}"; do
     [[ $(ppid_of "$pid") != 1 ]] || { echo "pid $pid: parent 1: $(tr '\0' ' ' <"/proc/$pid/cmdline")"; false; }
   done

@@ -159,17 +159,6 @@ def test_settings_refuse_bad_arguments() -> None:
         settings(["/w/run.log"], {})
 
 
-def test_helpers_parse_and_say_what_a_death_means() -> None:
-    from primus_runner.monitor import helpers
-
-    assert helpers.parse("log-writer=12;watcher=14;bogus=1;log-writer2=x;stdout-writer=3") == {"log-writer": 12}
-    assert helpers.parse("") == {}
-    line = helpers.death_line("log-writer", 12, "10:00:01", "/w/run.ranks")
-    assert line.startswith("the launcher's log writer (pid 12) died at 10:00:01 (killed: SIGKILL or the OOM killer): "
-                           "the console and the log lack every line of the launcher, of torchrun and of the ranks")
-    assert line.endswith("; every rank's full output is in /w/run.ranks/rank-<RANK>.log")
-
-
 def test_table_has_one_line_per_rank_with_its_state() -> None:
     views = [view(0, place(0, "main (t.py:9)", AR, True)), view(1, place(1, "stuck_here (t.py:3)"), still=14.0),
              verdicts.RankView(2, 0, exit_code=1), view(3, None, still=1.0, settled=False),

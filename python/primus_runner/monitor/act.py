@@ -28,14 +28,10 @@ from primus_runner.diagnose.pyspy import sample_stacks
 from primus_runner.diagnose.runs import scan
 from primus_runner.diagnose.summary import RankPlace, place_of
 from primus_runner.facts import EXIT_HANG_STOPPED
-from primus_runner.monitor import flightrec, helpers, nodes, straggler, verdicts
-from primus_runner.monitor.procstat import read_sample
+from primus_runner.monitor import flightrec, nodes, straggler, verdicts
 from primus_runner.monitor.watch import OWN, Counted, Monitor
 
 PREFIX = "run monitor: "
-
-
-CONSOLE_FD = 4  # the console's stderr, saved by runner/lib/launch_log.sh before the tee
 
 
 def log_only(path: str, message: str, level: str = "INFO") -> None:
@@ -56,23 +52,9 @@ def log_only(path: str, message: str, level: str = "INFO") -> None:
 
 
 def say(level: str, message: str, log_file: str) -> None:
-    """A line on the launcher's stderr (its console and log); when that stream is
-    gone (its log writer died), to the log file and the console directly."""
-    try:
-        log.emit(level, message)
-        return
-    except OSError:
-        pass
-    log_only(log_file, message, level)
-    saved = sys.stderr
-    try:
-        sys.stderr = os.fdopen(os.dup(CONSOLE_FD), "w", encoding="utf-8", errors="replace")
-        log.emit(level, message)
-        sys.stderr.close()
-    except OSError:
-        pass
-    finally:
-        sys.stderr = saved
+    """A line of the monitor's own: its stderr is the console and the log file (cli.py)."""
+    del log_file  # written through sys.stderr (watch.Both)
+    log.emit(level, message)
 
 
 class Judge:
@@ -83,20 +65,6 @@ class Judge:
 
     def say(self, level: str, message: str) -> None:
         say(level, message, self.m.s.log_file)
-
-    def helpers(self) -> None:
-        """Each helper of the launch that died since the last look: said once; a log writer
-        also noted for the launcher's closing lines ($PRIMUS_RC_DIR/lost-output)."""
-        for name, pid in list((self.m.s.helpers or {}).items()):
-            sample = read_sample(pid)
-            if sample is not None and sample.state not in ("Z", "X"):
-                continue
-            del self.m.s.helpers[name]  # type: ignore[union-attr]
-            line = helpers.death_line(name, pid, time.strftime("%H:%M:%S"), self.m.s.ranks_dir)
-            self.say("WARN", PREFIX + line)
-            if self.m.s.rc_dir and name in helpers.LOST_OUTPUT:
-                with contextlib.suppress(OSError), open(os.path.join(self.m.s.rc_dir, "lost-output"), "a") as handle:
-                    handle.write(line + "\n")
 
     def current(self, verdict: verdicts.Verdict | None) -> None:
         """$PRIMUS_RC_DIR/verdict.json: the verdict of now, for `primus-cli stacks`."""

@@ -3,24 +3,29 @@
     python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE GRACE
 
 One process per node beside the workload: the run monitor, the run's
-parent-death guard and, in run mode torchrun, the writer of every rank's output
-into its file under ``<log>.ranks/`` (monitor/rankout.py, a thread). stdin is a pipe only the launcher writes: it writes
-``done`` before it ends on purpose, and the monitor exits. End of file
-without it, with the launcher gone (SIGKILL, the OOM killer), makes it the
-guard (monitor/guard.py): the ranks got SIGTERM from the parent-death signal;
-it waits GRACE seconds (PRIMUS_KILL_GRACE), SIGKILLs what is left of the run
-and writes the closing line. TIMEOUT is PRIMUS_HANG_TIMEOUT (the last resort:
-that long without any progress signal is reported even when no verdict is
-possible; 0 turns the verdicts off, the guard and the watching of the
-launch's helpers stay), ACTION is PRIMUS_HANG_ACTION (report | stop),
-RUN_MODE torchrun or single. NNODES, NODE_RANK, PRIMUS_RC_DIR,
-PRIMUS_MONITOR_HELPERS (the launch's helper processes, monitor/helpers.py),
-PRIMUS_CONSOLE_RANKS and PRIMUS_LOG_ONCE (rankout.py) come from the environment.
-Stop signals (INT, TERM, HUP, USR1, USR2) are ignored: the launcher's stop must
-not cut the monitor's last lines; it ends with the launcher's ``done``.
+parent-death guard and the writer of every output stream of the run
+(monitor/output.py, a thread): the launcher's stdout and stderr (torchrun's,
+and the workload's in run mode single) to the console and the log file, and in
+run mode torchrun each rank's output to its file under ``<log>.ranks/``. Its
+stdout and stderr are the launcher's console; its own lines go to the console
+and the log. stdin is a pipe only the launcher writes: it writes ``done``
+before it ends on purpose, and the monitor copies what the pipes still hold
+and exits. End of file without it, with the launcher gone (SIGKILL, the OOM
+killer), makes it the guard (monitor/guard.py): the ranks got SIGTERM from the
+parent-death signal; it waits GRACE seconds (PRIMUS_KILL_GRACE), SIGKILLs what
+is left of the run and writes the closing line. TIMEOUT is PRIMUS_HANG_TIMEOUT
+(the last resort: that long without any progress signal is reported even when
+no verdict is possible; 0 turns the verdicts off, the guard and the output
+stay), ACTION is PRIMUS_HANG_ACTION (report | stop), RUN_MODE torchrun or
+single. NNODES, NODE_RANK, PRIMUS_RC_DIR, PRIMUS_MONITOR_OUTPUT (the
+launcher's pipes: ``OUT_FD ERR_FD SILENT``), PRIMUS_CONSOLE_RANKS and
+PRIMUS_LOG_ONCE (output.py) come from the environment. Stop signals (INT, TERM,
+HUP, USR1, USR2) are ignored: the launcher's stop must not cut the monitor's
+last lines; it ends with the launcher's ``done``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -29,10 +34,10 @@ import time
 from collections.abc import Sequence
 
 from primus_runner.facts import EXIT_INVALID
-from primus_runner.monitor import guard, helpers, verdicts
+from primus_runner.monitor import guard, verdicts
 from primus_runner.monitor.act import Judge
-from primus_runner.monitor.rankout import RankOutput
-from primus_runner.monitor.watch import OWN, Monitor, Settings
+from primus_runner.monitor.output import LauncherPipes, Output, open_launcher, parse_pipes
+from primus_runner.monitor.watch import OWN, Both, Monitor, Settings
 
 USAGE = "usage: python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE GRACE"
 
@@ -51,8 +56,7 @@ def settings(argv: Sequence[str], env: dict[str, str]) -> Settings:
     return Settings(log_file, run_id, float(timeout), action, int(launcher), mode,
                     int(nnodes) if nnodes.isdigit() else 1, int(node) if node.isdigit() else 0,
                     env.get("PRIMUS_RC_DIR", ""), log_file[:-4] + ".ranks" if log_file.endswith(".log")
-                    else log_file + ".ranks", helpers.parse(env.get("PRIMUS_MONITOR_HELPERS", "")),
-                    int(grace))
+                    else log_file + ".ranks", int(grace))
 
 
 def run(monitor: Monitor, judge: Judge) -> bool:
@@ -68,7 +72,6 @@ def run(monitor: Monitor, judge: Judge) -> bool:
             if b"done\n" in said:
                 return True
         now = time.monotonic()
-        judge.helpers()
         if monitor.s.timeout <= 0:
             continue  # PRIMUS_HANG_TIMEOUT=0: no verdicts
         monitor.discover(now)
@@ -92,17 +95,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGPIPE"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
-    OWN.stream = sys.stderr
+    pipes = parse_pipes(os.environ.get("PRIMUS_MONITOR_OUTPUT", ""))
+    close_inherited(pipes)
+    output = start_output(chosen, pipes)
+    OWN.stream = Both(sys.stderr, own_log(chosen.log_file))
     sys.stderr = OWN
     monitor = Monitor(chosen)
     judge = Judge(monitor)
-    output = None
-    if chosen.mode == "torchrun" and chosen.rc_dir:
-        output = RankOutput(chosen.rc_dir, os.environ.get("PRIMUS_CONSOLE_RANKS", ""),
-                            os.environ.get("PRIMUS_LOG_ONCE") or None)
-        output.start()
     if not run(monitor, judge) and guard.launcher_ended(chosen.launcher):
         guard.stop_orphaned_run(chosen.run_id, chosen.launcher, chosen.grace, judge.say)
-    if output is not None:
-        output.stop()
+    output.stop()
     return 0
+
+
+def own_log(path: str) -> object:
+    """The log file for the monitor's own lines (appending), or a sink when it cannot be opened."""
+    try:
+        return open(path, "a", encoding="utf-8", errors="replace")
+    except OSError:
+        return open(os.devnull, "w", encoding="utf-8")
+
+
+def close_inherited(pipes: LauncherPipes | None) -> None:
+    """Whatever the launcher had open when it started this process (a copy of a
+    pipe's write end would keep that pipe from ever ending): only stdin (the
+    launcher's pipe), stdout and stderr (the console) and the read ends of the
+    launcher's output pipes stay."""
+    keep = {0, 1, 2} | ({pipes.out_fd, pipes.err_fd} if pipes else set())
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) not in keep:
+            with contextlib.suppress(OSError):
+                os.close(int(name))
+
+
+def start_output(chosen: Settings, pipes: LauncherPipes | None) -> Output:
+    """The thread that writes the launcher's and the ranks' output (monitor/output.py)."""
+    once = os.environ.get("PRIMUS_LOG_ONCE") or None
+    launcher = open_launcher(pipes, chosen.log_file, once) if pipes else []
+    output = Output(chosen.rc_dir if chosen.mode == "torchrun" else "", os.environ.get("PRIMUS_CONSOLE_RANKS", ""),
+                    once, launcher)
+    output.start()
+    return output

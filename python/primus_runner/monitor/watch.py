@@ -55,7 +55,6 @@ class Settings:
     node: int = 0
     rc_dir: str = ""
     ranks_dir: str = ""
-    helpers: dict[str, int] | None = None   # NAME -> pid (monitor/helpers.py)
     grace: int = 0          # PRIMUS_KILL_GRACE, from the command line: the guard's wait before SIGKILL (guard.py)
 
 
@@ -64,10 +63,33 @@ def _signature(threads: list[Thread]) -> tuple[tuple[str, str, int], ...]:
     return tuple((f.name, f.filename, f.line) for f in thread.frames) if thread else ()
 
 
+class Both:
+    """The monitor's own lines: to the console (its stderr) and to the log file,
+    each as far as it can; never a terminal (no colours in the log)."""
+
+    def __init__(self, console: object, log_file: object) -> None:
+        self.streams = (console, log_file)
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            try:
+                stream.write(text)  # type: ignore[attr-defined]
+                stream.flush()  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                pass
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
 class Counted:
-    """sys.stderr for the monitor: counts the bytes it writes, which in run mode
-    single land in the log file that is also the rank's output (its own lines
-    must not read as the rank's progress)."""
+    """sys.stderr for the monitor: counts the bytes it writes, which land in the
+    log file; in run mode single that file is also the rank's output (its own
+    lines must not read as the rank's progress)."""
 
     def __init__(self, stream: object) -> None:
         self.stream = stream
@@ -143,10 +165,9 @@ class Monitor:
         if self.s.mode != "single":
             return _mark(self._outputs(rank))
         mark = list(_mark(self._outputs(rank), self.s.log_file, OWN.written))
-        # OWN counts our bytes when we write them to the launcher's log writer; the
-        # log grows when that writer gets to them. Until then the log's size less
-        # OWN dips (on a loaded machine, for seconds) and comes back: only growth
-        # past the largest value seen is the rank's output, not that round trip.
+        # OWN counts our bytes as we write them to the log (watch.Both); a write
+        # that failed (a full disk) leaves the log's size less OWN below what it
+        # was: only growth past the largest value seen is the rank's output.
         self.shared_high = max(self.shared_high, mark[2])
         mark[2] = self.shared_high
         return tuple(mark)

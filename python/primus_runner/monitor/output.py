@@ -1,31 +1,40 @@
-"""Every rank's output, written by the run monitor: no writer process per rank.
+"""Every output stream of the node's run, written by the run monitor: no writer process.
 
-Each torchrun worker runs through runner/helpers/run_worker.sh, which gives the
-rank a pipe as its stdout and stderr, keeps the pipe's read end open for the
-rank's whole life (so a rank never dies of EPIPE) and notes
-``$PRIMUS_RC_DIR/writer.<RANK>``:
+The launcher's stdout and stderr. runner/lib/launch_log.sh points them at two
+pipes whose read ends the launcher keeps open and this process inherits
+(``PRIMUS_MONITOR_OUTPUT``: ``OUT_FD ERR_FD SILENT``), so nothing written before
+it reads them is lost, even when the launcher has closed its own copies by
+then. This thread copies every chunk, as it comes, to the log file and to the
+console: stdout to the monitor's own stdout (the launcher's
+console; not with ``SILENT`` 1, --silent), stderr to its stderr. torchrun's
+output is the launcher's (it inherits the pipes), and so is the workload's in
+run mode single.
+
+Each torchrun rank. runner/helpers/run_worker.sh gives the rank a pipe as its
+stdout and stderr, keeps the pipe's read end open for the rank's whole life (so
+a rank never dies of EPIPE) and notes ``$PRIMUS_RC_DIR/writer.<RANK>``:
 
     WRAPPER_PID READ_FD DONE_FD LOCAL_RANK FILE
 
 FILE is the rank's file under ``<log>.ranks/`` (torchrun's tee echoes it to the
-console and the log). This module's thread finds each new record within
-``SCAN_S``, opens the pipe through ``/proc/WRAPPER_PID/fd/READ_FD`` and copies
-every line into FILE as it comes, whole lines only (a line's start is held until
-its newline or ``LINE_WAIT_S`` of quiet). At the pipe's end
-(the rank and whatever it left behind closed it) it writes ``d`` into the
-wrapper's DONE pipe: the wrapper reports the rank gone only once every line is
-in the file (or after 2 s when nobody answers).
+console and the log). The thread finds each new record within ``SCAN_S``, opens
+the pipe through ``/proc/WRAPPER_PID/fd/READ_FD`` and copies every line into
+FILE, whole lines only (a line's start is held until its newline or
+``LINE_WAIT_S`` of quiet). It writes ``t`` into the wrapper's DONE pipe when
+it takes the pipe, and ``d`` at the pipe's end (the rank and whatever it left
+behind closed it): the wrapper reports the rank gone only once every line is in
+the file (or 2 s after its end when a monitor took the pipe but does not answer,
+30 s when none took it).
 
 A run monitor killed (kill -9, the OOM killer) is restarted by the launcher
-(runner/lib/watchdog.sh); meanwhile the ranks' prints wait in their pipes, and
-the new monitor takes every pipe over from the records: at most the one read the
-dead monitor had in hand is lost. A file that cannot be written (a full disk)
-never blocks the rank: python/primus_runner/launch/logwriter.py's ``Writer``
-decides that (one warning per launch, PRIMUS_LOG_ONCE; a rank the console shows,
-PRIMUS_CONSOLE_RANKS, then sends its lines to the console prefixed
-``[default<LOCAL_RANK>]:``, as torchrun would).
+(runner/lib/watchdog.sh); meanwhile every stream waits in its pipe, and the new
+monitor takes every pipe over: at most the one read the dead monitor had in hand
+is lost. A file that cannot be written (a full disk) never blocks anyone:
+monitor/writer.py's ``Writer`` decides that (one warning per launch,
+PRIMUS_LOG_ONCE; a rank the console shows, PRIMUS_CONSOLE_RANKS, then sends its
+lines to the console prefixed ``[default<LOCAL_RANK>]:``, as torchrun would).
 
-The record's parsing and the console choice are pure; the thread does the I/O.
+The parsing and the console choice are pure; the thread does the I/O.
 """
 from __future__ import annotations
 
@@ -35,14 +44,16 @@ import select
 import threading
 import time
 
-from primus_runner import log
-from primus_runner.launch.logwriter import CHUNK, Writer
 from primus_runner.monitor.procstat import alive
+from primus_runner.monitor.writer import CHUNK, Writer
 from primus_runner.records import dataclass
 
 SCAN_S = 0.05   # seconds between two looks for new records (a rank's first line waits at most this long)
+TAKEN = b"t\n"  # what the wrapper reads on its DONE pipe: a monitor copies the rank's pipe
 DONE = b"d\n"   # what the wrapper reads on its DONE pipe: every line of its rank is written
 LINE_WAIT_S = 0.1   # seconds a line's start waits for its newline (a prompt has none)
+QUIET_S = 1.0   # once the launch is over: a stream quiet this long is done, even without its end of file
+CONSOLE_OUT, CONSOLE_ERR = 1, 2   # the monitor's own stdout and stderr: the launcher's console
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,15 @@ class Source:
     path: str
 
 
+@dataclass(frozen=True)
+class LauncherPipes:
+    """The launcher's stdout and stderr pipes (PRIMUS_MONITOR_OUTPUT)."""
+
+    out_fd: int
+    err_fd: int
+    silent: bool
+
+
 def parse(rank: str, text: str) -> Source | None:
     """The record of ``writer.<RANK>`` (None when it is not one, e.g. half written) (pure)."""
     if not text.endswith("\n"):
@@ -65,6 +85,14 @@ def parse(rank: str, text: str) -> Source | None:
     if len(parts) != 5 or not rank.isdigit() or not all(p.isdigit() for p in parts[:4]) or not parts[4]:
         return None
     return Source(int(rank), int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+
+
+def parse_pipes(text: str) -> LauncherPipes | None:
+    """PRIMUS_MONITOR_OUTPUT: ``OUT_FD ERR_FD SILENT`` (None when unset or not that) (pure)."""
+    parts = text.split()
+    if len(parts) != 3 or not all(p.isdigit() for p in parts[:2]) or parts[2] not in ("0", "1"):
+        return None
+    return LauncherPipes(int(parts[0]), int(parts[1]), parts[2] == "1")
 
 
 def whole_lines(pending: bytes, chunk: bytes) -> tuple[bytes, bytes]:
@@ -84,31 +112,32 @@ def shown(console_ranks: str, local_rank: int) -> bool:
     return console_ranks == "all" or str(local_rank) in console_ranks.split(",")
 
 
-class _RankWriter(Writer):
-    """logwriter's Writer whose one warning is a line of the monitor's (its stderr)."""
-
-    def _warn(self, text: str) -> None:
-        if self.claim_warning():
-            with contextlib.suppress(OSError, ValueError):
-                log.warn(text)
+def open_log(path: str) -> tuple[int | None, OSError | None]:
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), None
+    except OSError as err:
+        return None, err
 
 
 class Stream:
-    """One rank's pipe being copied."""
+    """One pipe being copied: whole lines (a rank) or chunks as they come (the launcher)."""
 
-    def __init__(self, source: Source, fd: int, done: int | None, writer: Writer) -> None:
-        self.source = source
+    def __init__(self, fd: int, writer: Writer, lines: bool, done: int | None = None) -> None:
         self.fd = fd
-        self.done = done
         self.writer = writer
+        self.lines = lines
+        self.done = done
         self.pending = b""
-        self.data_at = 0.0
+        self.data_at = time.monotonic()
 
     def take(self, chunk: bytes, now: float) -> None:
+        self.data_at = now
+        if not self.lines:
+            self.writer.feed(chunk)
+            return
         out, self.pending = whole_lines(self.pending, chunk)
         if out:
             self.writer.feed(out)
-        self.data_at = now
 
     def flush(self) -> None:
         if self.pending:
@@ -130,7 +159,7 @@ class Stream:
 
 
 def open_source(source: Source, console_ranks: str, once: str | None) -> Stream | None:
-    """The stream of SOURCE's pipe, or None when its wrapper is gone."""
+    """The stream of a rank's pipe, or None when its wrapper is gone."""
     try:
         fd = os.open(f"/proc/{source.wrapper}/fd/{source.read_fd}", os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
@@ -138,41 +167,59 @@ def open_source(source: Source, console_ranks: str, once: str | None) -> Stream 
     done: int | None
     try:
         done = os.open(f"/proc/{source.wrapper}/fd/{source.done_fd}", os.O_WRONLY | os.O_NONBLOCK)
+        os.write(done, TAKEN)
     except OSError:
         done = None
-    failed: OSError | None = None
-    log_fd: int | None = None
-    try:
-        log_fd = os.open(source.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    except OSError as err:
-        failed = err
-    fallback = "/proc/self/fd/1" if shown(console_ranks, source.local_rank) else None
-    writer = _RankWriter(log_fd, source.path, None, fallback, f"[default{source.local_rank}]:".encode(), None, once)
+    log_fd, failed = open_log(source.path)
+    fallback = f"/proc/self/fd/{CONSOLE_OUT}" if shown(console_ranks, source.local_rank) else None
+    writer = Writer(log_fd, source.path, None, fallback, f"[default{source.local_rank}]:".encode(), once)
     if failed is not None:
         writer.log_failed(failed)
-    return Stream(source, fd, done, writer)
+    return Stream(fd, writer, True, done)
 
 
-class RankOutput(threading.Thread):
-    """The thread that writes every rank's output of this node's run (see the module)."""
+def open_launcher(pipes: LauncherPipes, log_file: str, once: str | None) -> list[Stream]:
+    """The streams of the launcher's stdout and stderr: the read ends this process
+    inherited from the launcher (those still open)."""
+    streams = []
+    for pipe, console in ((pipes.out_fd, None if pipes.silent else CONSOLE_OUT), (pipes.err_fd, CONSOLE_ERR)):
+        try:
+            fd = os.dup(pipe)
+            os.set_blocking(fd, False)
+        except OSError:
+            continue
+        log_fd, failed = open_log(log_file)
+        writer = Writer(log_fd, log_file, console, once=once)
+        if failed is not None:
+            writer.log_failed(failed)
+        streams.append(Stream(fd, writer, False))
+    return streams
 
-    def __init__(self, rc_dir: str, console_ranks: str = "", once: str | None = None) -> None:
-        super().__init__(name="rank-output", daemon=True)
+
+class Output(threading.Thread):
+    """The thread that writes every output stream of this node's run (see the module)."""
+
+    def __init__(self, rc_dir: str, console_ranks: str = "", once: str | None = None,
+                 launcher: list[Stream] | None = None) -> None:
+        super().__init__(name="output", daemon=True)
         self.rc_dir = rc_dir
         self.console_ranks = console_ranks
         self.once = once
-        self.streams: dict[int, Stream] = {}      # read fd -> stream
+        self.streams: dict[int, Stream] = {s.fd: s for s in launcher or []}   # read fd -> stream
         self.taken: set[tuple[int, int]] = set()  # (wrapper, read fd) taken over by this monitor
         self.marks: dict[str, tuple[int, int, int]] = {}
         self.ending = threading.Event()
 
-    def stop(self, wait: float = 5.0) -> None:
-        """Copy what the pipes still hold, then end (the launch is over)."""
+    def stop(self, wait: float = 10.0) -> None:
+        """The launch is over: copy what the pipes still hold (until their end, or
+        QUIET_S without a byte), then end."""
         self.ending.set()
         self.join(wait)
 
     def scan(self) -> None:
         """Take over every pipe of a new record whose wrapper runs."""
+        if not self.rc_dir:
+            return
         try:
             entries = [e for e in os.scandir(self.rc_dir) if e.name.startswith("writer.")]
         except OSError:
@@ -223,9 +270,8 @@ class RankOutput(threading.Thread):
                 stream.close()
         return bool(ready)
 
-    def flush_quiet(self) -> None:
+    def flush_quiet(self, now: float) -> None:
         """A line's start held LINE_WAIT_S without its newline goes out as it is (a prompt)."""
-        now = time.monotonic()
         for stream in self.streams.values():
             if stream.pending and now - stream.data_at >= LINE_WAIT_S:
                 stream.flush()
@@ -239,10 +285,14 @@ class RankOutput(threading.Thread):
                 next_scan = now + SCAN_S
             waiting = any(s.pending for s in self.streams.values())
             self.copy_ready(min(SCAN_S, LINE_WAIT_S) if waiting else SCAN_S)
-            self.flush_quiet()
+            self.flush_quiet(time.monotonic())
         self.scan()
-        while self.streams and self.copy_ready(0.0):
-            pass
-        for stream in list(self.streams.values()):
-            stream.flush()
-            stream.writer.finish()
+        while self.streams:
+            self.copy_ready(SCAN_S)
+            now = time.monotonic()
+            self.flush_quiet(now)
+            for fd, stream in list(self.streams.items()):
+                if now - stream.data_at >= QUIET_S:
+                    del self.streams[fd]
+                    stream.flush()
+                    stream.writer.finish()
