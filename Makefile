@@ -1,6 +1,6 @@
 # primus-runner: set-up, demo, tests, lint and benchmarks.
 #   make demo    train the built-in CPU workload (--module primus_runner), 2 local processes
-#   make test    the live Slurm suite beside lint + pytest, then bats (sets up first)
+#   make test    the live Slurm suite beside lint, pytest and the waiting bats files, then the rest of bats (sets up first)
 #   make bench   launch-overhead timings (medians; figures, never assertions)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -66,7 +66,8 @@ setup-userenv:
 demo: setup-python
 	examples/demo.sh
 
-# The suites in tests/run_all.sh: the live Slurm suite beside lint and pytest, then bats alone.
+# The suites in tests/run_all.sh: the live Slurm suite beside lint, pytest and the bats files
+# that mostly wait (BESIDE_SLURM there), then the other bats files alone.
 test: setup setup-system setup-userenv
 	tests/run_all.sh
 

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # tests/run_all.sh: every suite of `make test`, after its set-up: the live Slurm
-# suite beside lint and pytest, then the bats suite alone.
+# suite beside lint, pytest and the bats files that mostly wait, then the other
+# bats files alone.
 #
 # Usage: tests/run_all.sh [-h|--help]
 #
 # The live Slurm suite (tests/slurm/run.sh, about 14 minutes here) mostly
 # waits on Slurm's own timers, so it runs beside `make lint pytest` (about 3
-# minutes of CPU); its output goes to a file and is printed whole when it ends,
-# so the two never interleave. The bats suite starts only once both are done: its run
-# monitor and live-output tests measure real seconds and get the machine to
-# themselves. Every suite runs even when an earlier one failed; the summary
-# names each suite's status and time.
+# minutes of CPU) and the bats files whose time is real seconds of waiting for
+# a verdict or a stop (BESIDE_SLURM: the run monitor's hang and straggler
+# verdicts, the stop and container signal paths; the stress script,
+# tests/stress.sh, runs most of them on a loaded machine). Its output goes to a
+# file and is printed whole when it ends, so the two never interleave. The other
+# bats files start once all of that is done, with the machine to themselves
+# (live-output lag, launch overhead ratios). Every suite runs even when an
+# earlier one failed; the summary names each suite's status and time.
 #
 # Exit codes: 0 every suite passed; 1 a suite failed; 2 bad usage.
 set -euo pipefail
@@ -28,6 +32,11 @@ case ${1:-} in
   "") ;;
   *) echo "tests/run_all.sh: unknown argument '$1'; see tests/run_all.sh --help" >&2; exit 2 ;;
 esac
+
+# The bats files run beside the Slurm suite; every other file of tests/bats
+# runs after it.
+BESIDE_SLURM=(monitor.bats hang.bats stopping.bats hardening.bats container_podman.bats)
+BATS=$ROOT/node_modules/bats/bin/bats
 
 declare -A STATUS=() SECONDS_TAKEN=()
 SLURM_LOG=$(mktemp "${TMPDIR:-/tmp}/primus-slurm-suite.XXXXXX")
@@ -52,23 +61,50 @@ run_suite() {
   STATUS[$name]=$rc SECONDS_TAKEN[$name]=$((SECONDS - start))
 }
 
+# bats_files VAR WHICH: VAR = the bats files run beside the Slurm suite
+# (WHICH=beside) or after it (WHICH=after), in tests/bats order.
+bats_files() {
+  local -n __files=$1
+  local file name beside
+  __files=()
+  for file in tests/bats/*.bats; do
+    name=${file##*/} beside=after
+    [[ " ${BESIDE_SLURM[*]} " != *" $name "* ]] || beside=beside
+    [[ $beside != "$2" ]] || __files+=("$file")
+  done
+}
+
+# run_bats NAME WHICH: the bats files of WHICH (bats_files), as `make bats` runs them.
+run_bats() {
+  local -a files=()
+  bats_files files "$2"
+  run_suite "$1" "$BATS" --timing --print-output-on-failure "${files[@]}"
+}
+
 main() {
   local start=$SECONDS rc=0 name
   cd "$ROOT"
+  local -a beside=()
+  bats_files beside beside
+  if ((${#beside[@]} != ${#BESIDE_SLURM[@]})); then
+    echo "tests/run_all.sh: BESIDE_SLURM names a file that is not in tests/bats: ${BESIDE_SLURM[*]}" >&2
+    return 1
+  fi
   # A session of its own, so that one signal stops its whole tree.
   setsid make --no-print-directory slurm-test >"$SLURM_LOG" 2>&1 &
   SLURM_PID=$!
   run_suite lint make --no-print-directory lint
   run_suite pytest make --no-print-directory pytest
+  run_bats bats-beside beside
   wait "$SLURM_PID" || rc=$?
   SLURM_PID=""
   STATUS[slurm-test]=$rc SECONDS_TAKEN[slurm-test]=$((SECONDS - start))
-  echo "--- the live Slurm suite (ran beside lint and pytest) ---"
+  echo "--- the live Slurm suite (ran beside lint, pytest and bats-beside) ---"
   cat -- "$SLURM_LOG"
-  run_suite bats make --no-print-directory bats
+  run_bats bats-after after
   rc=0
   echo "--- make test: suites ---"
-  for name in lint pytest slurm-test bats; do
+  for name in lint pytest bats-beside slurm-test bats-after; do
     printf '%-11s %-7s %4d s\n' "$name" "$( ((STATUS[$name] == 0)) && echo passed || echo FAILED)" \
       "${SECONDS_TAKEN[$name]}"
     ((STATUS[$name] == 0)) || rc=1
