@@ -65,12 +65,12 @@ run_suite() {
 # (WHICH=beside) or after it (WHICH=after), in tests/bats order.
 bats_files() {
   local -n __files=$1
-  local file name beside
+  local __file __name __which
   __files=()
-  for file in tests/bats/*.bats; do
-    name=${file##*/} beside=after
-    [[ " ${BESIDE_SLURM[*]} " != *" $name "* ]] || beside=beside
-    [[ $beside != "$2" ]] || __files+=("$file")
+  for __file in tests/bats/*.bats; do
+    __name=${__file##*/} __which=after
+    [[ " ${BESIDE_SLURM[*]} " != *" $__name "* ]] || __which=beside
+    [[ $__which != "$2" ]] || __files+=("$__file")
   done
 }
 
