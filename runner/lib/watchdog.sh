@@ -110,8 +110,8 @@ primus_watchdog_give_up() {
   exec 1>&3 2>&4
   LOG_ERROR "run monitor: the run monitor (pid $1) died ($2), the $PRIMUS_HANG_QUICK_DEATHS""th time in a row" \
     "within a second of its start: nothing writes the run's output (console, log, rank files) nor" \
-    "watches it, so the run is stopped. Fix: run '${PRIMUS_PYTHON:-python3} -m primus_runner.monitor --help'" \
-    "with this launch's environment to see why it cannot start."
+    "watches it, so the run is stopped. Fix: its own error, when it could print one, is on the console" \
+    "above; '${PRIMUS_PYTHON:-python3} -m primus_runner.monitor --help' says what it needs."
   # The stop runs as SIGTERM's: bash ends with status 0 when `exit` runs in a CHLD trap.
   kill -TERM "$$"
 }

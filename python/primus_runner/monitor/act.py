@@ -51,12 +51,6 @@ def log_only(path: str, message: str, level: str = "INFO") -> None:
         OWN.written += counted.written
 
 
-def say(level: str, message: str, log_file: str) -> None:
-    """A line of the monitor's own: its stderr is the console and the log file (cli.py)."""
-    del log_file  # written through sys.stderr (watch.Both)
-    log.emit(level, message)
-
-
 class Judge:
     """Verdicts into lines, dumps and (with stop) the launcher's stop."""
 
@@ -64,7 +58,8 @@ class Judge:
         self.m = monitor
 
     def say(self, level: str, message: str) -> None:
-        say(level, message, self.m.s.log_file)
+        """A line of the monitor's own: its stderr is the console and the log file (cli.py, watch.Both)."""
+        log.emit(level, message)
 
     def current(self, verdict: verdicts.Verdict | None) -> None:
         """$PRIMUS_RC_DIR/verdict.json: the verdict of now, for `primus-cli stacks`."""

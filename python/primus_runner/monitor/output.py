@@ -248,11 +248,11 @@ class Output(threading.Thread):
                 self.taken.add(key)
                 self.streams[stream.fd] = stream
 
-    def copy_ready(self, timeout: float) -> bool:
-        """Copy what every readable pipe holds; True when something was read."""
+    def copy_ready(self, timeout: float) -> None:
+        """Copy what every readable pipe holds (waiting up to TIMEOUT for one)."""
         if not self.streams:
             self.ending.wait(timeout)
-            return False
+            return
         ready, _, _ = select.select(list(self.streams), [], [], timeout)
         now = time.monotonic()
         for fd in ready:
@@ -268,7 +268,6 @@ class Output(threading.Thread):
             else:
                 del self.streams[fd]
                 stream.close()
-        return bool(ready)
 
     def flush_quiet(self, now: float) -> None:
         """A line's start held LINE_WAIT_S without its newline goes out as it is (a prompt)."""
@@ -283,8 +282,7 @@ class Output(threading.Thread):
             if now >= next_scan:
                 self.scan()
                 next_scan = now + SCAN_S
-            waiting = any(s.pending for s in self.streams.values())
-            self.copy_ready(min(SCAN_S, LINE_WAIT_S) if waiting else SCAN_S)
+            self.copy_ready(SCAN_S)   # SCAN_S < LINE_WAIT_S: a held line's start is looked at in time
             self.flush_quiet(time.monotonic())
         self.scan()
         while self.streams:

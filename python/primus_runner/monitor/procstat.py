@@ -97,11 +97,10 @@ def read_sample(pid: int, proc: str = "/proc") -> Sample | None:
     return Sample(state, ticks, switches, io_bytes, "" if wchan == "0" else wchan)
 
 
-def alive(pid: int) -> bool:
+def alive(pid: int, proc: str = "/proc") -> bool:
     """True while PID runs (a zombie or no such process counts as gone)."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            state = handle.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        state, _ = parse_stat(_read(f"{proc}/{pid}/stat"))
+    except (OSError, ValueError, IndexError):
         return False
     return state not in ("Z", "X")
