@@ -10,7 +10,9 @@ without the traceback.
 torchrun's own log lines (its elastic agent's "Sending process N closing
 signal SIGTERM", "failed (exitcode: 1)", "Received 15 death signal": the
 ``torch.distributed`` loggers) go to $PRIMUS_RC_DIR/torchrun.log, secrets
-masked, which the launcher appends to its log file (runner/lib/torchrun_log.sh):
+masked, which the launcher appends to its log file once the run has ended
+(``keep_torchrun_log`` in python/primus_runner/launch/report.py, run by
+``python -m primus_runner supervise``):
 the console keeps the workers' output and the launcher's own lines.
 
 Any other exception (a failed worker's ChildFailedError table, a busy

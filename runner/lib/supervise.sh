@@ -11,15 +11,22 @@
 #   primus_run_workload CMD...
 #       after primus_run_prepare: runs CMD through python/primus_runner/launch/spawn.py
 #       (a session of its own, SIGTERM when the launcher dies; torchrun runs
-#       in-process there with SIGUSR1/SIGUSR2 caught), waits, and exits with the workload's
-#       code (torchrun: the failing worker's own code, recorded by
-#       run_worker.sh in PRIMUS_RC_DIR), or 128+N when stopped by signal N.
+#       in-process there with SIGUSR1/SIGUSR2 caught), waits, and exits with
+#       the code `supervise end` returns: the workload's (torchrun: the failing
+#       worker's own code, recorded by run_worker.sh in PRIMUS_RC_DIR, after
+#       the failure report), or 128+N when stopped by signal N.
 #   USR1/USR2 -> primus_forward_notice: sent once to every rank process of this
 #       node (torchrun does not forward them), the launcher keeps waiting.
 #   TERM/INT/HUP -> primus_stop_run: delivered once to every rank (torchrun
 #       mode: to torchrun, which sends it to each worker's process group;
 #       single: to the workload's process group), then PRIMUS_KILL_GRACE
 #       seconds, then SIGKILL to whatever of the run is left; one closing line.
+#   The shell traps the signals and notes how each came (signal_origin.sh);
+#       which processes are the ranks, the delivery, the grace, the SIGKILL,
+#       the closing line and the exit code are decided by
+#       `python -m primus_runner supervise` (python/primus_runner/monitor/supervise.py),
+#       and so is the end of a run (`supervise end`: what a failed run left
+#       running, torchrun's log lines, the failure report, the last line).
 #   Under slurm-entry (PRIMUS_SIGNAL_DIR set by it): a signal that reached the
 #       entry and this launcher within PRIMUS_SIGNAL_WINDOW_MS of each other was
 #       Slurm's step-wide delivery (scancel --signal, --signal=SIG@T, the
@@ -42,6 +49,7 @@ PRIMUS_RUN_LOG=""
 PRIMUS_TRAPPED=0
 PRIMUS_RUN_STARTING=0    # the workload is being forked: PRIMUS_RUN_PID is not known yet
 PRIMUS_RUN_PENDING=()    # stop:N / notice:SIG trapped meanwhile
+PRIMUS_RUN_ARGS=()       # the run, for `python -m primus_runner supervise` (monitor/supervise.py)
 PRIMUS_SUPERVISE_CLEANUP=${PRIMUS_SUPERVISE_CLEANUP:-}
 primus_dir_of PRIMUS_SUPERVISE_DIR "${BASH_SOURCE[0]}"
 primus_abs_path PRIMUS_SUPERVISE_DIR "$PRIMUS_SUPERVISE_DIR/.."
@@ -51,14 +59,8 @@ source "$PRIMUS_SUPERVISE_DIR/lib/launch_start.sh"
 source "$PRIMUS_SUPERVISE_DIR/lib/processes.sh"
 # shellcheck source=runner/lib/signal_origin.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/signal_origin.sh"
-# shellcheck source=runner/lib/stop_ranks.sh
-source "$PRIMUS_SUPERVISE_DIR/lib/stop_ranks.sh"
-# shellcheck source=runner/lib/stop_orphans.sh
-source "$PRIMUS_SUPERVISE_DIR/lib/stop_orphans.sh"
 # shellcheck source=runner/lib/watchdog.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/watchdog.sh"
-# shellcheck source=runner/lib/torchrun_log.sh
-source "$PRIMUS_SUPERVISE_DIR/lib/torchrun_log.sh"
 
 # primus_kill_grace VAR: the stop grace in seconds (PRIMUS_KILL_GRACE, checked
 # by the launch helper; its default from the registry through facts.sh;
@@ -67,33 +69,6 @@ primus_kill_grace() {
   local __primus_grace=${PRIMUS_KILL_GRACE:-}
   [[ $__primus_grace =~ ^[0-9]{1,5}$ ]] || __primus_grace=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_KILL_GRACE]}
   printf -v "$1" '%s' "$((10#$__primus_grace))"
-}
-
-# ------------------------------------------------------------ rank processes
-
-# primus_rank_pids VAR: the processes that are this node's ranks: single mode,
-# the workload itself; torchrun mode, the child of each run_worker.sh (which
-# registers its pid as $PRIMUS_RC_DIR/worker.<RANK>).
-primus_rank_pids() {
-  local -n __primus_ranks=$1
-  __primus_ranks=()
-  if [[ $PRIMUS_RUN_MODE == single ]]; then
-    primus_any_alive "$PRIMUS_RUN_PID" && __primus_ranks=("$PRIMUS_RUN_PID")
-    return 0
-  fi
-  local file wrapper pid
-  local -A wrappers=()
-  for file in "${PRIMUS_RC_DIR:-/nonexistent}"/worker.*; do
-    [[ -f $file ]] || continue
-    read -r wrapper <"$file" || continue
-    [[ $wrapper =~ ^[0-9]+$ ]] && wrappers[$wrapper]=1
-  done
-  ((${#wrappers[@]})) || return 0
-  primus_parent_table
-  for pid in "${!__PRIMUS_PPID[@]}"; do
-    [[ -n ${wrappers[${__PRIMUS_PPID[$pid]}]:-} ]] && __primus_ranks+=("$pid")
-  done
-  return 0
 }
 
 # primus_run_pending: the signals trapped while the workload was being forked
@@ -129,27 +104,24 @@ primus_forward_notice() {
     LOG_INFO "SIG$sig: $(primus_sender_text step); every rank already has it, not sent again."
     return 0
   fi
-  local -a ranks=()
-  primus_rank_pids ranks
-  ((${#ranks[@]} == 0)) || kill "-$sig" "${ranks[@]}" 2>/dev/null || true
-  local text
-  primus_describe_pids text "${ranks[@]}"
-  LOG_INFO "SIG$sig ($(primus_sender_text "$origin")): forwarded once to ${#ranks[@]} of" \
-    "$PRIMUS_RUN_NPROC local rank process(es)${text:+: $text}; the launcher keeps waiting."
+  primus_python supervise notice "$sig" --sender "$(primus_sender_text "$origin")" \
+    --nproc "$PRIMUS_RUN_NPROC" "${PRIMUS_RUN_ARGS[@]}" || true
 }
 
 # ---------------------------------------------------------------- stopping
 
-# primus_stop_run SIGNAL_NUMBER: the TERM/INT/HUP trap: deliver the signal
-# once to every rank, wait PRIMUS_KILL_GRACE seconds, SIGKILL what is left,
-# print the closing line, exit 128+N.
+# primus_stop_run SIGNAL_NUMBER: the TERM/INT/HUP trap: the stop itself is
+# decided and done by `supervise stop` (python/primus_runner/monitor/supervise.py:
+# the signal once, PRIMUS_KILL_GRACE seconds, SIGKILL to what is left); the
+# launcher reaps the run, keeps torchrun's log lines, prints the closing line
+# it returned and exits with the code it returned (128+N; 86 after a verdict's stop).
 primus_stop_run() {
   if ((PRIMUS_RUN_STARTING)); then
     PRIMUS_RUN_PENDING+=("stop:$1")
     return 0
   fi
-  local num=$1 name at origin grace code
-  # The console/log tees may be gone already: a write must not turn the exit
+  local num=$1 name at origin grace result code=$((128 + $1)) text=""
+  # The console/log pipes may be gone already: a write must not turn the exit
   # status into 141 (SIGPIPE), and a failed write must not end the stop.
   trap '' TERM INT HUP PIPE
   trap - CHLD
@@ -159,48 +131,23 @@ primus_stop_run() {
   primus_kill_grace grace
   if [[ -n $PRIMUS_RUN_PID ]]; then
     primus_signal_origin origin "$name" "$at"
-    local -a members=() running=()
-    primus_running_ranks running "$PRIMUS_RUN_MODE" "$PRIMUS_RUN_PID"
-    mapfile -t members < <(primus_run_members "$PRIMUS_RUN_ID" "$PRIMUS_RUN_PID")
-    LOG_WARN "SIG$name received ($(primus_sender_text "$origin")): stopping the run" \
-      "(${#members[@]} process(es)), SIGKILL after ${grace} s."
-    if [[ $origin != step ]]; then
-      if [[ $PRIMUS_RUN_MODE == single ]]; then
-        kill "-$name" -- "-$PRIMUS_RUN_PID" 2>/dev/null
-      else
-        # torchrun sends the signal on to each worker's process group (once).
-        kill "-$name" "$PRIMUS_RUN_PID" 2>/dev/null
-      fi
+    result=$(primus_python supervise stop "$num" --origin "$origin" --sender "$(primus_sender_text "$origin")" \
+      --rank "${RANK:-0}" --log "$PRIMUS_RUN_LOG" --signal-dir "${PRIMUS_SIGNAL_DIR:-}" \
+      --grace "$grace" "${PRIMUS_RUN_ARGS[@]}")
+    if [[ ${result%%$'\n'*} =~ ^[0-9]+$ ]]; then
+      code=${result%%$'\n'*} text=${result#*$'\n'}
+    else
+      # No answer (a broken interpreter): the signal still reaches the run's
+      # process group once; the run monitor's own stop is what is left.
+      LOG_ERROR "the stop helper ('supervise stop') gave no answer: SIG$name sent to the run's process group" \
+        "(pid $PRIMUS_RUN_PID) without a grace or SIGKILL; exit status $code."
+      kill "-$name" -- "-$PRIMUS_RUN_PID" 2>/dev/null
     fi
-    local total=${#members[@]} killed
-    primus_kill_after_grace killed "$grace" "$PRIMUS_RUN_PID"
     wait "$PRIMUS_RUN_PID" 2>/dev/null
-    primus_keep_torchrun_log "$PRIMUS_RUN_LOG"
-    primus_watchdog_exit_code code $((128 + num))
-    primus_closing_line "$name" "$origin" "$total" "$grace" "$killed" "$code" \
-      "$(primus_running_ranks_text "${running[@]}")"
+    [[ -z $text ]] || LOG_WARN "$text"
   fi
-  primus_watchdog_exit_code code $((128 + num))
   primus_cleanup_run
   exit "$code"
-}
-
-# primus_closing_line SIG ORIGIN STOPPED GRACE KILLED EXIT RANKS: the one
-# closing line of a stop on this node (also left in PRIMUS_SIGNAL_DIR for the
-# entry): RANKS says which ranks were still running, and it ends with the log.
-primus_closing_line() {
-  local text sender
-  sender=$(primus_sender_text "$2")
-  text="stop: SIG$1, $sender; $7 at the stop; $3 process(es) stopped"
-  if [[ -n $5 ]]; then
-    text+=", killed after the $4 s grace: $5"
-  else
-    text+=" within the $4 s grace, none killed"
-  fi
-  text+="; exit status $6${PRIMUS_RUN_LOG:+; log: $PRIMUS_RUN_LOG}."
-  LOG_WARN "$text"
-  [[ -z ${PRIMUS_SIGNAL_DIR:-} || ! -d $PRIMUS_SIGNAL_DIR ]] ||
-    printf '%s\n' "$text" >"$PRIMUS_SIGNAL_DIR/closing" 2>/dev/null || true
 }
 
 # ----------------------------------------------------------------- running
@@ -219,21 +166,6 @@ primus_requeue_code() {
   local code=${PRIMUS_REQUEUE_EXIT_CODE:-}
   [[ $code =~ ^[0-9]{1,3}$ ]] && ((10#$code <= 255)) || code=${PRIMUS_REGISTRY_DEFAULTS[PRIMUS_REQUEUE_EXIT_CODE]}
   echo "$((10#$code))"
-}
-
-# primus_failure_report RC LOG_FILE: on a failed run, the report naming the
-# rank that failed first (run mode single: the one process of the node;
-# python/primus_runner/launch/report.py, on stderr) and, on stdout, the exit
-# code of the launch: that rank's own code (PRIMUS_REQUEUE_EXIT_CODE wins),
-# else torchrun's. A report that cannot run leaves RC.
-primus_failure_report() {
-  local rc=$1 log_file=$2 code
-  ((rc != 0)) || { echo 0; return; }
-  code=$(PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.launch.report \
-    --rc-dir "$PRIMUS_RC_DIR" --log "$log_file" --code "$rc" --requeue-code "$(primus_requeue_code)" \
-    --mode "$PRIMUS_RUN_MODE") || code=""
-  [[ $code =~ ^[0-9]+$ ]] || code=$rc
-  echo "$code"
 }
 
 # primus_spawn_command VAR CMD...: VAR = CMD started through spawn.py; a
@@ -322,39 +254,28 @@ primus_run_workload() {
     PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_HANG_FD}>&- &
   fi
   PRIMUS_RUN_PID=$!
+  PRIMUS_RUN_ARGS=(--mode "$PRIMUS_RUN_MODE" --run-pid "$PRIMUS_RUN_PID" --run-id "$PRIMUS_RUN_ID"
+    --rc-dir "${PRIMUS_RC_DIR:-}")
   PRIMUS_RUN_STARTING=0
   primus_run_pending
   primus_wait_run
-  local rc=$PRIMUS_RUN_RC
-  PRIMUS_RUN_ORPHANS=0
-  ((rc == 0)) || primus_stop_orphans "$rc"
-  trap - TERM INT HUP
-  primus_keep_torchrun_log "$__primus_log_file"
-  # One failure report for both run modes (launch/report.py --mode); a
-  # requeue request of the one process in run mode single is no failure.
-  # Ranks stopped by primus_stop_orphans did not fail first: the run's own
-  # process did, and its code stays the launch's.
-  if ((PRIMUS_RUN_ORPHANS)); then
-    LOG_ERROR "the run was lost with $(primus_run_process_text), not by a rank: exit code $rc"
-  elif ((rc != 0)) && [[ $PRIMUS_RUN_MODE != single || $rc != "$(primus_requeue_code)" ]]; then
-    rc=$(primus_failure_report "$rc" "$__primus_log_file")
-  fi
-  if ((PRIMUS_RUN_ORPHANS)); then
-    :
-  elif ((rc == 0)) && [[ -n $PRIMUS_LOG_SPOOL_LOST ]]; then
-    LOG_WARN "workload finished successfully (exit code 0), but the log lacks some of the" \
-      "launcher's own lines from before the workload started (its copy to the log died;" \
-      "they are on the console); log: $__primus_log_file"
-  elif ((rc == 0)); then
-    LOG_INFO "workload finished successfully; log: $__primus_log_file"
-  elif [[ $rc == "$(primus_requeue_code)" ]]; then
-    LOG_WARN "workload exited with the requeue code $rc (PRIMUS_REQUEUE_EXIT_CODE); log: $__primus_log_file"
-  else
-    LOG_ERROR "workload failed with exit code $rc; log: $__primus_log_file"
+  local rc=$PRIMUS_RUN_RC grace code
+  # The run is over: a stop has nothing left to stop, and the helper below
+  # (which shares the launcher's process group) must not be cut by Ctrl-C.
+  trap '' TERM INT HUP
+  primus_kill_grace grace
+  local -a spool=()
+  [[ -z $PRIMUS_LOG_SPOOL_LOST ]] || spool=(--spool-lost)
+  code=$(primus_python supervise end "$rc" --log "$__primus_log_file" --requeue-code "$(primus_requeue_code)" \
+    --grace "$grace" "${spool[@]}" "${PRIMUS_RUN_ARGS[@]}") || code=""
+  if [[ ! $code =~ ^[0-9]+$ ]]; then
+    LOG_ERROR "the end helper ('supervise end') gave no answer: no failure report; the workload's exit" \
+      "code $rc stands; log: $__primus_log_file"
+    code=$rc
   fi
   PRIMUS_RUN_PID=""
   primus_cleanup_run
-  exit "$rc"
+  exit "$code"
 }
 
 # primus_early_notice_traps: before the workload starts, USR1/USR2 must not

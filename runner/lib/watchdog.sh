@@ -19,8 +19,6 @@
 #       PRIMUS_HANG_ACTION (report|stop, default report). A SIGCHLD trap
 #       notices the monitor's death at once: named and restarted (every time).
 #   primus_watchdog_stop        the launch ends on purpose: "done", the monitor exits
-#   primus_watchdog_exit_code VAR CODE
-#       VAR = PRIMUS_EXIT_HANG_STOPPED (86) when the monitor stopped the run (PRIMUS_HANG_ACTION=stop), else CODE
 
 PRIMUS_HANG_FD="" PRIMUS_HANG_PID="" PRIMUS_HANG_ERR_FD="" PRIMUS_HANG_RESTARTS=0
 PRIMUS_HANG_STARTED=0 PRIMUS_HANG_QUICK=0 PRIMUS_HANG_QUICK_DEATHS=5
@@ -130,10 +128,4 @@ primus_watchdog_stop() {
   (printf 'done\n' >&"$PRIMUS_HANG_FD") 2>/dev/null || true
   exec {PRIMUS_HANG_FD}>&-
   PRIMUS_HANG_FD=""
-}
-
-primus_watchdog_exit_code() {
-  local -n __primus_code=$1
-  __primus_code=$2
-  [[ -z ${PRIMUS_RC_DIR:-} || ! -f $PRIMUS_RC_DIR/hang-stop ]] || __primus_code=$PRIMUS_EXIT_HANG_STOPPED
 }

@@ -351,12 +351,3 @@ script_job() {
   run leftovers
   assert_output ""
 }
-
-@test "naming a rank that has just ended (its /proc entry gone) does not end a set -e launcher" {
-  # bash 5.2 under set -e exits on a failed $(<file) even after ||: a notice
-  # forwarded to a rank that exited at once ended the launcher with status 1.
-  run bash -c 'set -euo pipefail; source "$1/runner/lib/processes.sh"; sleep 0 & gone=$!; wait "$gone"
-    primus_describe_pids text "$gone" "$$"; echo "$text"' _ "$REPO_ROOT"
-  assert_success
-  assert_output --regexp "^[0-9]+\(\?\) [0-9]+\(bash\)$"
-}

@@ -1,8 +1,9 @@
 """Decisions that moved from bash to Python stay there: the NUMA binding
 (launch/numa.py), the hipBLASLt tuning flow (launch/hipblaslt.py), the flags
 `primus-cli slurm` adds and its dry-run step (launch/slurm_submit.py), the AI
-NIC traffic classes (network/qos.py) and the stop grace under Slurm
-(scheduler/stop_grace.py). Each scan reads the code lines (comments
+NIC traffic classes (network/qos.py), the stop grace under Slurm
+(scheduler/stop_grace.py) and a run's stop: its ranks, the grace, the SIGKILL
+and the closing line (monitor/supervise.py, monitor/members.py). Each scan reads the code lines (comments
 dropped) of every shell file under runner/; a planted copy of the old bash shows
 that it finds what it looks for."""
 from __future__ import annotations
@@ -22,6 +23,9 @@ SCANS = {
                                                         r"gpus_per_node|signal|requeue)\b|PRIMUS_(HAS|GIVEN)_"),
     "the AI NIC traffic classes": re.compile(r"no-drop priorit|\*\s*4\s*\)\)|==\\?>.*priority"),
     "the Slurm stop grace": re.compile(r"wait\s*-\s*[13]\)\)|wait\s*>\s*6\)\)|\^KillWait.*=~|=~\s*\^KillWait"),
+    # the run's processes read in bash, the SIGKILL after the grace, the closing line's counts
+    "a run's stop": re.compile(r"\[0-9\]\*/environ|kill -KILL|/worker\.\*|process\(es\) stopped|"
+                               r"still running at the stop"),
 }
 
 
@@ -54,6 +58,12 @@ OLD = {
     if [[ $line =~ ^KillWait[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
     if ((__primus_wait > 6)); then __primus_grace=$((__primus_wait - 3)); else __primus_grace=$((__primus_wait - 1)); fi
 ''',
+    "stop_orphans.sh": '''
+  done < <(grep -lszxF -- "PRIMUS_RUN_ID=$id" /proc/[0-9]*/environ 2>/dev/null)
+  kill -KILL "${left[@]}" 2>/dev/null
+  for file in "${PRIMUS_RC_DIR:-/nonexistent}"/worker.*; do
+  text="stop: SIG$1, $sender; $7 at the stop; $3 process(es) stopped"
+''',
     "03_detect_nccl_ib_tc.sh": '''
     if [[ -z $priority && $line == *"PFC no-drop priorities"* ]]; then
   if [[ -z ${NCCL_IB_TC:-} ]]; then hook_emit_env NCCL_IB_TC $((data * 4)); fi
@@ -72,3 +82,4 @@ def test_the_scans_find_the_old_bash(tmp_path: Path) -> None:
     assert found.count("the Slurm flags primus-cli slurm adds") == 3
     assert found.count("the AI NIC traffic classes") == 2
     assert found.count("the Slurm stop grace") == 2
+    assert found.count("a run's stop") == 4

@@ -10,6 +10,7 @@ import time
 import uuid
 
 from primus_runner.monitor import guard
+from primus_runner.monitor.members import members
 
 
 def test_lines_say_what_happened() -> None:
@@ -65,7 +66,7 @@ def test_stop_orphaned_run_kills_what_is_left_after_the_grace() -> None:
     other = _start(f"{run_id}-not-ours", "print('ready', flush=True); import time; time.sleep(120)")
     said: list[tuple[str, str]] = []
     try:
-        assert guard.members(run_id) == [deaf.pid]
+        assert members(run_id) == [deaf.pid]
         start = time.monotonic()
         guard.stop_orphaned_run(run_id, 999999, 1, lambda level, text: said.append((level, text)))
         took = time.monotonic() - start

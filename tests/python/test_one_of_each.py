@@ -100,12 +100,15 @@ def test_the_exit_code_scan_finds_each_breach(tmp_path: Path) -> None:
                      f"EXIT_UNFIT is defined in 2 places: {sh}, {two}"]
 
 
-def test_bash_reads_the_hang_stop_code_from_the_facts() -> None:
+def test_the_stop_after_a_verdict_exits_with_the_facts_code(tmp_path: Path) -> None:
     from primus_runner import facts
+    from primus_runner.monitor.supervise import stop_code
 
     text = GENERATED[1].read_text(encoding="utf-8")
     assert f"PRIMUS_EXIT_HANG_STOPPED={facts.EXIT_HANG_STOPPED}\n" in text
-    assert "$PRIMUS_EXIT_HANG_STOPPED" in (ROOT / "runner" / "lib" / "watchdog.sh").read_text(encoding="utf-8")
+    assert stop_code(str(tmp_path), 15) == 143
+    (tmp_path / "hang-stop").touch()  # the monitor stopped the run (monitor/act.py)
+    assert stop_code(str(tmp_path), 15) == facts.EXIT_HANG_STOPPED
 
 
 @pytest.mark.parametrize("name", ["EXIT_MISMATCH"])

@@ -1,6 +1,8 @@
 """The failure report of a launch: which rank failed first, and why.
 
-Run by ``runner/lib/supervise.sh`` (one process, only when the workload failed)::
+Called by ``python -m primus_runner supervise end`` (monitor/supervise.py,
+run by runner/lib/supervise.sh as the run ends) when the workload failed; also
+a command of its own::
 
     python3 -m primus_runner.launch.report --rc-dir DIR --log LOG_FILE --code TORCHRUN_RC \
         [--requeue-code N] [--mode torchrun|single]
@@ -206,6 +208,31 @@ def read_failures(rc_dir: Path) -> list[Failure]:
         if record is not None:
             found.append(record)
     return found
+
+
+def keep_torchrun_log(rc_dir: str, log_file: str) -> None:
+    """Append torchrun's own log lines (its elastic agent's "Sending process N
+    closing signal", "failed (exitcode: 1)"), which runner/helpers/torchrun_quiet.py
+    keeps off the console in RC_DIR/torchrun.log (masked), to the log once."""
+    lines = os.path.join(rc_dir, "torchrun.log")
+    if not rc_dir or not log_file:
+        return
+    try:
+        with open(lines, encoding="utf-8", errors="replace") as source:
+            text = source.read()
+    except OSError:
+        return
+    if not text:
+        return
+    try:
+        with open(log_file, "a", encoding="utf-8") as handle:
+            handle.write("----- torchrun's own log lines (not shown on the console) -----\n")
+            handle.write(text if text.endswith("\n") else text + "\n")
+            handle.write("----- end of torchrun's log lines -----\n")
+        with open(lines, "w", encoding="utf-8"):
+            pass
+    except OSError:
+        pass
 
 
 def keep_torchrun_error(rc_dir: Path, log_file: str) -> str:

@@ -5,23 +5,18 @@ The launcher writes ``done`` to the monitor's pipe before it ends on purpose
 means the launcher was killed (SIGKILL, the OOM killer): its workload got
 SIGTERM from the parent-death signal (python/primus_runner/launch/spawn.py;
 torchrun sends it on to every worker). The guard then waits the stop grace
-(PRIMUS_KILL_GRACE) for every process of the run (``PRIMUS_RUN_ID`` in its
-environment, found even after it was re-parented), SIGKILLs what is left and
-writes the closing line. The texts are pure functions; ``stop_orphaned_run``
-does the looking and the killing.
+(PRIMUS_KILL_GRACE) for every process of the run and SIGKILLs what is left
+(monitor/members.py, the wait every stop shares), and writes the closing
+line. The texts are pure functions; ``stop_orphaned_run`` does the rest.
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import time
 from collections.abc import Callable
 
-from primus_runner.diagnose.runs import scan
+from primus_runner.monitor.members import POLL, kill_after_grace, members
 from primus_runner.monitor.procstat import alive
 
-POLL = 0.1  # seconds between two looks at the run's processes during the grace
 GONE_WAIT = 10.0  # seconds a launcher that closed its pipe without "done" may take to be gone
 
 
@@ -58,45 +53,10 @@ def launcher_ended(pid: int, limit: float = GONE_WAIT) -> bool:
     return True
 
 
-def members(run_id: str) -> list[int]:
-    """Every live process of the run on this node, this one excluded."""
-    run = scan().get(run_id)
-    if run is None:
-        return []
-    own = os.getpid()
-    return sorted(pid for pid in run.processes if pid != own and alive(pid))
-
-
-def _describe(pids: list[int]) -> str:
-    parts = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as handle:
-                comm = handle.read().strip()
-        except OSError:
-            comm = "?"
-        parts.append(f"{pid}({comm})")
-    return " ".join(parts)
-
-
 def stop_orphaned_run(run_id: str, launcher: int, grace: int, say: Callable[[str, str], None]) -> None:
     """The launcher died: wait GRACE seconds for the run to end, SIGKILL the rest, say so."""
-    found = members(run_id)
-    if not found:
+    count = len(members(run_id))
+    if not count:
         return
-    count = len(found)
     say("WARN", gone_line(launcher, grace, count))
-    deadline = time.monotonic() + grace
-    left = found
-    while True:
-        left = members(run_id)
-        if not left or time.monotonic() >= deadline:
-            break
-        time.sleep(POLL)
-    killed = ""
-    if left:
-        killed = _describe(left)
-        for pid in left:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-    say("WARN", closing_line(launcher, grace, count, killed))
+    say("WARN", closing_line(launcher, grace, count, kill_after_grace(grace, run_id)))
