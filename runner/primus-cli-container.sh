@@ -194,17 +194,17 @@ stop_container() {
 # shellcheck disable=SC2329  # called by the signal traps
 notify_container() {
   PRIMUS_TRAPPED=1  # primus_wait_pid keeps waiting
-  local sig=$1 at origin
+  local sig=$1 at origin sender
   at=$(primus_signal_note launcher "$sig")
   if [[ -z $PRIMUS_CT_CHILD ]]; then
     LOG_WARN "SIG$sig received before the container started: noted, nothing to forward."
     return 0
   fi
-  primus_signal_origin origin "$sig" "$at"
+  primus_signal_origin origin sender launcher "$sig" "$at"
   if [[ $origin == step ]]; then
-    LOG_INFO "SIG$sig: $(primus_sender_text step); the runtime client passes it to the container, not sent again."
+    LOG_INFO "SIG$sig: $sender; the runtime client passes it to the container, not sent again."
   elif "${PRIMUS_CT_PLAN[runtime_path]}" kill --signal "$sig" "${PRIMUS_CT_PLAN[name]}" >/dev/null 2>&1; then
-    LOG_INFO "SIG$sig ($(primus_sender_text "$origin")): sent once to container ${PRIMUS_CT_PLAN[name]}; the launcher keeps waiting."
+    LOG_INFO "SIG$sig ($sender): sent once to container ${PRIMUS_CT_PLAN[name]}; the launcher keeps waiting."
   else
     LOG_WARN "SIG$sig: container ${PRIMUS_CT_PLAN[name]} is not running (not created yet, or ending): nothing sent."
   fi

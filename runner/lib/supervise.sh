@@ -92,20 +92,16 @@ primus_forward_notice() {
     PRIMUS_RUN_PENDING+=("notice:$1")
     return 0
   fi
-  local sig=$1 at origin
+  local sig=$1 at
+  local -a came
   at=$(primus_signal_note launcher "$sig")
   printf '%s\n' "$sig" >>"${PRIMUS_RC_DIR:-/nonexistent}/notices" 2>/dev/null || true
   if [[ -z $PRIMUS_RUN_PID ]]; then
     LOG_WARN "SIG$sig received before the workload started: noted, nothing to forward."
     return 0
   fi
-  primus_signal_origin origin "$sig" "$at"
-  if [[ $origin == step ]]; then
-    LOG_INFO "SIG$sig: $(primus_sender_text step); every rank already has it, not sent again."
-    return 0
-  fi
-  primus_python supervise notice "$sig" --sender "$(primus_sender_text "$origin")" \
-    --nproc "$PRIMUS_RUN_NPROC" "${PRIMUS_RUN_ARGS[@]}" || true
+  primus_signal_came came "$at"
+  primus_supervise_helper notice "$sig" --nproc "$PRIMUS_RUN_NPROC" "${came[@]}" "${PRIMUS_RUN_ARGS[@]}" || true
 }
 
 # ---------------------------------------------------------------- stopping
@@ -120,7 +116,8 @@ primus_stop_run() {
     PRIMUS_RUN_PENDING+=("stop:$1")
     return 0
   fi
-  local num=$1 name at origin grace result code=$((128 + $1)) text=""
+  local num=$1 name at grace result code=$((128 + $1)) text=""
+  local -a came
   # The console/log pipes may be gone already: a write must not turn the exit
   # status into 141 (SIGPIPE), and a failed write must not end the stop.
   trap '' TERM INT HUP PIPE
@@ -130,10 +127,9 @@ primus_stop_run() {
   at=$(primus_signal_note launcher "$name")
   primus_kill_grace grace
   if [[ -n $PRIMUS_RUN_PID ]]; then
-    primus_signal_origin origin "$name" "$at"
-    result=$(primus_python supervise stop "$num" --origin "$origin" --sender "$(primus_sender_text "$origin")" \
-      --rank "${RANK:-0}" --log "$PRIMUS_RUN_LOG" --signal-dir "${PRIMUS_SIGNAL_DIR:-}" \
-      --grace "$grace" "${PRIMUS_RUN_ARGS[@]}")
+    primus_signal_came came "$at"
+    result=$(primus_python supervise stop "$num" --rank "${RANK:-0}" --log "$PRIMUS_RUN_LOG" \
+      --grace "$grace" "${came[@]}" "${PRIMUS_RUN_ARGS[@]}")
     if [[ ${result%%$'\n'*} =~ ^[0-9]+$ ]]; then
       code=${result%%$'\n'*} text=${result#*$'\n'}
     else

@@ -26,6 +26,8 @@ SCANS = {
     # the run's processes read in bash, the SIGKILL after the grace, the closing line's counts
     "a run's stop": re.compile(r"\[0-9\]\*/environ|kill -KILL|/worker\.\*|process\(es\) stopped|"
                                r"still running at the stop"),
+    # two receipts of one signal compared in bash (monitor/origin.py decides)
+    "how a signal came": re.compile(r"<=\s*window\b|_peer_saw\b"),
 }
 
 
@@ -64,6 +66,10 @@ OLD = {
   for file in "${PRIMUS_RC_DIR:-/nonexistent}"/worker.*; do
   text="stop: SIG$1, $sender; $7 at the stop; $3 process(es) stopped"
 ''',
+    "signal_origin.sh": '''
+      ((diff <= window)) && return 0
+  elif primus_signal_peer_saw entry "$2" "$3"; then
+''',
     "03_detect_nccl_ib_tc.sh": '''
     if [[ -z $priority && $line == *"PFC no-drop priorities"* ]]; then
   if [[ -z ${NCCL_IB_TC:-} ]]; then hook_emit_env NCCL_IB_TC $((data * 4)); fi
@@ -83,3 +89,4 @@ def test_the_scans_find_the_old_bash(tmp_path: Path) -> None:
     assert found.count("the AI NIC traffic classes") == 2
     assert found.count("the Slurm stop grace") == 2
     assert found.count("a run's stop") == 4
+    assert found.count("how a signal came") == 2

@@ -15,6 +15,7 @@ from pathlib import Path
 from primus_runner.monitor import members, supervise
 
 ROOT = Path(__file__).resolve().parents[2]
+UNKNOWN = "sender: unknown (a shell cannot read a signal's sender)"
 READY = "import signal, sys, time\n{setup}\nprint('ready', flush=True)\ntime.sleep(120)\n"
 
 
@@ -126,9 +127,9 @@ def test_notice_reaches_every_rank_once(tmp_path: Path) -> None:
     first, rank0 = _wrapper(tmp_path, 0, code)
     second, rank1 = _wrapper(tmp_path, 1, code)
     try:
-        done = _supervise("notice", "USR1", "--sender", "sender: test", "--nproc", "2", "--mode", "torchrun",
+        done = _supervise("notice", "USR1", "--nproc", "2", "--mode", "torchrun",
                           "--run-pid", str(os.getpid()), "--rc-dir", str(tmp_path))
-        assert "[INFO] SIGUSR1 (sender: test): forwarded once to 2 of 2 local rank process(es): " in done.stderr
+        assert f"[INFO] SIGUSR1 ({UNKNOWN}): forwarded once to 2 of 2 local rank process(es): " in done.stderr
         assert done.stderr.rstrip().endswith("; the launcher keeps waiting.")
         for pid in (rank0, rank1):
             path = tmp_path / f"got.{pid}"
@@ -150,7 +151,7 @@ def test_stop_kills_a_deaf_rank_after_the_grace_and_returns_the_code(tmp_path: P
     signals = tmp_path / "signals"
     signals.mkdir()
     try:
-        done = _supervise("stop", "15", "--origin", "direct", "--sender", "sender: test", "--rank", "4",
+        done = _supervise("stop", "15", "--rank", "4",
                           "--log", "/logs/x.log", "--signal-dir", str(signals), "--grace", "1",
                           "--mode", "single", "--run-pid", str(deaf.pid), "--run-id", run_id,
                           "--rc-dir", str(tmp_path))
@@ -159,11 +160,11 @@ def test_stop_kills_a_deaf_rank_after_the_grace_and_returns_the_code(tmp_path: P
         _end(deaf)
     code, text = done.stdout.splitlines()
     assert code == "143"
-    assert text.startswith("stop: SIGTERM, sender: test; rank 4 still running at the stop; 1 process(es) "
+    assert text.startswith(f"stop: SIGTERM, {UNKNOWN}; rank 4 still running at the stop; 1 process(es) "
                            f"stopped, killed after the 1 s grace: {deaf.pid}(python")
     assert text.endswith("; exit status 143; log: /logs/x.log.")
     assert (signals / "closing").read_text() == text + "\n"
-    assert "[WARN] SIGTERM received (sender: test): stopping the run (1 process(es)), SIGKILL after 1 s." \
+    assert f"[WARN] SIGTERM received ({UNKNOWN}): stopping the run (1 process(es)), SIGKILL after 1 s." \
         in done.stderr
 
 
@@ -174,14 +175,19 @@ def test_stop_after_a_verdict_and_a_step_wide_signal_sends_nothing(tmp_path: Pat
     try:
         # origin step: Slurm already signalled every process; the rank ends on it
         # here (the test's own SIGTERM), nothing else is sent.
+        at = time.time_ns() // 1000
+        signals = tmp_path / "signals"
+        signals.mkdir()
+        (signals / "entry.TERM").write_text(f"{at + 20_000}\n")  # the entry got it 20 ms later
         rank.terminate()
-        done = _supervise("stop", "15", "--origin", "step", "--sender", "sender: Slurm", "--grace", "5",
-                          "--mode", "single", "--run-pid", str(rank.pid), "--run-id", run_id,
+        done = _supervise("stop", "15", "--at", str(at), "--signal-dir", str(signals), "--window-ms", "1000",
+                          "--grace", "5", "--mode", "single", "--run-pid", str(rank.pid), "--run-id", run_id,
                           "--rc-dir", str(tmp_path))
     finally:
         _end(rank)
     code, text = done.stdout.splitlines()
     assert code == "86"
+    assert text.startswith("stop: SIGTERM, sender: Slurm (delivered to every process of the step); ")
     assert " within the 5 s grace, none killed; exit status 86." in text
 
 

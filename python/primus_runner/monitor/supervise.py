@@ -1,9 +1,10 @@
 """The launcher's signals, decided: a notice forwarded, a stop, what a run left.
 
-The launcher's shell traps the signals (only it can) and says how each came
-(runner/lib/signal_origin.sh: forwarded by slurm-entry, Slurm's delivery to
-every process of the step, or sent to the launcher alone); this command
-decides and does the rest, one short-lived process per signal:
+The launcher's shell traps the signals (only it can) and notes when each came
+(runner/lib/signal_origin.sh); this command decides and does the rest, one
+short-lived process per signal. How a signal came (forwarded by slurm-entry,
+Slurm's delivery to every process of the step, or sent to this process alone)
+is monitor/origin.py's:
 
     python -m primus_runner supervise notice SIG ...
         USR1/USR2 sent once to every rank process of this node (torchrun does
@@ -23,6 +24,10 @@ decides and does the rest, one short-lived process per signal:
         (launch/report.py) names the rank that failed first; the last line
         says how the workload ended. stdout: the launch's exit code.
 
+    python -m primus_runner supervise origin SIG --role launcher|entry ...
+        stdout: how SIG came and the sender text of a line, tab-separated, for
+        the container launcher and the Slurm entry (their own traps).
+
 The run's processes and the grace are monitor/members.py's. README "Stopping,
 preemption and requeue" is the user's view.
 """
@@ -39,6 +44,7 @@ from primus_runner import log
 from primus_runner.facts import EXIT_HANG_STOPPED
 from primus_runner.launch.report import keep_torchrun_log, report
 from primus_runner.monitor.members import describe, kill_after_grace, members, rank_pids, running_ranks
+from primus_runner.monitor.origin import ROLES, origin, sender_text
 
 MODES = ("single", "torchrun")
 
@@ -86,25 +92,35 @@ def stop_code(rc_dir: str, number: int) -> int:
     return 128 + number
 
 
+def _origin(opts: argparse.Namespace, sig: str, role: str = "launcher") -> str:
+    return origin(opts.signal_dir, role, sig, opts.at, opts.window_ms * 1000)
+
+
 def forward_notice(opts: argparse.Namespace) -> int:
+    how = _origin(opts, opts.signal)
+    if how == "step":
+        log.info(f"SIG{opts.signal}: {sender_text(how)}; every rank already has it, not sent again.")
+        return 0
     ranks = rank_pids(opts.mode, opts.run_pid, opts.rc_dir)
     number = signal.Signals[f"SIG{opts.signal}"]
     for pid in ranks:
         with contextlib.suppress(OSError):
             os.kill(pid, number)
     text = describe(ranks)
-    log.info(f"SIG{opts.signal} ({opts.sender}): forwarded once to {len(ranks)} of {opts.nproc} local rank "
+    log.info(f"SIG{opts.signal} ({sender_text(how)}): forwarded once to {len(ranks)} of {opts.nproc} local rank "
              f"process(es){': ' + text if text else ''}; the launcher keeps waiting.")
     return 0
 
 
 def stop_run(opts: argparse.Namespace) -> int:
     name = signal_name(opts.number)
+    how = _origin(opts, name)
+    sender = sender_text(how)
     running = running_ranks(opts.mode, opts.run_pid, opts.rc_dir, opts.rank)
     found = members(opts.run_id, opts.run_pid)
-    log.warn(f"SIG{name} received ({opts.sender}): stopping the run ({len(found)} process(es)), "
+    log.warn(f"SIG{name} received ({sender}): stopping the run ({len(found)} process(es)), "
              f"SIGKILL after {opts.grace} s.")
-    if opts.origin != "step":
+    if how != "step":
         with contextlib.suppress(OSError):
             if opts.mode == "single":
                 os.killpg(opts.run_pid, opts.number)
@@ -113,7 +129,7 @@ def stop_run(opts: argparse.Namespace) -> int:
     killed = kill_after_grace(opts.grace, opts.run_id, opts.run_pid)
     keep_torchrun_log(opts.rc_dir, opts.log)
     code = stop_code(opts.rc_dir, opts.number)
-    text = closing_line(name, opts.sender, running_text(running), len(found), opts.grace, killed, code, opts.log)
+    text = closing_line(name, sender, running_text(running), len(found), opts.grace, killed, code, opts.log)
     if opts.signal_dir and os.path.isdir(opts.signal_dir):
         with contextlib.suppress(OSError), open(os.path.join(opts.signal_dir, "closing"), "w",
                                                 encoding="utf-8") as handle:
@@ -172,6 +188,12 @@ def end_run(opts: argparse.Namespace) -> int:
     return 0
 
 
+def say_origin(opts: argparse.Namespace) -> int:
+    how = _origin(opts, opts.signal, opts.role)
+    print(f"{how}\t{sender_text(how)}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--mode", choices=MODES, required=True, help="the run mode")
@@ -179,23 +201,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--rc-dir", default="", help="the run's PRIMUS_RC_DIR (worker.<RANK>, failed-<RANK>)")
     run.add_argument("--run-id", default="", help="the run's PRIMUS_RUN_ID")
     run.add_argument("--grace", type=int, default=0, help="seconds between the signal and SIGKILL")
+    came = argparse.ArgumentParser(add_help=False)
+    came.add_argument("--at", type=int, default=0, help="when this process received it (microseconds)")
+    came.add_argument("--signal-dir", default="", help="slurm-entry's PRIMUS_SIGNAL_DIR (the receipts)")
+    came.add_argument("--window-ms", type=int, default=0, help="PRIMUS_SIGNAL_WINDOW_MS: one delivery's window")
     parser = argparse.ArgumentParser(prog="primus_runner supervise",
                                      description="internal: the launcher's signals and the stop of a run "
                                                  "(runner/lib/supervise.sh)")
     sub = parser.add_subparsers(dest="action", required=True)
-    notice = sub.add_parser("notice", parents=[run], help="send USR1/USR2 once to every rank of this node")
+    notice = sub.add_parser("notice", parents=[run, came], help="send USR1/USR2 once to every rank of this node")
     notice.add_argument("signal", choices=("USR1", "USR2"))
-    notice.add_argument("--sender", required=True, help="who sent it, as the line says it")
     notice.add_argument("--nproc", type=int, default=1, help="the rank processes of this node")
-    stop = sub.add_parser("stop", parents=[run], help="stop the run: the signal once, the grace, SIGKILL")
+    stop = sub.add_parser("stop", parents=[run, came], help="stop the run: the signal once, the grace, SIGKILL")
     stop.add_argument("number", type=int, help="the signal's number (15 for TERM)")
-    stop.add_argument("--origin", choices=("forwarded", "step", "direct"), required=True,
-                      help="how it came (step: Slurm delivered it to every process already)")
-    stop.add_argument("--sender", required=True, help="who sent it, as the line says it")
     stop.add_argument("--rank", type=int, default=0, help="run mode single: this node's RANK")
     stop.add_argument("--log", default="", help="the launch log the closing line names")
-    stop.add_argument("--signal-dir", default="",
-                      help="slurm-entry's PRIMUS_SIGNAL_DIR (the closing line is left there)")
     end = sub.add_parser("end", parents=[run],
                          help="the run's own process ended: what it left, the report, the exit code")
     end.add_argument("code", type=int, help="the exit code the run's own process ended with")
@@ -204,12 +224,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="PRIMUS_REQUEUE_EXIT_CODE, as the launcher reads it")
     end.add_argument("--spool-lost", action="store_true",
                      help="the launcher's early copy of its console to the log died (runner/lib/log_spool.sh)")
+    said = sub.add_parser("origin", parents=[came], help="how a signal came, and the sender text of a line")
+    said.add_argument("signal", help="its name: TERM, USR1, ...")
+    said.add_argument("--role", choices=ROLES, required=True, help="who received it")
     return parser
 
 
 def main(argv: list[str]) -> int:
     opts = _parser().parse_args(argv)
-    action = {"notice": forward_notice, "stop": stop_run, "end": end_run}[opts.action]
+    action = {"notice": forward_notice, "stop": stop_run, "end": end_run, "origin": say_origin}[opts.action]
     code = action(opts)
     sys.stdout.flush()
     return code
