@@ -51,7 +51,7 @@
 # SIGTERM/SIGINT/SIGHUP stop the container (within PRIMUS_KILL_GRACE seconds,
 # default 10) and remove it; exit 128+N (SIGINT too when the launcher started
 # with it ignored, as `cmd &` in a script does). A launcher killed outright
-# (SIGKILL, OOM killer) leaves no container: runner/helpers/watch_container.sh
+# (SIGKILL, OOM killer) leaves no container: the container watcher (python/primus_runner/monitor/container_guard.py)
 # stops it the same way and removes it. SIGUSR1/SIGUSR2 (a preemption notice)
 # are sent once to the container (`<runtime> kill --signal`; --init hands them to
 # the inner direct, which sends them once to every rank) and the launcher keeps

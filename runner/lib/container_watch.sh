@@ -4,7 +4,8 @@
 # and PRIMUS_CT_PLAN, PRIMUS_CT_CHILD).
 #
 # On the host a container launch is the launcher, its container watcher
-# (runner/helpers/watch_container.sh) and the runtime client (`podman run`),
+# (`python -m primus_runner supervise watch-container`,
+# python/primus_runner/monitor/container_guard.py) and the runtime client (`podman run`),
 # both the launcher's children, plus podman's conmon. A SIGCHLD trap notices a
 # child's death at once: a dead watcher is named and restarted
 # (primus_ct_watcher_check); a client that died while its container runs is
@@ -41,12 +42,14 @@ primus_ct_remove() {
   done
 }
 
-# primus_ct_start_watcher: runner/helpers/watch_container.sh reads a pipe only this
+# primus_ct_start_watcher: the container watcher reads a pipe only this
 # shell writes to; its end without "done" (written on every exit of ours)
 # means the launcher was killed: the watcher stops and removes the container.
 # The watcher is our child: its death reaches primus_ct_watcher_check at once (SIGCHLD).
 primus_ct_start_watcher() {
-  exec {PRIMUS_CT_WATCH_FD}> >(exec setsid "$PRIMUS_CLI_DIR/helpers/watch_container.sh" \
+  primus_pick_python
+  exec {PRIMUS_CT_WATCH_FD}> >(PYTHONPATH=$PRIMUS_ROOT/python exec setsid "$PRIMUS_PYTHON" \
+    -m primus_runner supervise watch-container \
     "${PRIMUS_CT_PLAN[runtime_path]}" "${PRIMUS_CT_PLAN[name]}" "$$" "${PRIMUS_CT_PLAN[grace]}")
   PRIMUS_CT_WATCH_PID=$!
   trap primus_ct_watcher_done EXIT
@@ -90,7 +93,7 @@ primus_ct_watcher_check() {
   exec {PRIMUS_CT_WATCH_FD}>&-
   PRIMUS_CT_WATCH_PID=""
   if ((PRIMUS_CT_RESTARTS >= 3)); then
-    LOG_WARN "the container watcher (runner/helpers/watch_container.sh, pid $__primus_old) died ($__primus_how), the" \
+    LOG_WARN "the container watcher (supervise watch-container, pid $__primus_old) died ($__primus_how), the" \
       "$((PRIMUS_CT_RESTARTS + 1))th time: not restarted again; if this launcher is killed now, container" \
       "$__primus_name keeps running (stop it: ${PRIMUS_CT_PLAN[runtime]} stop $__primus_name)."
     return 0
@@ -98,7 +101,7 @@ primus_ct_watcher_check() {
   PRIMUS_CT_RESTARTS=$((PRIMUS_CT_RESTARTS + 1))
   primus_ct_start_watcher
   [[ -z $PRIMUS_CT_CHILD ]] || primus_ct_tell_watcher "client $PRIMUS_CT_CHILD"
-  LOG_WARN "the container watcher (runner/helpers/watch_container.sh, pid $__primus_old) died ($__primus_how):" \
+  LOG_WARN "the container watcher (supervise watch-container, pid $__primus_old) died ($__primus_how):" \
     "while it was gone, a kill -9 of this launcher would have left container $__primus_name running;" \
     "restarted it (pid $PRIMUS_CT_WATCH_PID). The run goes on."
 }

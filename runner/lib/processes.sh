@@ -3,7 +3,7 @@
 # fork), how a child of this shell ended, and a signal number's name. The run's
 # processes, which are its ranks and how to stop them are decided in Python
 # (python/primus_runner/monitor/members.py, supervise.py). Sourced by runner/lib/supervise.sh,
-# runner/helpers/watch_container.sh and runner/helpers/srun_parent.sh; defines
+# runner/lib/container_watch.sh and runner/helpers/srun_parent.sh; defines
 # only primus_* / __PRIMUS_* names and never changes shell options.
 
 if [[ -n ${__PRIMUS_PROCESSES_SH:-} ]]; then

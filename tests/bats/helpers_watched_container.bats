@@ -3,7 +3,7 @@
 # Every helper process of a container launch is watched (the host side; the
 # inner direct's helpers are tests/bats/helpers_watched.bats). A real podman
 # 2-rank launch (tests/bats/helpers/podman.bash), 40 lines per rank:
-# - kill -9 of the container watcher (runner/helpers/watch_container.sh): the
+# - kill -9 of the container watcher (supervise watch-container): the
 #   launcher names it within a second and restarts it; a kill -9 of the
 #   launcher afterwards still stops and removes the container.
 # - kill -9 of the runtime client (podman run): named within a second; the
@@ -59,9 +59,9 @@ no_rank() {
 @test "kill -9 of the container watcher: named within a second and restarted; a kill -9 of the launcher afterwards still stops and removes the container" {
   start_launch
   local watcher
-  watcher=$(pgrep -P "$LAUNCHER" -f watch_container.sh)
+  watcher=$(pgrep -P "$LAUNCHER" -f "supervise watch-container")
   [[ $watcher =~ ^[0-9]+$ ]]
-  kill_noticed "$watcher" "the container watcher (runner/helpers/watch_container.sh, pid $watcher) died (killed by SIGKILL"
+  kill_noticed "$watcher" "the container watcher (supervise watch-container, pid $watcher) died (killed by SIGKILL"
   grep -q "a kill -9 of this launcher would have left container $NAME-[^ ]* running; restarted it (pid [0-9]*)" launch.log
   # The restart runs inside the SIGCHLD trap: no bash warning about the trap.
   run grep -c "run_pending_traps\|trap_list" launch.log
@@ -69,7 +69,7 @@ no_rank() {
   local again
   again=$(sed -n 's/.*restarted it (pid \([0-9]*\)).*/\1/p' launch.log)
   process_running "$again"
-  [[ $(pgrep -P "$LAUNCHER" -f watch_container.sh) == "$again" ]]
+  [[ $(pgrep -P "$LAUNCHER" -f "supervise watch-container") == "$again" ]]
   kill -KILL "$LAUNCHER"
   wait "$LAUNCHER" || true
   poll_until 30 no_container || { cat launch.log; podman ps -a; false; }

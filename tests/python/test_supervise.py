@@ -233,3 +233,17 @@ def test_end_of_a_clean_run_a_requeue_and_a_failure(tmp_path: Path) -> None:
     assert "[ERROR] failure report: torchrun failed with exit code 3 before any rank of this node failed" \
         in failed.stderr
     assert failed.stderr.endswith("[ERROR] workload failed with exit code 3; log: /logs/x.log\n")
+
+
+def test_container_guard_reads_the_launchers_pipe_and_says_what_it_did() -> None:
+    from primus_runner.monitor import container_guard as guard
+
+    assert guard.read_pipe(["client 41\n", "done\n"]) == (True, 41)
+    assert guard.read_pipe(["client 41\n", "done"]) == (True, 41)  # the last line without its newline
+    assert guard.read_pipe(["client 41\n"]) == (False, 41)  # end of file without done: the launcher died
+    assert guard.read_pipe(["client x\n", "noise\n"]) == (False, 0)
+    assert guard.gone_line(7, "ct-1", 8) == (
+        "the container launcher (pid 7) is gone (killed: SIGKILL or the OOM killer; sender unknown): "
+        "stopping container ct-1 (SIGTERM, SIGKILL after 8 s) and removing it.")
+    assert guard.closing_line(7, "ct-1", "stopped within the 8 s grace", "and removed") == (
+        "stop: container launcher pid 7 died; container ct-1 stopped within the 8 s grace and removed.")

@@ -24,6 +24,8 @@ is monitor/origin.py's:
         (launch/report.py) names the rank that failed first; the last line
         says how the workload ended. stdout: the launch's exit code.
 
+    python -m primus_runner supervise watch-container RUNTIME NAME LAUNCHER GRACE
+        the container launcher's parent-death guard (monitor/container_guard.py).
     python -m primus_runner supervise origin SIG --role launcher|entry ...
         stdout: how SIG came and the sender text of a line, tab-separated, for
         the container launcher and the Slurm entry (their own traps).
@@ -43,6 +45,7 @@ from pathlib import Path
 from primus_runner import log
 from primus_runner.facts import EXIT_HANG_STOPPED
 from primus_runner.launch.report import keep_torchrun_log, report
+from primus_runner.monitor.container_guard import ignore_group_signals, read_pipe, stop_container
 from primus_runner.monitor.members import describe, kill_after_grace, members, rank_pids, running_ranks
 from primus_runner.monitor.origin import ROLES, origin, sender_text
 
@@ -194,6 +197,14 @@ def say_origin(opts: argparse.Namespace) -> int:
     return 0
 
 
+def watch_container(opts: argparse.Namespace) -> int:
+    ignore_group_signals()
+    done, client = read_pipe(sys.stdin)
+    if not done:
+        stop_container(opts.runtime, opts.name, opts.launcher, opts.grace, client, log.warn)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--mode", choices=MODES, required=True, help="the run mode")
@@ -227,12 +238,19 @@ def _parser() -> argparse.ArgumentParser:
     said = sub.add_parser("origin", parents=[came], help="how a signal came, and the sender text of a line")
     said.add_argument("signal", help="its name: TERM, USR1, ...")
     said.add_argument("--role", choices=ROLES, required=True, help="who received it")
+    watch = sub.add_parser("watch-container",
+                           help="stdin: the container launcher's pipe; its end without 'done': stop the container")
+    watch.add_argument("runtime", help="the runtime's path (podman, docker)")
+    watch.add_argument("name", help="the container's name")
+    watch.add_argument("launcher", type=int, help="the container launcher's pid")
+    watch.add_argument("grace", type=int, help="seconds between the container's SIGTERM and SIGKILL")
     return parser
 
 
 def main(argv: list[str]) -> int:
     opts = _parser().parse_args(argv)
-    action = {"notice": forward_notice, "stop": stop_run, "end": end_run, "origin": say_origin}[opts.action]
+    action = {"notice": forward_notice, "stop": stop_run, "end": end_run, "origin": say_origin,
+              "watch-container": watch_container}[opts.action]
     code = action(opts)
     sys.stdout.flush()
     return code
