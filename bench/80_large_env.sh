@@ -3,7 +3,7 @@
 # variables, beside the same dry run in the ordinary
 # environment and the floor bash itself sets: one bash start that starts one
 # process, in the same large environment (bash de-duplicates its variables
-# pairwise each time it builds the environment of a process: README "Large
+# pairwise each time it builds the environment of a process: docs/security.md "Large
 # environments"). BENCH_LARGE_ENV_RUNS runs each (default 3: a run takes seconds).
 set -euo pipefail
 # shellcheck source=bench/lib.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh: `make bench`. Runs every bench/NN_*.sh in name order; each prints
-# median wall times of whole-process runs (README "Launch overhead"). Figures, not assertions.
+# median wall times of whole-process runs (docs/run-on-one-node.md "Launch overhead"). Figures, not assertions.
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   # shellcheck source=runner/lib/usage.sh

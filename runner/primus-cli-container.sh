@@ -30,7 +30,7 @@
 #   --ipc host --network host --ulimit nofile=1048576:1048576 --ulimit memlock=-1
 #   --ulimit stack=67108864 --group-add video --cap-add SYS_PTRACE
 #   --security-opt seccomp=unconfined --init (upstream's --privileged and
-#   --cap-add CAP_SYS_ADMIN are not given: docs/primus-compatibility.md)
+#   --cap-add CAP_SYS_ADMIN are not given: docs/coming-from-upstream.md)
 # (a value given again, by you or the config, is passed once: --cap-add SYS_PTRACE)
 # (--shm-size only when --ipc is not host); devices by accelerator: /dev/kfd and
 # /dev/dri (ROCm) or /dev/neuron0..N-1 (Neuron), /dev/infiniband when present.

@@ -4,7 +4,7 @@
 # Summary: build and run srun/sbatch for all nodes; its doctor and stacks run on every node
 #
 # Build and run the Slurm call that starts runner/primus-cli-slurm-entry.sh on
-# every node of the allocation, one task per node (README "slurm").
+# every node of the allocation, one task per node (docs/run-under-slurm.md "slurm").
 #   srun (default)  srun SLURM FLAGS ... primus-cli-slurm-entry.sh MODE ...
 #   sbatch          sbatch SLURM FLAGS with a batch script (given on stdin, so
 #                   Slurm spools its own copy) whose body runs
@@ -52,7 +52,7 @@
 #
 # Exit codes: 0 ok; 1 srun/sbatch or a runner file missing; 2 invalid
 # arguments or configuration; otherwise the status of the node whose launcher
-# ended first (README "Exit codes": 2 refused, 3 a hook failed, the workload's
+# ended first (docs/exit-codes.md "Exit codes": 2 refused, 3 a hook failed, the workload's
 # own code...), not srun's highest, which is that of the nodes srun's
 # --kill-on-bad-exit ended after it (137); srun's or sbatch's own status when
 # no node reported one (143 after a SIGTERM that stopped the ranks).

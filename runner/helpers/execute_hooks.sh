@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# runner/helpers/execute_hooks.sh: run the launch hooks (README "Hooks and patches").
+# runner/helpers/execute_hooks.sh: run the launch hooks (docs/hooks-and-patches.md "Hooks and patches").
 #
 # Usage:
 #   execute_hooks.sh [--dry-run] [--hooks-dir DIR] --group G --name N -- [workload args...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# runner/helpers/execute_patches.sh: run patch scripts after the hooks (README "Hooks and patches").
+# runner/helpers/execute_patches.sh: run patch scripts after the hooks (docs/hooks-and-patches.md "Hooks and patches").
 #
 # Usage:
 #   execute_patches.sh [--dry-run] PATCH...

@@ -5,7 +5,7 @@
 #   run_worker.sh PROGRAM [ARGS...]
 #
 # torchrun reports any failed worker as exit 1; the launcher wants the worker's
-# own code (exit codes: README "Exit codes") and a report naming the rank that failed first. So
+# own code (exit codes: docs/exit-codes.md "Exit codes") and a report naming the rank that failed first. So
 # each worker runs through this wrapper, which on a non-zero status writes
 # $PRIMUS_RC_DIR/failed-<RANK>: NUL-terminated fields code, end time (us since
 # the epoch), RANK, LOCAL_RANK, the files behind its stdout and stderr (torchrun's

@@ -6,7 +6,7 @@
 #
 # It stays for the whole job, so its command line is srun's own words, never
 # what the user typed: a secret given as --env NAME=VALUE travels in the
-# environment (README "Security"). It runs srun as a child in a session of its
+# environment (docs/security.md "Security"). It runs srun as a child in a session of its
 # own, turns SIGTERM/SIGHUP into that signal for every task of srun's step and
 # passes SIGINT/SIGUSR1/SIGUSR2 to srun (runner/lib/slurm_srun.sh), then exits
 # with the status of the task that ended first (runner/helpers/step_exit.sh),

@@ -26,7 +26,7 @@
 # verdict) is not set here: runner/helpers/run_worker.sh sets each rank's FIFOs
 # (TORCH_NCCL_DEBUG_INFO_PIPE_FILE, PRIMUS_FR_TRIGGER), on every host (gloo
 # records too), and python/primus_runner/monitor/flightrec.py writes them. The
-# Neuron runtime has no flight recorder; see README "Hangs and stacks"
+# Neuron runtime has no flight recorder; see docs/when-a-job-hangs.md "Hangs and stacks"
 # (NEURON_RT_INSPECT_ON_FAIL).
 
 PRIMUS_FR_OURS=" "   # the names this file set, space-separated

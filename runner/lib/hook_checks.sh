@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# runner/lib/hook_checks.sh: checks first (README "Hooks and patches"). Before
+# runner/lib/hook_checks.sh: checks first (docs/hooks-and-patches.md "Hooks and patches"). Before
 # the first hook that installs, builds or downloads, the later hooks that hold
 # the launch's own checks run once in dry-run mode, so what a dry run can know
 # (the experiment config, the framework's checkout) stops the launch before

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# runner/lib/hook_runner.sh: the hook runner (README "Hooks and patches"; the
+# runner/lib/hook_runner.sh: the hook runner (docs/hooks-and-patches.md "Hooks and patches"; the
 # protocol, the gates, the records and the exit codes are in
 # `runner/helpers/execute_hooks.sh --help`). A library: it defines only
 # primus_* / __primus_* functions and PRIMUS_HR_* state; it needs common.sh,

@@ -28,7 +28,7 @@ PRIMUS_NOTICE_QUEUE=()
 # one read of /proc, and a Python start only in that case.
 primus_default_sigint() {
   # __primus_ names: the exec below keeps them in the new process's environment
-  # when the user exported the same name (README "Your variables reach the ranks").
+  # when the user exported the same name (docs/configuration.md "Your variables reach the ranks").
   local __primus_line __primus_mask=0
   while primus_read __primus_line; do
     [[ $__primus_line == SigIgn:* ]] || continue

@@ -26,7 +26,7 @@ primus_launch_print_summary() {
     "  entry=${PRIMUS_WL_ENTRY[*]} ($PRIMUS_WL_ENTRY_ORIGIN)"
     "  numa binding: ${PRIMUS_PREPARE_NOTE[PRIMUS_NUMA_BIND]-}"
     "  workspace=$PRIMUS_LAUNCH_WORKSPACE log_file=$PRIMUS_LAUNCH_LOG")
-  # The one name of the user's the launch changes on purpose (README "Your
+  # The one name of the user's the launch changes on purpose (docs/configuration.md "Your
   # variables reach the ranks"): said when the user had set it.
   if [[ ${__PRIMUS_ORIGIN[PYTHONPATH]-} == user+default ]]; then
     local where="before yours (the reference's forced prepend)"

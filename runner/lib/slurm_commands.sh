@@ -38,7 +38,7 @@ primus_slurm_quote_words() {
 }
 
 # primus_slurm_shown_words VAR WORDS...: VAR = the words quoted for display, with secrets
-# masked (README "Security"): a word NAME=VALUE whose NAME is a secret shows
+# masked (docs/security.md "Security"): a word NAME=VALUE whose NAME is a secret shows
 # NAME=****, and the values of secret variables of this shell show ****.
 primus_slurm_shown_words() {
   local __sw_out=$1 __sw_word __sw_text="" __sw_q

@@ -4,7 +4,7 @@
 # in a session of its own, so that a stop reaches the ranks as a stop.
 # Sourced by that helper after common.sh, processes.sh and slurm_stop.sh;
 # defines only primus_* names, never changes shell options.
-# README "Stopping, preemption and requeue".
+# docs/stopping-and-requeue.md "Stopping, preemption and requeue".
 #
 # Facts: srun(1) (Slurm 22.05, "SIGNALS AND ESCAPE SEQUENCES"): signals sent to
 # srun are forwarded to its tasks "with a few exceptions". SIGTERM and SIGHUP

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # runner/lib/supervise.sh: start the workload, forward signals to it, stop it.
 # Sourced by the launch modes; defines only primus_* names, never changes shell
-# options. README "Stopping, preemption and requeue" is the user's view.
+# options. docs/stopping-and-requeue.md "Stopping, preemption and requeue" is the user's view.
 #
 #   primus_run_prepare MODE LOG_FILE NPROC
 #       MODE single|torchrun; NPROC the processes per node (single: 1). The

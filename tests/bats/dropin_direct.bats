@@ -139,7 +139,7 @@ teardown() {
   run "$PRIMUS_CLI" direct --dry-run --config "$TEST_DIR/n.yaml" --single --script "$TEST_DIR/show.py"
   assert_output --partial "numa binding: on (config direct.numa: true)"
   # A config that says false is not overridden by an exported ENABLE_NUMA_BINDING=1
-  # (README's --numa row, docs/primus-compatibility.md).
+  # (docs/run-on-one-node.md's --numa row, docs/coming-from-upstream.md).
   printf 'direct:\n  numa: false\n' >"$TEST_DIR/off.yaml"
   ENABLE_NUMA_BINDING=1 run "$PRIMUS_CLI" direct --dry-run --config "$TEST_DIR/off.yaml" --single --script "$TEST_DIR/show.py"
   assert_output --partial "numa binding: off (config direct.numa: false)"

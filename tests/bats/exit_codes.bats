@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
-# README "Exit codes", one test per row, through `direct` and `container` (real
+# docs/exit-codes.md "Exit codes", one test per row, through `direct` and `container` (real
 # podman: tests/container/podman_env.bash). The Slurm entry points (`slurm srun`,
 # `slurm sbatch`, the Slurm entry) hold the same rows in the live Slurm suite
 # (tests/slurm/exit_codes_live.bats); row 86 (the hang watchdog's stop) is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The user's namespace is theirs (README "Your variables reach the ranks"):
+# The user's namespace is theirs (docs/configuration.md "Your variables reach the ranks"):
 # every name the user exports that is neither a name of the references nor a
 # documented launcher name reaches every rank byte for byte. The names: the
 # common ones (MODE, CONFIG, LOG_FILE, ...) and every name a script under

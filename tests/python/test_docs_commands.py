@@ -1,7 +1,7 @@
 """Docs that cannot drift from the code.
 
-- Every ``runner/primus-cli ...`` command of a ```bash block in README.md and
-  of an example header (the ``#`` comment lines at the top of examples/*) runs
+- Every ``runner/primus-cli ...`` command of a ```bash block in README.md, in
+  every page under docs/ and of an example header (the ``#`` comment lines at the top of examples/*) runs
   as a dry run (the global ``--dry-run`` put before the mode) and exits 0. For
   the README, the files a user would bring (``train.py``, ``exp.yaml``, ``job.yaml``,
   ``mypkg/train.py``, ``primus/cli/main.py``) are placeholders in a scratch
@@ -9,8 +9,9 @@
   (``runner/``, ``python/``, ``examples/`` and ``.venv`` linked). Lines that
   start anything else (``srun ...``, ``make demo``) are not commands of the
   launcher: the live Slurm suite and tests/bats/demo.bats run those.
-- Every README link to ``#anchor`` names a heading of the README (GitHub's
-  anchor rule: lower case, punctuation dropped, spaces to ``-``).
+- Every link to ``#anchor`` of the README or a page under docs/ names a heading
+  of that page (GitHub's anchor rule: lower case, punctuation dropped, spaces to
+  ``-``); tests/python/test_docs_run.py checks the links between pages.
 - No help text, header comment or message cites a "SPEC" or a "reference
   section N": those documents are not in the repository.
 """
@@ -27,6 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+PAGES = [README, *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "environment.md")]
 LAUNCHER = "runner/primus-cli"
 
 
@@ -75,7 +77,11 @@ def launcher_commands(lines: list[str]) -> list[list[str]]:
 
 
 def readme_commands() -> list[list[str]]:
-    return launcher_commands(fenced_lines(README.read_text(encoding="utf-8")))
+    """The launcher commands of the README and of every page under docs/."""
+    found: list[list[str]] = []
+    for page in PAGES:
+        found.extend(c for c in launcher_commands(fenced_lines(page.read_text(encoding="utf-8"))) if c not in found)
+    return found
 
 
 def example_commands() -> list[list[str]]:
@@ -163,14 +169,18 @@ def github_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def test_every_readme_anchor_names_a_heading() -> None:
-    text = README.read_text(encoding="utf-8")
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_anchor_names_a_heading(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
     body = re.sub(r"```.*?```", "", text, flags=re.S)
     anchors = {github_anchor(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", body, flags=re.M)}
     links = re.findall(r"\]\(#([^)]+)\)", body)
-    assert links, "the README links to its own sections"
     missing = sorted({link for link in links if link not in anchors})
-    assert not missing, f"README links without a heading: {missing}"
+    assert not missing, f"{page.name} links without a heading: {missing}"
+
+
+def test_the_pages_link_to_their_own_sections() -> None:
+    assert any(re.search(r"\]\(#[^)]+\)", page.read_text(encoding="utf-8")) for page in PAGES)
 
 
 # What the repository lacks: a SPEC document, numbered "reference" sections, a

@@ -1,6 +1,6 @@
 """The NUMA binding decision (launch/numa.py), asked once per launch by the launch
 helper: --numa / --no-numa > config direct.numa: true / false > ENABLE_NUMA_BINDING=1 > off
-(README's --numa row, docs/primus-compatibility.md's ENABLE_NUMA_BINDING row)."""
+(docs/run-on-one-node.md's --numa row, docs/coming-from-upstream.md's ENABLE_NUMA_BINDING row)."""
 from __future__ import annotations
 
 import pytest

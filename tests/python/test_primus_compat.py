@@ -1,4 +1,4 @@
-"""docs/primus-compatibility.md holds what the code does.
+"""docs/coming-from-upstream.md holds what the code does.
 
 The page's Options table names every option of upstream's ``primus-cli``,
 ``primus-cli direct|slurm|container --help`` with a verdict. Each option the page
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "docs" / "primus-compatibility.md"
+PAGE = ROOT / "docs" / "coming-from-upstream.md"
 CLI = str(ROOT / "runner" / "primus-cli")
 WORKLOAD = ["--module", "primus_runner", "--", "preflight"]
 # Words of the Option column that stand for a value the user gives.

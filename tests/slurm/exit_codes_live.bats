@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell; exports are per test
-# README "Exit codes", one test per row, through the Slurm entry points on the
+# docs/exit-codes.md "Exit codes", one test per row, through the Slurm entry points on the
 # live cluster (tests/slurm/run.sh): `primus-cli slurm srun`, `primus-cli slurm
 # sbatch` (its job's status, sbatch --wait) and the Slurm entry under a plain
 # srun. Two nodes, 2 processes each (CPU, gloo). srun --kill-on-bad-exit ends

@@ -283,7 +283,7 @@ $NEW_SEEN"
   live_assert log.lags 60
 }
 
-# The user's namespace (README "Your variables reach the ranks"): every name
+# The user's namespace (docs/configuration.md "Your variables reach the ranks"): every name
 # the user exports (the common ones and every name a runner script assigns,
 # each with a hostile value) reaches all 4 ranks of 2 nodes byte for byte.
 @test "the user's namespace through slurm srun: every exported name reaches all 4 ranks byte for byte" {

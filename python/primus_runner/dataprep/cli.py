@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--format", choices=("text", "json"), default="text")
     parser = argparse.ArgumentParser(
         prog="python3 -m primus_runner data",
-        description="Prepare tokenized data once for all nodes (README \"Data preparation\").")
+        description="Prepare tokenized data once for all nodes (docs/run-on-one-node.md, \"Data preparation\").")
     sub = parser.add_subparsers(dest="action", required=True)
     p = sub.add_parser("prepare", parents=[common],
                        help="node rank 0 / local rank 0 prepares (or reuses); other ranks wait",

@@ -221,7 +221,7 @@ def cmd_list(subsystem: str | None, fmt: str) -> int:
 
 # --------------------------------------------------------------------------- explain
 def cmd_explain(name: str) -> int:
-    from primus_runner.env.docs import container_cell, scope_words
+    from primus_runner.env.docs import container_cell, plain_sections, scope_words
     from primus_runner.env.registry import load
     from primus_runner.masking import mask
 
@@ -280,15 +280,17 @@ def cmd_explain(name: str) -> int:
         for rule_id in var.rules:
             r = reg.rules[rule_id]
             lines.append(f"    - [{r.severity}] {rule_id}: {r.text}")
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write(plain_sections("\n".join(lines)) + "\n")
     return 0
 
 
 def _explain_rule(rule: Any) -> int:
     """``env explain RULE``: a rule's severity, variables and text (the id a finding names)."""
+    from primus_runner.env.docs import plain_sections
+
     lines = [f"{rule.id} (rule)", "", f"  {'severity:':<13}{rule.severity}",
              f"  {'variables:':<13}{', '.join(rule.variables) or '-'}", f"  {'text:':<13}{rule.text}"]
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write(plain_sections("\n".join(lines)) + "\n")
     return 0
 
 

@@ -5,6 +5,7 @@ value reaches a container launch, the one text ``env explain`` shows too.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from primus_runner.errors import MissingError
@@ -86,6 +87,12 @@ def _md(text: str) -> str:
 
 def _cell(text: str) -> str:
     return _md(text).replace("|", "\\|").replace("\n", " ")
+
+
+def plain_sections(text: str) -> str:
+    """TEXT with each section sign of a source citation ("environment variables §1")
+    spelt "section 1": what a user reads names sections in words."""
+    return re.sub(r"§\s*", "section ", text)
 
 
 def _anchor(title: str) -> str:
@@ -200,7 +207,7 @@ def render_docs(reg: Registry) -> str:
         names = ", ".join(f"`{n}`" for n in rule.variables) or "all"
         add(f"| `{rule.id}` | {rule.severity} | {names} | {_cell(rule.text)} |")
     add("")
-    return "\n".join(out)
+    return plain_sections("\n".join(out))
 
 
 def _render_variable(reg: Registry, var: Variable, add: Callable[[str], None]) -> None:

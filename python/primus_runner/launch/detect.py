@@ -148,8 +148,8 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
         where["GPUS_PER_NODE"] = "detected"
     elif (_gpus_per_node_is_a_default(gpus_origin, cfg)
           and (wanted if wanted not in ("", "auto") else found.get("PRIMUS_ACCELERATOR")) == "cpu"):
-        # No accelerator: one process, not the reference's 8 per node (README
-        # "First ten minutes"); the user, a scheduler or their config can say more.
+        # No accelerator: one process, not the reference's 8 per node (docs/run-on-one-node.md,
+        # "What you see, and where it goes"); the user, a scheduler or their config can say more.
         out["GPUS_PER_NODE"] = "1"
         where["GPUS_PER_NODE"] = "no-accelerator"
     if wanted and wanted != "auto":

@@ -1,6 +1,6 @@
 """Whether the direct launcher binds each local rank to its device's NUMA node, and why.
 
-Order (README's ``--numa`` row and docs/primus-compatibility.md's ``ENABLE_NUMA_BINDING``
+Order (docs/run-on-one-node.md's ``--numa`` row and docs/coming-from-upstream.md's ``ENABLE_NUMA_BINDING``
 row; test_numa_decision.py's table): ``--numa`` / ``--no-numa`` > config ``direct.numa:
 true`` / ``false`` > ``ENABLE_NUMA_BINDING=1`` > off. A config that says ``false`` is the
 user's word for this launch; an exported ``ENABLE_NUMA_BINDING`` comes lower in the job's

@@ -5,7 +5,7 @@ with ``--kill-on-bad-exit`` it ends every other task with SIGKILL as soon as one
 exits non-zero (seen on Slurm 22.05: "task 0: Killed"). So when one node's
 launcher refuses (exit 2) or a hook fails (exit 3), srun says 137 or 143: the
 code of the nodes it killed, not of the failure. The launcher's exit codes are a
-table (README "Exit codes"), so the step's status follows the rule of the
+table (docs/exit-codes.md "Exit codes"), so the step's status follows the rule of the
 failure report (launch/report.py): the task that ended first decides.
 
 Both callers, ``primus-cli slurm srun`` (runner/lib/slurm_srun.sh) and the batch
@@ -82,7 +82,7 @@ def decide(srun_status: int, exits: Sequence[TaskExit]) -> tuple[int, str]:
     return first.code, (
         f"srun exit status {srun_status} is that of the tasks srun ended after the first failure: "
         f"task {first.task} (node {first.node}, {first.host}) ended first, its launcher with exit "
-        f"status {first.code} (README \"Exit codes\"); exit status {first.code}.")
+        f"status {first.code} (docs/exit-codes.md); exit status {first.code}.")
 
 
 def start(env: Mapping[str, str]) -> str:

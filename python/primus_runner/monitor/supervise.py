@@ -30,7 +30,7 @@ is monitor/origin.py's:
         stdout: how SIG came and the sender text of a line, tab-separated, for
         the container launcher and the Slurm entry (their own traps).
 
-The run's processes and the grace are monitor/members.py's. README "Stopping,
+The run's processes and the grace are monitor/members.py's. docs/stopping-and-requeue.md "Stopping,
 preemption and requeue" is the user's view.
 """
 from __future__ import annotations

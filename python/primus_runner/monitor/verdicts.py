@@ -8,7 +8,7 @@ is *settled* once ``SETTLE_SAMPLES`` samples in a row are the same stack. A
 settled rank *waits* when its main thread is inside torch.distributed (a
 collective, a barrier, a store wait), else it is *idle* there.
 
-The verdicts (README "Hangs and stacks" documents them and these thresholds):
+The verdicts (docs/when-a-job-hangs.md "Hangs and stacks" documents them and these thresholds):
 
 - **stopped**: a rank in state T or t (SIGSTOP, a debugger) for ``STOPPED_AFTER``
   seconds; the job cannot progress while it is. Fix: ``kill -CONT``.

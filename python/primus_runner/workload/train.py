@@ -1,4 +1,5 @@
-"""``train pretrain --config FILE``: the embedded CPU workload (README "The embedded default workload").
+"""``train pretrain --config FILE``: the embedded CPU workload (docs/run-on-one-node.md,
+"The embedded default workload").
 
 A small real language model (token embedding -> GRU -> vocabulary projection)
 trained with PyTorch DDP on the gloo backend, so the whole launch path can be

@@ -15,7 +15,7 @@
 # helpers), launcher (resolved by primus-cli before the layers), gpu layer
 # (MI300X.sh, MI325X.sh, MI355X.sh), neuron layer, jax layer, deterministic
 # (PRIMUS_DETERMINISTIC=1), user export, hook, --env; "a + b" when a layer
-# appended to a user's value. Secret values (*_TOKEN, *_API_KEY, ...; README "Security") are shown as ****.
+# appended to a user's value. Secret values (*_TOKEN, *_API_KEY, ...; docs/security.md "Security") are shown as ****.
 #
 # Options:
 #   --format table   aligned columns NAME ORIGIN VALUE (default)

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# runner/helpers/envs/primus-env.sh: the environment layer loader (README
+# runner/helpers/envs/primus-env.sh: the environment layer loader (docs/configuration.md,
 # "Environment layers").
 #
 #   source runner/helpers/envs/primus-env.sh [-- WORKLOAD ARGS...]
