@@ -2,6 +2,7 @@
 #   make demo    train the built-in CPU workload (--module primus_runner), 2 local processes
 #   make test    the live Slurm suite beside lint, pytest and the waiting bats files, then the rest of bats (sets up first)
 #   make bench   launch-overhead timings (medians; figures, never assertions)
+#   make docs    the documentation site (Sphinx + MyST) in build/docs, offline, warnings as errors
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
@@ -17,10 +18,11 @@ TORCH_VERSION   ?= 2.13.0
 TORCH_INDEX_URL ?=
 # Debian packages the tests use: Slurm daemons and client, munge, numactl, and
 # podman + runc + catatonit for the real-runtime container suite (tests/container/),
-# iproute2 (tc) for the doctor probe's slowed node in the live Slurm suite.
-APT_PACKAGES := slurmctld slurmd slurm-client munge numactl podman runc catatonit iproute2
+# iproute2 (tc) for the doctor probe's slowed node in the live Slurm suite, and chromium
+# (headless) to render `primus-cli report`'s HTML in tests/python/test_run_report.py.
+APT_PACKAGES := slurmctld slurmd slurm-client munge numactl podman runc catatonit iproute2 chromium
 
-.PHONY: help setup setup-python setup-node setup-system setup-userenv demo test lint bats pytest slurm-test bench clean
+.PHONY: help setup setup-python setup-node setup-system setup-userenv demo test lint bats pytest slurm-test bench docs clean
 
 help:
 	@sed -n '2,4p' Makefile | sed 's/^# \{0,1\}//'
@@ -85,6 +87,12 @@ slurm-test: setup setup-system
 
 bench: setup
 	bench/run.sh
+
+# The docs site: README's map as numbered parts (docs/index.md), the variable reference
+# searchable; no network (no intersphinx, the alabaster theme ships with Sphinx).
+docs: setup-python
+	$(PY) -m sphinx -b html -W --keep-going -q docs build/docs
+	@echo "docs: build/docs/index.html"
 
 clean:
 	rm -rf $(VENV) .userenv node_modules .pytest_cache .hypothesis

@@ -6,7 +6,7 @@
 # Usage: tests/run_all.sh [-h|--help]
 #
 # The live Slurm suite (tests/slurm/run.sh, about 14 minutes here) mostly
-# waits on Slurm's own timers, so it runs beside `make lint pytest` (about 3
+# waits on Slurm's own timers, so it runs beside `make lint docs pytest` (about 3
 # minutes of CPU) and the bats files whose time is real seconds of waiting for
 # a verdict or a stop (BESIDE_SLURM: the run monitor's hang and straggler
 # verdicts, the stop and container signal paths; the stress script,
@@ -94,17 +94,18 @@ main() {
   setsid make --no-print-directory slurm-test >"$SLURM_LOG" 2>&1 &
   SLURM_PID=$!
   run_suite lint make --no-print-directory lint
+  run_suite docs make --no-print-directory docs
   run_suite pytest make --no-print-directory pytest
   run_bats bats-beside beside
   wait "$SLURM_PID" || rc=$?
   SLURM_PID=""
   STATUS[slurm-test]=$rc SECONDS_TAKEN[slurm-test]=$((SECONDS - start))
-  echo "--- the live Slurm suite (ran beside lint, pytest and bats-beside) ---"
+  echo "--- the live Slurm suite (ran beside lint, docs, pytest and bats-beside) ---"
   cat -- "$SLURM_LOG"
   run_bats bats-after after
   rc=0
   echo "--- make test: suites ---"
-  for name in lint pytest bats-beside slurm-test bats-after; do
+  for name in lint docs pytest bats-beside slurm-test bats-after; do
     printf '%-11s %-7s %4d s\n' "$name" "$( ((STATUS[$name] == 0)) && echo passed || echo FAILED)" \
       "${SECONDS_TAKEN[$name]}"
     ((STATUS[$name] == 0)) || rc=1

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("primus_runner.workload.train", "embedded CPU workload: train pretrain --config FILE"),
     "preflight": ("primus_runner.workload.preflight", "check the distributed environment on all ranks"),
     "doctor": ("primus_runner.doctor.cli", "check this node (or rank a fleet's reports): fit to train on?"),
+    "report": ("primus_runner.report.cli", "draw a run or a doctor run as one self-contained HTML file"),
 }
 
 USAGE = "usage: python3 -m primus_runner [--version] <command> [args...]"

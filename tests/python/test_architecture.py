@@ -50,7 +50,7 @@ FLOORS: dict[str, int] = {
     # 4: one launch, and the workloads it can run.
     "launch": 4, "dataprep": 4, "workload": 4,
     # 5: diagnosis of running launches and of the fleet (they run the launch's checks).
-    "diagnose": 5, "doctor": 5, "monitor": 5,
+    "diagnose": 5, "doctor": 5, "monitor": 5, "report": 5,
     # 6: the command-line face.
     "cli": 6, "__main__": 6,
 }

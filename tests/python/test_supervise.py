@@ -220,19 +220,20 @@ def test_end_of_a_clean_run_a_requeue_and_a_failure(tmp_path: Path) -> None:
               f"gone-{uuid.uuid4().hex}", "--rc-dir", str(tmp_path))
     done = _supervise("end", "0", "--mode", "torchrun", *common)
     assert done.stdout == "0\n"
-    assert done.stderr.endswith("[INFO] workload finished successfully; log: /logs/x.log\n")
+    drawn = "; drawn by: primus-cli report /logs/x.log\n"
+    assert done.stderr.endswith("[INFO] workload finished successfully; log: /logs/x.log" + drawn)
     lost = _supervise("end", "0", "--spool-lost", "--mode", "torchrun", *common)
     assert "[WARN] workload finished successfully (exit code 0), but the log lacks some" in lost.stderr
     requeue = _supervise("end", "75", "--mode", "single", *common)
     assert requeue.stdout == "75\n"
     assert requeue.stderr.endswith("[WARN] workload exited with the requeue code 75 (PRIMUS_REQUEUE_EXIT_CODE); "
-                                   "log: /logs/x.log\n")
+                                   "log: /logs/x.log" + drawn)
     assert "failure report" not in requeue.stderr
     failed = _supervise("end", "3", "--mode", "torchrun", *common)
     assert failed.stdout == "3\n"
     assert "[ERROR] failure report: torchrun failed with exit code 3 before any rank of this node failed" \
         in failed.stderr
-    assert failed.stderr.endswith("[ERROR] workload failed with exit code 3; log: /logs/x.log\n")
+    assert failed.stderr.endswith("[ERROR] workload failed with exit code 3; log: /logs/x.log" + drawn)
 
 
 def test_container_guard_reads_the_launchers_pipe_and_says_what_it_did() -> None:

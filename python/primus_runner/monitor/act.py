@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from primus_runner import log
+from primus_runner import log, runrecord
 from primus_runner.diagnose.bundle import dump_run, new_bundle
 from primus_runner.diagnose.cli import gather
 from primus_runner.diagnose.pyspy import sample_stacks
@@ -61,6 +61,14 @@ class Judge:
         """A line of the monitor's own: its stderr is the console and the log file (cli.py, watch.Both)."""
         log.emit(level, message)
 
+    def record(self, event: str, **fields: object) -> None:
+        """One event in the run's record beside the log (runrecord.py), for `primus-cli report`."""
+        with contextlib.suppress(OSError, ValueError):
+            runrecord.append(self.m.s.log_file, event, node=self.m.s.node, host=self.m.host, **fields)
+
+    def verdict(self, verdict: verdicts.Verdict) -> None:
+        self.record("verdict", verdict=verdict.kind, ranks=list(verdict.suspects), text=verdict.line)
+
     def current(self, verdict: verdicts.Verdict | None) -> None:
         """$PRIMUS_RC_DIR/verdict.json: the verdict of now, for `primus-cli stacks`."""
         line = verdict.line if verdict is not None else ""
@@ -85,6 +93,7 @@ class Judge:
             if key not in self.m.reported:
                 self.m.reported.add(key)
                 self.say("WARN", PREFIX + stopped.line)
+                self.verdict(stopped)
             if stopped.actionable:
                 self.act(stopped)
             return
@@ -97,6 +106,7 @@ class Judge:
                 self.m.reported.add(key)
                 self.say("WARN", "\n".join([PREFIX + settled.line,
                                              *verdicts.table(views, self.m.s.node, self.m.host)]))
+                self.verdict(settled)
                 self.dump(f"{PREFIX}stacks of every local rank ({settled.kind} verdict)", now,
                           recorder=settled.kind in ("hang", "mismatch", "waiting"))
                 if settled.actionable:
@@ -121,6 +131,7 @@ class Judge:
         verdict = verdicts.working_verdict(views, places)
         if verdict is not None:
             self.say("INFO", PREFIX + verdict.line)
+            self.verdict(verdict)
             self.m.working_at = now + verdicts.WORKING_REPEAT
 
     def last_resort(self, views: list[verdicts.RankView], now: float) -> None:
@@ -224,6 +235,7 @@ class Judge:
         scores = straggler.scores(shares)
         self.m.history = [*self.m.history[-(straggler.ROUNDS - 1):], scores]
         self.m.rounds += 1
+        self.record("straggler_scores", scores={str(r): round(v, 3) for r, v in scores.items()})
         if self.m.rounds % straggler.TABLE_ROUNDS == 0:
             log_only(self.m.s.log_file, f"{PREFIX}straggler scores (last {straggler.ROUND_S:.0f} s): "
                      + straggler.table(shares, scores))
@@ -236,3 +248,5 @@ class Judge:
                          f"(now {scores[rank]:.2f}: the others wait in "
                          f"{straggler.median([v for r, v in shares.items() if r != rank]):.0%} "
                          f"of their looks, it in {shares[rank]:.0%}); " + straggler.table(shares, scores))
+                self.record("verdict", verdict="straggler", ranks=[rank],
+                            text=f"{PREFIX}straggler: rank {rank} (score {scores[rank]:.2f})")

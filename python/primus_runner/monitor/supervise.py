@@ -175,18 +175,19 @@ def end_run(opts: argparse.Namespace) -> int:
         # process in run mode single is no failure.
         code = report(Path(opts.rc_dir), opts.log, code, opts.requeue_code, os.environ.get("NODE_RANK", "0"),
                       opts.mode)
+    drawn = f"; drawn by: primus-cli report {opts.log}"  # the run's record beside the log (runrecord.py)
     if lost:
         pass
     elif code == 0 and opts.spool_lost:
         log.warn("workload finished successfully (exit code 0), but the log lacks some of the launcher's own "
                  "lines from before the workload started (its copy to the log died; they are on the console); "
-                 f"log: {opts.log}")
+                 f"log: {opts.log}{drawn}")
     elif code == 0:
-        log.info(f"workload finished successfully; log: {opts.log}")
+        log.info(f"workload finished successfully; log: {opts.log}{drawn}")
     elif code == opts.requeue_code:
-        log.warn(f"workload exited with the requeue code {code} (PRIMUS_REQUEUE_EXIT_CODE); log: {opts.log}")
+        log.warn(f"workload exited with the requeue code {code} (PRIMUS_REQUEUE_EXIT_CODE); log: {opts.log}{drawn}")
     else:
-        log.error(f"workload failed with exit code {code}; log: {opts.log}")
+        log.error(f"workload failed with exit code {code}; log: {opts.log}{drawn}")
     print(code)
     return 0
 
