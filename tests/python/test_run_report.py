@@ -168,3 +168,25 @@ def test_headless_chromium_renders_the_report(kind: str, tmp_path: Path, monkeyp
     done = chromium(f"--screenshot={shot}", "--window-size=1000,1300", "--hide-scrollbars", out.as_uri())
     assert done.returncode == 0, done.stderr
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_a_real_launch_names_its_report_and_the_report_draws_it(tmp_path: Path) -> None:
+    # A real launch of the embedded workload: its closing line names the command that draws it.
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "PRIMUS_", "MASTER_", "NNODES"))}
+    env.update({"PRIMUS_WORKSPACE": str(tmp_path / "output"), "HOME": str(tmp_path), "PRIMUS_LOG_COLOR": "0",
+                "PRIMUS_SYSFS_ROOT": str(ROOT / "tests/fixtures/sysfs/no-accel"),
+                "PRIMUS_DEV_ROOT": str(ROOT / "tests/fixtures/sysfs/no-accel"),
+                "PRIMUS_WORKLOAD_PYTHON": str(ROOT / ".venv" / "bin" / "python")})
+    done = subprocess.run([CLI, "direct", "--module", "primus_runner", "--", "preflight"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    match = re.search(r"workload finished successfully; log: (\S+); drawn by: primus-cli report (\S+)$", last)
+    assert match and match.group(1) == match.group(2), last
+    drawn = subprocess.run([CLI, "report", match.group(2)], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert drawn.returncode == 0, drawn.stderr
+    html = Path(drawn.stdout.split("report: wrote ", 1)[1].split(" (", 1)[0]).read_text()
+    assert "exit codes: node 0: 0." in html

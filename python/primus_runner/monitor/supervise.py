@@ -42,7 +42,7 @@ import signal
 import sys
 from pathlib import Path
 
-from primus_runner import log
+from primus_runner import log, runrecord
 from primus_runner.facts import EXIT_HANG_STOPPED
 from primus_runner.launch.report import keep_torchrun_log, report
 from primus_runner.monitor.container_guard import ignore_group_signals, read_pipe, stop_container
@@ -175,7 +175,9 @@ def end_run(opts: argparse.Namespace) -> int:
         # process in run mode single is no failure.
         code = report(Path(opts.rc_dir), opts.log, code, opts.requeue_code, os.environ.get("NODE_RANK", "0"),
                       opts.mode)
-    drawn = f"; drawn by: primus-cli report {opts.log}"  # the run's record beside the log (runrecord.py)
+    with contextlib.suppress(OSError, ValueError):  # the run's record beside the log: every run has one
+        runrecord.append(opts.log, "end", exit_code=code)
+    drawn = f"; drawn by: primus-cli report {opts.log}"
     if lost:
         pass
     elif code == 0 and opts.spool_lost:
