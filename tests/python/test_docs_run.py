@@ -353,13 +353,21 @@ def test_no_page_cites_a_document_the_repository_lacks(page: Path) -> None:
     assert not cited, f"{rel(page)} cites documents the repository lacks: {cited[:5]}"
 
 
-def test_no_mode_help_cites_a_document_the_repository_lacks() -> None:
+def test_no_help_cites_a_document_the_repository_lacks() -> None:
+    from test_docs_commands import _executables, _python_commands
+
     modes = sorted(p.name[len("primus-cli-"):-3] for p in (ROOT / "runner").glob("primus-cli-*.sh"))
+    cli = str(ROOT / "runner" / "primus-cli")
+    python = str(ROOT / ".venv" / "bin" / "python")
+    runs = [[cli, "--help"], *([cli, m, "--help"] for m in modes),
+            *([str(ROOT / name), "--help"] for name in _executables()),
+            *([python, "-m", "primus_runner", c, "--help"] for c in _python_commands())]
     cited = {}
-    for argv in [["--help"], *([m, "--help"] for m in modes)]:
-        done = subprocess.run([str(ROOT / "runner" / "primus-cli"), *argv], cwd=ROOT, capture_output=True,
-                              text=True, check=False, timeout=60, stdin=subprocess.DEVNULL)
+    for argv in runs:
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False, timeout=60,
+                              stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
         found = [line for line in (done.stdout + done.stderr).splitlines() if _CITED.search(line)]
         if found:
             cited[" ".join(argv)] = found
+    assert len(runs) > 40
     assert not cited, cited

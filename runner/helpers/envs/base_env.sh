@@ -20,7 +20,7 @@
 #     and never on top of a ROCR_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES mask)
 #   - OMP_NUM_THREADS=1 in every launch mode (torchrun's own default; --single
 #     and srun-native workers would otherwise start one thread per CPU)
-#   - defaults of the reference launcher's base_env.sh (behaviour sheet 7):
+#   - defaults of the reference launcher's base_env.sh (AMD-AGI/Primus runner/helpers/envs/base_env.sh):
 #     NCCL_CHECKS_DISABLE=1 RCCL_MSCCLPP_ENABLE=0 RCCL_MSCCLPP_FORCE_ENABLE=0
 #     MSCCLPP_DISABLE_CHANNEL_CACHE=FALSE GPU_MAX_HW_QUEUES=2 ENABLE_NUMA_BINDING=0
 #     NVTE_USE_CAST_TRANSPOSE_TRITON=1 NVTE_USE_OPTIMIZED_HIPIFIED_CAST_TRANSPOSE=0
@@ -59,7 +59,7 @@
 # and primus_opts_restore; common.sh: logging). Every function and variable a
 # sourced file defines is prefixed (primus_, __primus_, PRIMUS_, __PRIMUS_),
 # so a caller's own die, require_file or log functions survive; the LOG_*
-# functions are the SPEC's logging interface (section 3).
+# functions are the launcher's logging interface (runner/lib/common.sh).
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   # Executed, not sourced: nothing it sets could reach the caller.
