@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from primus_runner import runrecord
 from primus_runner.doctor import pairs as pairs_mod
 from primus_runner.errors import MissingError, UsageError
+from primus_runner.records import dataclass, field
 
 _NODE_RE = re.compile(r"^(?P<run>.+)-node(?P<node>\d+)$")
 
