@@ -148,4 +148,12 @@ verdicts() {
   # The scores are in the log every few rounds, never on the console.
   grep -q "run monitor: straggler scores" "$TEST_DIR"/ws-slow/logs/primus-*-node0.log
   run ! grep -q "run monitor: straggler scores" "$TEST_DIR/slow.out"
+  # The run's record beside the log holds every round and the verdict; primus-cli report draws them.
+  record=$(compgen -G "$TEST_DIR/ws-slow/logs/primus-*-node0.events.jsonl")
+  grep -q '"event": "straggler_scores", "node": 0, "host": "[^"]*", "scores": {"0": ' "$record"
+  grep -q '"event": "verdict", .*"verdict": "straggler", "ranks": \[3\]' "$record"
+  run "$PRIMUS_CLI" report "$record" --out "$TEST_DIR/slow.html"
+  assert_success
+  [[ $(grep -o 'class="straggler-series" data-rank="[0-3]"' "$TEST_DIR/slow.html" | wc -l) == 4 ]]
+  grep -q 'class="verdict verdict-straggler"' "$TEST_DIR/slow.html"
 }
