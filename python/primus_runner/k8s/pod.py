@@ -67,7 +67,7 @@ def _connects(host: str, port: int) -> bool:
         return False
 
 
-def wait(env: Mapping[str, str], *, log: Callable[[str], None],
+def wait(env: Mapping[str, str], *, log: Callable[[str], None], rank_origin: str = "",
          resolves: Callable[[str], bool] = _resolves, connects: Callable[[str, int], bool] = _connects,
          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
     """Wait until MASTER_ADDR resolves (and, see the module text, accepts a
@@ -80,11 +80,15 @@ def wait(env: Mapping[str, str], *, log: Callable[[str], None],
     node = int(env.get("NODE_RANK", "0") or "0")
     if not host:
         return
+    who = f"node {node}" + (f" (from {rank_origin})" if rank_origin else "")
     start = clock()
     deadline = start + limit
     tries = 0
     while not resolves(host):
         tries += 1
+        if tries == 1:
+            log(f"peer wait, {who}: MASTER_ADDR {host} does not resolve yet (service '{service_of(host)}'); "
+                f"retrying every {RETRY_SECONDS:g} s for up to {limit} s ({VARIABLE})")
         if clock() >= deadline:
             raise RuntimeFailure(
                 f"MASTER_ADDR '{host}' did not resolve within {VARIABLE}={limit} s (node {node}, {tries} tries): "
@@ -92,7 +96,7 @@ def wait(env: Mapping[str, str], *, log: Callable[[str], None],
                 f"service '{service_of(host)}' exists and selects the pods (kubectl get svc,endpoints "
                 f"{service_of(host)}), that the pod of index 0 runs, or raise {VARIABLE}.")
         sleep(RETRY_SECONDS)
-    log(f"peer wait: MASTER_ADDR {host} resolved after {clock() - start:.1f} s ({tries + 1} lookups)")
+    log(f"peer wait, {who}: MASTER_ADDR {host} resolved after {clock() - start:.1f} s ({tries + 1} lookups)")
     if node == 0 or env.get("PRIMUS_CLUSTER_CHECK", "1") != "0":
         return  # node 0 hosts the store; the cluster check connects (retrying) itself
     port_text = env.get("MASTER_PORT", "")
@@ -106,7 +110,7 @@ def wait(env: Mapping[str, str], *, log: Callable[[str], None],
                 f"node 0 of service '{service_of(host)}' has not started its rendezvous. Fix: look at the pod of "
                 f"index 0 (primus-cli k8s logs NAME), or raise {VARIABLE}.")
         sleep(RETRY_SECONDS)
-    log(f"peer wait: {host}:{port_text} accepted a connection after {clock() - began:.1f} s")
+    log(f"peer wait, {who}: {host}:{port_text} accepted a connection after {clock() - began:.1f} s")
 
 
 def wanted(env: Mapping[str, str]) -> bool:

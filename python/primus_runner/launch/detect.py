@@ -113,7 +113,8 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
             if pod.wanted(env):
                 from primus_runner import log
 
-                pod.wait({**env, **mapping.as_env()}, log=log.info)
+                pod.wait({**env, **mapping.as_env()}, log=log.info,
+                         rank_origin=mapping.origins.get("NODE_RANK", ""))
         if probes:  # a host probe (name resolution); env check --no-host-probes skips it
             ranks.check_master_resolves(mapping, sysfs_root)
     except (PrimusError, ImportError, OSError) as exc:
