@@ -41,7 +41,7 @@ class FakeClock:
 
 
 def test_wait_resolves_after_some_lookups_and_logs_the_time() -> None:
-    clock, lines, lookups = FakeClock(), [], []
+    clock, lines, lookups = FakeClock(), list[str](), list[str]()
 
     def resolves(host: str) -> bool:
         lookups.append(host)

@@ -135,7 +135,7 @@ def test_trainium_efa_count_and_hugepages(preset: str, target: str) -> None:
 
 def test_trn2_needs_the_counts_given() -> None:
     opts = options(["--image", "i", "--nodes", "2", "--preset", "trn2", "--name", "a"], {})
-    with pytest.raises(Exception, match="--devices N.*--nproc N.*--efa N"):
+    with pytest.raises(Exception, match=r"--devices N.*--nproc N.*--efa N"):
         render.render(opts, presets.get("trn2"))
 
 

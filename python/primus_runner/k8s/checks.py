@@ -73,8 +73,8 @@ def name_problems(doc: dict[str, Any]) -> Iterator[str]:
         if bad:
             yield bad
             continue
-        for host in _rjob_pods(name, rjob):
-            bad = name_problem(f"pod hostname <name>-<job>-<i>-<j>", host, rfc1035=False)
+        for host in _rjob_pods(str(name), rjob):
+            bad = name_problem("pod hostname <name>-<job>-<i>-<j>", host, rfc1035=False)
             if bad:
                 yield bad + " (the name and replicated Job name together)"
     if kind == "PyTorchJob":

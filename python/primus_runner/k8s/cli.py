@@ -1,5 +1,6 @@
 """``python3 -m primus_runner k8s``: what `primus-cli k8s` (runner/primus-cli-k8s.sh) asks.
 
+usage: python3 -m primus_runner k8s render|check|presets|kubectl ...
   k8s render [OPTIONS] -- [direct] [LAUNCH ARGS] [-- WORKLOAD ARGS]
       the manifest on stdout, after the user's variables passed the env check
       rules (exit 2 with the rule id otherwise) and the manifest passed the strict
@@ -267,7 +268,9 @@ def kubectl_argv(argv: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
+        from primus_runner.usertext import plain
+
+        print(plain(__doc__ or ""))
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "render":

@@ -105,8 +105,8 @@ def plan(opts: Options, preset: dict[str, Any]) -> Plan:
         raise UsageError(f"--network {network} is not a mode of preset {opts.preset}; accepted: "
                          f"{', '.join(networks)}.")
     if network == "multus" and not opts.multus:
-        raise UsageError(f"--network multus needs the networks by name: --multus NAME[,NAME...] (the "
-                         f"NetworkAttachmentDefinitions of the RoCE NICs), e.g. --multus rdma-net-0,rdma-net-1.")
+        raise UsageError("--network multus needs the networks by name: --multus NAME[,NAME...] (the "
+                         "NetworkAttachmentDefinitions of the RoCE NICs), e.g. --multus rdma-net-0,rdma-net-1.")
     if opts.multus and network != "multus":
         raise UsageError(f"--multus given with --network {network}; accepted: --multus only with "
                          "--network multus.")

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "k8s")
@@ -32,7 +32,7 @@ _TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "num
                                        "boolean": (bool,), "object": (dict,), "array": (list,)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_schema(kind: str, api_version: str) -> dict[str, Any] | None:
     """openAPIV3Schema of the vendored CRD's version for (kind, apiVersion), or None."""
     name = CRD_FILES.get((kind, api_version))
@@ -121,7 +121,7 @@ def core_objects(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def core_available() -> bool:
     try:
-        import kubernetes_validate  # noqa: F401
+        import kubernetes_validate  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         return False
     return True

@@ -315,38 +315,6 @@ def pytorchjob_values(r: Resolver) -> dict[str, tuple[str, str]]:
     return values
 
 
-def lws_values(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
-    """LeaderWorkerSet: the leader's address, the group size and this pod's index in
-    the group (the LWS controller sets LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and
-    LWS_WORKER_INDEX in every pod of a group; leader index 0). Source:
-    https://github.com/kubernetes-sigs/lws (LWS_WORKER_INDEX natively since LWS v0.6.0)."""
-    values: dict[str, tuple[str, str]] = {}
-    for name, lws in (("MASTER_ADDR", "LWS_LEADER_ADDRESS"), ("NNODES", "LWS_GROUP_SIZE"),
-                      ("NODE_RANK", "LWS_WORKER_INDEX")):
-        value = get_var(env, lws)
-        if value is not None:
-            values[name] = (value, lws)
-    return values
-
-
-def _refuse_process_world_size(env: Mapping[str, str]) -> None:
-    """PyTorchJob v1 pods give RANK as the pod index; with nprocPerNode > 1 the
-    operator's WORLD_SIZE counts processes (pods x PET_NPROC_PER_NODE), so it is
-    not the node count the v1 mapping reads: refused, naming both."""
-    nproc = get_var(env, "PET_NPROC_PER_NODE")
-    size = get_var(env, "WORLD_SIZE") or ""
-    rank = get_var(env, "RANK") or ""
-    if nproc is None or not DECIMAL.match(nproc) or int(nproc) <= 1 or not DECIMAL.match(size):
-        return
-    pods = int(size) // int(nproc) if int(size) % int(nproc) == 0 else None
-    guess = f"NNODES={pods} NODE_RANK={rank}" if pods else "NNODES=<pods> NODE_RANK=<pod index>"
-    raise _environment("WORLD_SIZE", size,
-                       f"counts processes (PET_NPROC_PER_NODE={nproc} per pod) while RANK={rank} is the pod's "
-                       "index (PyTorchJob v1): pod-level RANK mixed with process-level WORLD_SIZE, so the node "
-                       "count cannot be read from them",
-                       f"set PET_NNODES in the job (training-operator >= 1.7 does), or export {guess}")
-
-
 def scheduler_values(r: Resolver) -> tuple[str | None, dict[str, tuple[str, str]], int, str | None]:
     """(scheduler, {name: (value, origin)}, tasks on this node, node list) from the
     variables of the scheduler the job runs under (None: no scheduler)."""
@@ -361,14 +329,10 @@ def scheduler_values(r: Resolver) -> tuple[str | None, dict[str, tuple[str, str]
         sched = pytorchjob_values(r)
     elif source == "jobset":
         sched["NODE_RANK"] = (get_var(env, "JOB_COMPLETION_INDEX") or "", "JOB_COMPLETION_INDEX")
-    elif source == "lws":
-        sched = lws_values(env)
-    elif source == "pytorchjob-v1":
-        _refuse_process_world_size(env)
-        sched["NNODES"] = (get_var(env, "WORLD_SIZE") or "", "WORLD_SIZE (PyTorchJob v1: pods)")
-        sched["NODE_RANK"] = (get_var(env, "RANK") or "", "RANK (PyTorchJob v1: pod index)")
-        r.notes.append("Kubeflow PyTorchJob v1 environment (no PET_*): NNODES=WORLD_SIZE and "
-                       "NODE_RANK=RANK, as the operator sets them per pod")
+    elif source in ("lws", "pytorchjob-v1"):  # scheduler/kubernetes.py
+        from primus_runner.scheduler import kubernetes
+
+        sched = kubernetes.values(source, env, r.notes)
     return source, sched, tasks_per_node, nodelist
 
 
