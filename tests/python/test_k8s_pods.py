@@ -204,3 +204,36 @@ def test_a_name_that_never_resolves_fails_within_its_deadline_naming_the_service
     assert f"MASTER_ADDR '{host}' did not resolve within PRIMUS_PEER_WAIT_TIMEOUT=3 s" in log
     assert f"service '{tag}'" in log
     assert took < 3 + 30  # the deadline plus the launcher's own start
+
+
+# ------------------------------------------------------------------ identity of each family
+
+def test_lws_identity_maps_leader_group_size_and_worker_index() -> None:
+    from primus_runner.cluster.ranks import resolve
+
+    m = resolve({"LWS_LEADER_ADDRESS": "llama-0.llama", "LWS_GROUP_SIZE": "4", "LWS_WORKER_INDEX": "3"})
+    assert (m.source, m.master_addr, m.nnodes, m.node_rank) == ("lws", "llama-0.llama", 4, 3)
+    assert m.origins["NODE_RANK"] == "LWS_WORKER_INDEX"
+
+
+def test_jobset_identity_rank_from_the_completion_index() -> None:
+    from primus_runner.cluster.ranks import resolve
+
+    m = resolve({"JOB_COMPLETION_INDEX": "5", "MASTER_ADDR": "llama-node-0-0.llama", "NNODES": "8"})
+    assert (m.source, m.node_rank, m.origins["NODE_RANK"]) == ("jobset", 5, "JOB_COMPLETION_INDEX")
+
+
+def test_pytorchjob_v1_pod_rank_with_process_world_size_is_refused() -> None:
+    from primus_runner.cluster.ranks import resolve
+    from primus_runner.errors import RuleRefusal
+
+    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "MASTER_ADDR": "job-master-0", "WORLD_SIZE": "16",
+           "RANK": "1", "PET_NPROC_PER_NODE": "8"}
+    with pytest.raises(RuleRefusal) as info:
+        resolve(env)
+    assert info.value.rule == "scheduler_environment"
+    assert "WORLD_SIZE='16'" in str(info.value) and "RANK=1 is the pod's index" in str(info.value)
+    assert "export NNODES=2 NODE_RANK=1" in str(info.value)
+    # the same pod with one process per pod is the plain v1 mapping
+    m = resolve({**env, "WORLD_SIZE": "2", "PET_NPROC_PER_NODE": "1"})
+    assert (m.source, m.nnodes, m.node_rank) == ("pytorchjob-v1", 2, 1)
