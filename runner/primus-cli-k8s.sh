@@ -112,7 +112,9 @@ run_subcommand() {
       kubectl_words words "$action" "$@"
       require_kubectl
       exec kubectl "${words[@]}" ;;
-    stacks) stacks "$@" ;;
+    stacks)
+      stacks "$@"
+      exit 0 ;;
   esac
 }
 
@@ -134,7 +136,10 @@ stacks() {
   for pod in "${pods[@]}"; do
     out+=$(kubectl exec "${namespace[@]}" "${pod#pod/}" -- primus-cli stacks --json 2>/dev/null || true)$'\n'
   done
-  printf '%s' "$out" | primus_python diagnose merge --stdin --heading "stacks of $1 across ${#pods[@]} pod(s)"
+  primus_require_python
+  printf '%s' "$out" |
+    PYTHONPATH=$PRIMUS_ROOT/python "$PRIMUS_PYTHON" -m primus_runner.diagnose merge --stdin \
+      --heading "stacks of $1 across ${#pods[@]} pod(s)"
 }
 
 main() {

@@ -89,3 +89,22 @@ teardown() {
   assert_failure 1
   assert_output --partial "'kubectl' not found on PATH"
 }
+
+@test "k8s stacks NAME: lists the pods by the label, runs primus-cli stacks --json in each, one summary" {
+  cat >"$STUB_DIR/kubectl" <<EOF
+#!/usr/bin/env bash
+printf '%s\n' "\$*" >>"$TEST_DIR/kubectl.calls"
+case \$1 in
+  get) printf 'pod/llama-node-0-0\npod/llama-node-0-1\n' ;;
+  exec) n=\${*: -5:1}; printf '{"node": %s, "host": "h%s", "places": [], "verdict": ""}\n' "\${n##*-}" "\${n##*-}" ;;
+esac
+EOF
+  run "$PRIMUS_CLI" k8s stacks llama --namespace team
+  assert_success
+  assert_output --partial "stacks of llama across 2 pod(s):"
+  assert_output --partial "run monitor of node 1 (h1)"
+  run cat "$TEST_DIR/kubectl.calls"
+  assert_line --index 0 "get pods --namespace team -l primus-runner/name=llama -o name"
+  assert_line --index 1 "exec --namespace team llama-node-0-0 -- primus-cli stacks --json"
+  assert_line --index 2 "exec --namespace team llama-node-0-1 -- primus-cli stacks --json"
+}
