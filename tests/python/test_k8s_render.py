@@ -293,3 +293,31 @@ def test_container_mode_and_unknown_options_are_refused() -> None:
     assert out.returncode == 2 and "mi300x" in out.stderr
     out = run_cli("k8s", "--dry-run", "--nodes", "2", "--preset", "mi300x", "--name", "a")
     assert out.returncode == 2 and "--image" in out.stderr
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", ["mi300x-multus", "trn1-16"])
+def test_acceptance_shapes_pass_the_strict_schemas(case: str, target: str) -> None:
+    if case == "mi300x-multus":
+        docs = rendered("mi300x", target, 2, "--network", "multus", "--multus", "rdma-0")
+    else:
+        docs = rendered("trn1", target, 16)
+    assert verify(docs) == []
+    assert all(p.get("hostNetwork") is not True for p in pods(docs))
+
+
+def test_env_file_and_config_direct_env_reach_the_pod(tmp_path: Path) -> None:
+    env_file = tmp_path / "run.env"
+    env_file.write_text("NCCL_DEBUG=WARN\nWANDB_API_KEY=wandb-file-secret\n")
+    config = tmp_path / "exp.yaml"
+    config.write_text("direct:\n  env:\n    - NCCL_DEBUG=INFO\n    - PRIMUS_HANG_TIMEOUT=900\n")
+    out = run_cli("k8s", "--dry-run", "--config", str(config), "--image", "i", "--nodes", "2", "--preset",
+                  "mi300x", "--name", "a", "--env", str(env_file), "--", "--", "train")
+    assert out.returncode == 0, out.stderr
+    assert "wandb-file-secret" not in out.stdout
+    (js,) = yaml.safe_load_all(out.stdout)
+    env = {e["name"]: e for e in js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+           ["containers"][0]["env"]}
+    assert env["NCCL_DEBUG"]["value"] == "WARN"  # --env after config direct.env: the later wins
+    assert env["PRIMUS_HANG_TIMEOUT"]["value"] == "900"
+    assert env["WANDB_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "a-secrets", "key": "WANDB_API_KEY"}
