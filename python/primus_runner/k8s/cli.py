@@ -194,6 +194,12 @@ def cmd_render(argv: list[str]) -> int:
     reasons = verify(docs)
     if reasons:
         return refused(reasons, "the rendered manifest")
+    if opts.secret_names:
+        names = sorted(opts.secret_names)
+        literal = " ".join(f"--from-literal={n}=..." for n in names)
+        print(f"[k8s] note: {', '.join(names)} come(s) from Secret '{r.secret_name(opts)}' (key = the name), "
+              f"never from the manifest; create it once: kubectl create secret generic "
+              f"{r.secret_name(opts)} {literal}", file=sys.stderr)
     sys.stdout.write(r.to_yaml(docs))
     return 0
 
