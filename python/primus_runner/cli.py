@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("primus_runner.dataprep.cli", "prepare tokenized data once for all nodes"),
     "train": ("primus_runner.workload.train", "embedded CPU workload: train pretrain --config FILE"),
     "preflight": ("primus_runner.workload.preflight", "check the distributed environment on all ranks"),
+    "k8s": ("primus_runner.k8s.cli", "render, check and act on Kubernetes manifests (JobSet, TrainJob, PyTorchJob)"),
     "doctor": ("primus_runner.doctor.cli", "check this node (or rank a fleet's reports): fit to train on?"),
     "report": ("primus_runner.report.cli", "draw a run or a doctor run as one self-contained HTML file"),
 }

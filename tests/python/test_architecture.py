@@ -47,8 +47,9 @@ FLOORS: dict[str, int] = {
     "env": 2,
     # 3: the cluster around the host (rank mapping asks the rules).
     "cluster": 3,
-    # 4: one launch, and the workloads it can run.
-    "launch": 4, "dataprep": 4, "workload": 4,
+    # 4: one launch, and the workloads it can run; a launch rendered for Kubernetes
+    # (the renderer asks env's rules; the launch asks its pod side).
+    "launch": 4, "dataprep": 4, "workload": 4, "k8s": 4,
     # 5: diagnosis of running launches and of the fleet (they run the launch's checks).
     "diagnose": 5, "doctor": 5, "monitor": 5, "report": 5,
     # 6: the command-line face.

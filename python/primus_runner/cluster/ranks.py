@@ -4,7 +4,7 @@ NNODES, NODE_RANK, GPUS_PER_NODE (the spec's distributed environment and rank ma
 ``resolve(env, defaults)`` is a pure function of an environment mapping. Sources,
 in the order the spec's distributed environment and rank mapping gives: Slurm (``SLURM_JOB_ID``), OpenMPI/PMIx
 (``OMPI_COMM_WORLD_*``, ``PMIX_RANK``), Kubernetes PyTorchJob (``PET_*``) and
-JobSet (``JOB_COMPLETION_INDEX``), then plain exported values ("explicit") or a
+JobSet (``JOB_COMPLETION_INDEX``), LeaderWorkerSet (``LWS_*``), then plain exported values ("explicit") or a
 single host ("single").
 
 Precedence for every value: what the user exported > what the scheduler says >
@@ -35,7 +35,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing costs ~8 ms of every launch
     from typing import Any
 
-SOURCES = ("explicit", "slurm", "openmpi", "pmix", "pytorchjob", "jobset", "pytorchjob-v1", "single")
+SOURCES = ("explicit", "slurm", "openmpi", "pmix", "pytorchjob", "jobset", "lws", "pytorchjob-v1", "single")
 
 @dataclass
 class RankMap:

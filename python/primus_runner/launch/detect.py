@@ -88,7 +88,7 @@ def _step_failed(step: str, exc: BaseException, failures: list[tuple[str, str, i
 def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | None,
                  sysfs_root: str, dev_root: str, origins: dict[str, str] | None = None,
                  failures: list[tuple[str, str, int]] | None = None, *,
-                 probes: bool = True, pick_port: bool = False) -> dict[str, str]:
+                 probes: bool = True, pick_port: bool = False, wait_peers: bool = False) -> dict[str, str]:
     """Everything a launch exports before the shell layers run.
 
     ``origins`` (when given) receives where each value came from; with
@@ -107,6 +107,14 @@ def detected_env(env: Mapping[str, str], cfg: cfgmod.Config, accelerator: str | 
     try:
         mapping = ranks.resolve(env, config_defaults(cfg))
         notes += mapping.notes
+        if wait_peers and probes:
+            from primus_runner.k8s import pod
+
+            if pod.wanted(env):
+                from primus_runner import log
+
+                pod.wait({**env, **mapping.as_env()}, log=log.info,
+                         rank_origin=mapping.origins.get("NODE_RANK", ""))
         if probes:  # a host probe (name resolution); env check --no-host-probes skips it
             ranks.check_master_resolves(mapping, sysfs_root)
     except (PrimusError, ImportError, OSError) as exc:

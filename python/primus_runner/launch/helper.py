@@ -102,7 +102,7 @@ def prepare_records(env: Mapping[str, str], config_file: str | None, accelerator
     picked = rendezvous.auto_port(env, sysfs_root)
     origins: dict[str, str] = {}
     found = detected_env(picked if picked is not None else env, cfg, accelerator, sysfs_root, dev_root,
-                         origins, probes=host_probes, pick_port=True)
+                         origins, probes=host_probes, pick_port=True, wait_peers=True)
     if picked is not None and "MASTER_PORT" in picked:  # a free port (not Slurm's job port)
         rendezvous.check_auto_single_node(int(found.get("NNODES", "1") or "1"))
         found.setdefault("MASTER_PORT", picked["MASTER_PORT"])

@@ -329,11 +329,10 @@ def scheduler_values(r: Resolver) -> tuple[str | None, dict[str, tuple[str, str]
         sched = pytorchjob_values(r)
     elif source == "jobset":
         sched["NODE_RANK"] = (get_var(env, "JOB_COMPLETION_INDEX") or "", "JOB_COMPLETION_INDEX")
-    elif source == "pytorchjob-v1":
-        sched["NNODES"] = (get_var(env, "WORLD_SIZE") or "", "WORLD_SIZE (PyTorchJob v1: pods)")
-        sched["NODE_RANK"] = (get_var(env, "RANK") or "", "RANK (PyTorchJob v1: pod index)")
-        r.notes.append("Kubeflow PyTorchJob v1 environment (no PET_*): NNODES=WORLD_SIZE and "
-                       "NODE_RANK=RANK, as the operator sets them per pod")
+    elif source in ("lws", "pytorchjob-v1"):  # scheduler/kubernetes.py
+        from primus_runner.scheduler import kubernetes
+
+        sched = kubernetes.values(source, env, r.notes)
     return source, sched, tasks_per_node, nodelist
 
 
@@ -374,6 +373,8 @@ def detect_source(env: Mapping[str, str]) -> str | None:
         return "pytorchjob"
     if get_var(env, "JOB_COMPLETION_INDEX") is not None:
         return "jobset"
+    if get_var(env, "LWS_LEADER_ADDRESS") is not None or get_var(env, "LWS_WORKER_INDEX") is not None:
+        return "lws"
     if _pod_index_env(env):
         return "pytorchjob-v1"
     return None
