@@ -181,8 +181,8 @@ def hand_written_lists(files: list[Path], names: list[str]) -> list[str]:
 
 def readme_modes(text: str) -> list[str]:
     """The modes the README's entry-point sentence names (``modes `a`, `b` ...``)."""
-    match = re.search(r"modes ((?:`[a-z-]+`(?:,\s*(?:and\s+)?|\s+and\s+)?)+)", text)
-    return re.findall(r"`([a-z-]+)`", match.group(1)) if match else []
+    match = re.search(r"modes ((?:`[a-z][a-z0-9-]*`(?:,\s*(?:and\s+)?|\s+and\s+)?)+)", text)
+    return re.findall(r"`([a-z][a-z0-9-]*)`", match.group(1)) if match else []
 
 
 def test_the_modes_are_the_files_and_nothing_else_lists_them() -> None:
