@@ -21,7 +21,7 @@
 #   primus_watchdog_stop        the launch ends on purpose: "done", the monitor exits
 
 PRIMUS_HANG_FD="" PRIMUS_HANG_PID="" PRIMUS_HANG_ERR_FD="" PRIMUS_HANG_RESTARTS=0
-PRIMUS_HANG_STARTED=0 PRIMUS_HANG_QUICK=0 PRIMUS_HANG_QUICK_DEATHS=5
+PRIMUS_HANG_STARTED=0 PRIMUS_HANG_QUICK=0 PRIMUS_HANG_QUICK_DEATHS=5 PRIMUS_HANG_GAVE_UP=0
 PRIMUS_HANG_ARGS=()
 # shellcheck source=runner/lib/flight_recorder.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/flight_recorder.sh"
@@ -110,8 +110,22 @@ primus_watchdog_give_up() {
     "within a second of its start: nothing writes the run's output (console, log, rank files) nor" \
     "watches it, so the run is stopped. Fix: its own error, when it could print one, is on the console" \
     "above; '${PRIMUS_PYTHON:-python3} -m primus_runner.monitor --help' says what it needs."
-  # The stop runs as SIGTERM's: bash ends with status 0 when `exit` runs in a CHLD trap.
-  kill -TERM "$$"
+  # shellcheck disable=SC2034  # read by primus_run_workload (runner/lib/supervise.sh)
+  PRIMUS_HANG_GAVE_UP=1
+  # Once the workload runs, the stop must not run inside this CHLD trap: every
+  # child the stop forks (its helper, a command substitution) ends while bash
+  # still marks the CHLD trap as running, and bash then prints "run_pending_traps:
+  # bad value in trap_list[17]" on the console. So the run's top process gets
+  # SIGTERM, which ends the launcher's wait, and primus_run_workload runs the
+  # stop (primus_stop_run) after it, outside any trap. Before the workload there
+  # is no wait to end: the stop runs as SIGTERM's (bash ends with status 0 when
+  # `exit` runs in a CHLD trap; a stop queued while the workload starts runs
+  # right after the start, outside the trap: primus_run_pending).
+  if [[ -n ${PRIMUS_RUN_PID:-} ]]; then
+    kill -TERM "$PRIMUS_RUN_PID" 2>/dev/null || true
+  else
+    kill -TERM "$$"
+  fi
 }
 
 primus_watchdog_stop() {

@@ -73,6 +73,17 @@ def parse_io(text: str) -> int:
     return values["rchar"] + values["wchar"] if len(values) == 2 else -1
 
 
+def parse_environ(data: bytes) -> dict[str, str]:
+    """The variables of a /proc/PID/environ (NUL-separated NAME=VALUE) (pure);
+    bytes that are not UTF-8 are kept as surrogate escapes, as os.environ does."""
+    env: dict[str, str] = {}
+    for item in data.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep and name:
+            env[name.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+    return env
+
+
 def _read(path: str) -> str:
     with open(path, encoding="ascii", errors="replace") as handle:
         return handle.read()
