@@ -228,6 +228,13 @@ primus_require_file() {
     primus_die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
 }
 
+# primus_phase_mark NAME: note that the launch phase NAME ended now (bash's
+# EPOCHREALTIME, no process) in PRIMUS_PHASE_MARKS (`start=T plan=T ...`), which
+# the run monitor gets as PRIMUS_LAUNCH_PHASES (python/primus_runner/monitor/phases.py).
+primus_phase_mark() {
+  PRIMUS_PHASE_MARKS+=" $1=$EPOCHREALTIME"
+}
+
 # primus_pick_python: set PRIMUS_PYTHON once (PRIMUS_PYTHON, else the project's
 # .venv, else python3), without starting an interpreter.
 primus_pick_python() {

@@ -250,6 +250,7 @@ primus_run_workload() {
     PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_HANG_FD}>&- &
   fi
   PRIMUS_RUN_PID=$!
+  primus_watchdog_tell "phase spawn $EPOCHREALTIME"  # the waterfall's spawn end (monitor/phases.py)
   PRIMUS_RUN_ARGS=(--mode "$PRIMUS_RUN_MODE" --run-pid "$PRIMUS_RUN_PID" --run-id "$PRIMUS_RUN_ID"
     --rc-dir "${PRIMUS_RC_DIR:-}")
   PRIMUS_RUN_STARTING=0

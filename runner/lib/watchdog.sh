@@ -18,6 +18,7 @@
 #       seconds, default 1800; 0 = no verdicts, the guard stays) and
 #       PRIMUS_HANG_ACTION (report|stop, default report). A SIGCHLD trap
 #       notices the monitor's death at once: named and restarted (every time).
+#   primus_watchdog_tell LINE   one line on the monitor's stdin (a launch phase's end)
 #   primus_watchdog_stop        the launch ends on purpose: "done", the monitor exits
 
 PRIMUS_HANG_FD="" PRIMUS_HANG_PID="" PRIMUS_HANG_ERR_FD="" PRIMUS_HANG_RESTARTS=0
@@ -51,7 +52,7 @@ primus_watchdog_start() {
   # stdin: a pipe only the launcher writes ("done": the launch ends on purpose;
   # end of file without it: the launcher died, and the monitor is the guard).
   exec {PRIMUS_HANG_FD}> >(PYTHONPATH=$PRIMUS_SUPERVISE_DIR/../python PRIMUS_MONITOR_OUTPUT=$output \
-    exec setsid "${PRIMUS_PYTHON:-python3}" -m primus_runner.monitor \
+    PRIMUS_LAUNCH_PHASES=${PRIMUS_PHASE_MARKS:-} exec setsid "${PRIMUS_PYTHON:-python3}" -m primus_runner.monitor \
     "$1" "$2" "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE" "$grace" 1>&"$out" 2>&"$err")
   PRIMUS_HANG_PID=$!
   PRIMUS_HANG_STARTED=${EPOCHREALTIME//[.,]/}
@@ -126,6 +127,16 @@ primus_watchdog_give_up() {
   else
     kill -TERM "$$"
   fi
+}
+
+# primus_watchdog_tell LINE: one line on the run monitor's stdin (`phase NAME T`,
+# python/primus_runner/monitor/cli.py); no fork, and no SIGPIPE when it is gone
+# (it would end this launcher with 141).
+primus_watchdog_tell() {
+  [[ -n $PRIMUS_HANG_FD ]] || return 0
+  trap '' PIPE
+  { printf '%s\n' "$1" >&"$PRIMUS_HANG_FD"; } 2>/dev/null || true
+  trap - PIPE
 }
 
 primus_watchdog_stop() {

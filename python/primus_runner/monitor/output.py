@@ -209,6 +209,7 @@ class Output(threading.Thread):
         self.taken: set[tuple[int, int]] = set()  # (wrapper, read fd) taken over by this monitor
         self.marks: dict[str, tuple[int, int, int]] = {}
         self.ending = threading.Event()
+        self.first_rank_output = 0.0   # Unix time of the first bytes a rank wrote (monitor/phases.py)
 
     def stop(self, wait: float = 10.0) -> None:
         """The launch is over: copy what the pipes still hold (until their end, or
@@ -264,6 +265,8 @@ class Output(threading.Thread):
             except OSError:
                 chunk = b""
             if chunk:
+                if stream.lines:   # a rank's pipe (the launcher's are copied as chunks)
+                    self.first_rank_output = self.first_rank_output or time.time()
                 stream.take(chunk, now)
             else:
                 del self.streams[fd]
