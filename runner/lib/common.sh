@@ -228,6 +228,17 @@ primus_require_file() {
     primus_die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
 }
 
+# primus_is_one_of WORD LIST...: status 0 when WORD is one of LIST (a registry
+# list from runner/lib/facts.sh: PRIMUS_NODE_MODES, PRIMUS_RUN_MODES, ...).
+primus_is_one_of() {
+  local __primus_word=$1 __primus_item
+  shift
+  for __primus_item in "$@"; do
+    [[ $__primus_word != "$__primus_item" ]] || return 0
+  done
+  return 1
+}
+
 # primus_phase_mark NAME: note that the launch phase NAME ended now (bash's
 # EPOCHREALTIME, no process) in PRIMUS_PHASE_MARKS (`start=T plan=T ...`), which
 # the run monitor gets as PRIMUS_LAUNCH_PHASES (python/primus_runner/monitor/phases.py).

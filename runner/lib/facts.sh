@@ -24,5 +24,8 @@ PRIMUS_HOOK_EXIT_CONFIG=78
 declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=([MASTER_ADDR]=localhost [MASTER_PORT]=1234 [NNODES]=1 [NODE_RANK]=0 [GPUS_PER_NODE]=8)
 # GPU models with a layer file (behaviour sheet section 6).
 PRIMUS_GPU_MODELS=(MI300X MI325X MI355X)
+# The launch modes a node runs, and a direct launch's run modes.
+PRIMUS_NODE_MODES=(direct container)
+PRIMUS_RUN_MODES=(torchrun single)
 # Registry defaults the shell reads (shared_facts shell_defaults).
 declare -gA PRIMUS_REGISTRY_DEFAULTS=([PRIMUS_KILL_GRACE]=10 [PRIMUS_HOOK_TIMEOUT]=1800 [PRIMUS_HANG_TIMEOUT]=1800 [PRIMUS_HANG_ACTION]=report [PRIMUS_REQUEUE_EXIT_CODE]=85 [PRIMUS_SIGNAL_WINDOW_MS]=1000 [PRIMUS_SLURM_SCONTROL_TIMEOUT]=3)

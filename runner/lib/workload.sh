@@ -320,10 +320,11 @@ primus_workload_run_mode() {
   else
     PRIMUS_WL_RUN_MODE=torchrun PRIMUS_WL_RUN_MODE_ORIGIN="default"
   fi
-  case $PRIMUS_WL_RUN_MODE in
-    torchrun | single) ;;
-    *) primus_bad_usage "primus-cli direct" "run mode '$PRIMUS_WL_RUN_MODE' (from $PRIMUS_WL_RUN_MODE_ORIGIN) is not known; accepted: torchrun, single. Fix: direct.run_mode: torchrun|single, --single, or a hook line env.RUN_MODE=single." ;;
-  esac
+  if ! primus_is_one_of "$PRIMUS_WL_RUN_MODE" "${PRIMUS_RUN_MODES[@]}"; then
+    local accepted
+    printf -v accepted '%s, ' "${PRIMUS_RUN_MODES[@]}"
+    primus_bad_usage "primus-cli direct" "run mode '$PRIMUS_WL_RUN_MODE' (from $PRIMUS_WL_RUN_MODE_ORIGIN) is not known; accepted: ${accepted%, }. Fix: direct.run_mode: torchrun|single, --single, or a hook line env.RUN_MODE=single."
+  fi
   export RUN_MODE=$PRIMUS_WL_RUN_MODE
 }
 
