@@ -293,7 +293,7 @@ main() {
   fi
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
-  # with --env NAME and the value in the environment (the spec's conventions).
+  # with --env NAME and the value in the environment (README "Configuration").
   local -a __primus_argv_clean
   if primus_secret_env_args __primus_argv_clean $(($# - ${#PRIMUS_WORKLOAD_ARGS[@]})) "$@"; then
     exec "$BASH" "${BASH_SOURCE[0]}" "${__primus_argv_clean[@]}"

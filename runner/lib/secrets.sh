@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# runner/lib/secrets.sh: secrets never reach an output or an argv (SPEC
-# section 3). Sourced by runner/lib/common.sh (never on its own: the logging
+# runner/lib/secrets.sh: secrets never reach an output or an argv (README
+# "Security"). Sourced by runner/lib/common.sh (never on its own: the logging
 # it serves is there); defines only primus_* / __primus_* / PRIMUS_* names and
 # never changes the caller's shell options.
 #

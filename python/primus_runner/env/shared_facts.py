@@ -141,12 +141,12 @@ def shell_text(facts: dict[str, Any], shell_defaults: dict[str, str]) -> str:
             f"PRIMUS_LOG_SWITCH_ON=({_words(facts['log_switch_on'])})\n"
             f"PRIMUS_LOOPBACK_NAMES=({_words(facts['loopback_names'])})\n"
             f"PRIMUS_ACCELERATORS=({_words(facts['accelerators'])})\n"
-            "# Exit codes (the spec's conventions) and the hook protocol's (mapped to 1 and 2).\n"
+            "# Exit codes (README \"Exit codes\") and the hook protocol's (mapped to 1 and 2).\n"
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["exit_codes"].items())
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["hook_exit_codes"].items())
-            + "# The launcher's distributed fallbacks (reference section 1).\n"
+            + "# The launcher's distributed fallbacks (Primus docs, environment variables, section 1).\n"
             f"declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=({defaults})\n"
-            "# GPU models with a layer file (behaviour sheet section 6).\n"
+            "# GPU models with a layer file (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/<model>.sh).\n"
             f"PRIMUS_GPU_MODELS=({_words(facts['gpu_models'])})\n"
             "# The launch modes a node runs, and a direct launch's run modes.\n"
             f"PRIMUS_NODE_MODES=({_words(facts['node_modes'])})\n"
