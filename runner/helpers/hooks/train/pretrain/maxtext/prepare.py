@@ -1,4 +1,5 @@
-"""maxtext prepare step (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
+"""maxtext prepare step (as upstream AMD-AGI/Primus@fd1eeabb
+runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
 
 Needs pre_trainer dataset_type (else exit 78). Emits extra.backend_path
 (MAXTEXT_PATH, dir maxtext; emitted even when absent) and env.RUN_MODE=single:

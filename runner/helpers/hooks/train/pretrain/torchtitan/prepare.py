@@ -1,4 +1,5 @@
-"""torchtitan prepare step (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
+"""torchtitan prepare step (as upstream AMD-AGI/Primus@fd1eeabb
+runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
 
 Backend: TORCHTITAN_PATH, dir torchtitan (missing: exit 66); reinstalled
 editable (pip install -e <checkout> --config-settings editable_mode=compat;
