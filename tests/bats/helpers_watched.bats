@@ -209,11 +209,13 @@ spool_copy_killed() {
 @test "a run monitor that dies at its start while the workload runs: the run is stopped (exit 143) with its closing line, and bash prints no trap warning" {
   # The run monitor cannot start (exit 1 at once, as on a Python without a
   # module it needs); every other use of the interpreter is the real one.
-  printf '#!/bin/sh
-[ "$1 $2" = "-m primus_runner.monitor" ] && { echo x >>"%s"; exit 1; }
-exec "%s" "$@"
-' \
-    "$TEST_DIR/starts" "$(command -v python3)" >"$TEST_DIR/python"
+  local real
+  real=$(command -v python3)
+  cat >"$TEST_DIR/python" <<EOF
+#!/bin/sh
+[ "\$1 \$2" = "-m primus_runner.monitor" ] && { echo x >>"$TEST_DIR/starts"; exit 1; }
+exec "$real" "\$@"
+EOF
   chmod +x "$TEST_DIR/python"
   run bash -c '
     source "$1/runner/lib/common.sh"
