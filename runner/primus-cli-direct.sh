@@ -59,6 +59,7 @@
 # configuration; 3 hook or patch failed; otherwise the workload's own code;
 # 128+N when the launcher was stopped by signal N.
 set -euo pipefail
+PRIMUS_PHASE_MARKS="start=$EPOCHREALTIME"  # + each phase's end (primus_phase_mark, runner/lib/common.sh)
 
 PRIMUS_CLI_DIR=${BASH_SOURCE[0]%/*}
 [[ $PRIMUS_CLI_DIR != "${BASH_SOURCE[0]}" ]] || PRIMUS_CLI_DIR=.
@@ -184,12 +185,9 @@ load_layers() {
 # finish_layers: after the last --env, the steps that must see final values.
 finish_layers() {
   primus_cli_env_note_origins
-  if declare -F primus_xla_apply_append >/dev/null; then
-    primus_xla_apply_append
-  fi
-  if declare -F primus_neuron_slices >/dev/null; then
-    primus_neuron_slices  # the Neuron checks are env check's (primus_helper_env_check)
-  fi
+  ! declare -F primus_xla_apply_append >/dev/null || primus_xla_apply_append
+  # The Neuron checks are env check's (primus_helper_env_check).
+  ! declare -F primus_neuron_slices >/dev/null || primus_neuron_slices
 }
 
 # ------------------------------------------------------------------- command
@@ -198,9 +196,7 @@ finish_layers() {
 # the run mode, its environment, and the probe's answer about the interpreter.
 resolve_workload() {
   primus_workload_run_mode "$PRIMUS_OPT_SINGLE" "${PRIMUS_WORKLOAD_ARGS[0]-}"
-  if [[ $PRIMUS_WL_RUN_MODE == single ]]; then
-    primus_workload_single_env
-  fi
+  [[ $PRIMUS_WL_RUN_MODE != single ]] || primus_workload_single_env
   primus_workload_jax_coordinator
 }
 
@@ -297,7 +293,7 @@ main() {
   fi
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
-  # with --env NAME and the value in the environment (the spec's conventions).
+  # with --env NAME and the value in the environment (README "Configuration").
   local -a __primus_argv_clean
   if primus_secret_env_args __primus_argv_clean $(($# - ${#PRIMUS_WORKLOAD_ARGS[@]})) "$@"; then
     exec "$BASH" "${BASH_SOURCE[0]}" "${__primus_argv_clean[@]}"
@@ -344,12 +340,15 @@ launch() {
   [[ -n $PRIMUS_VERDICT ]] || primus_workload_probe_start
   resolve_settings
   primus_cli_env_apply
+  primus_phase_mark plan
   load_layers
   primus_cli_env_apply
+  primus_phase_mark layers
   primus_hooks_run "$PRIMUS_OPT_DRY_RUN" "${PRIMUS_WORKLOAD_ARGS[@]}"
   primus_helper_hook_inputs  # unless the hook runner read them (launch_hooks.sh)
   primus_hooks_run_patches "$PRIMUS_OPT_DRY_RUN" "${PRIMUS_CLI_PATCHES[@]}"
   primus_cli_env_apply
+  primus_phase_mark hooks
   finish_layers
   resolve_workload
   if [[ ${PRIMUS_SKIP_MAIN_LAUNCH:-0} == 1 ]]; then
@@ -357,6 +356,7 @@ launch() {
     exit 0
   fi
   primus_helper_env_check
+  primus_phase_mark verdict
   exec {PRIMUS_CONSOLE_FD}>&-
   PRIMUS_CONSOLE_FD=""
   local __primus_need_torch=0

@@ -131,7 +131,7 @@ parse_args() {
         shift
         ;;
       --config=*) PRIMUS_ENTRY_CONFIG=${1#--config=} ;;
-      -- | direct | container | [!-]*)
+      -- | [!-]*)
         # Upstream's call form `-- <mode> ...`; no mode word: slurm.mode
         # (default container). runner/lib/mode_words.sh owns the rule.
         primus_mode_words_split "$@"

@@ -148,12 +148,13 @@ split_after() {
   ((${#PRIMUS_AFTER[@]})) || bad_usage "nothing after '--'; e.g. primus-cli slurm $PRIMUS_LAUNCHER -N 2 -- direct -- preflight"
   # A word close to a mode name is a mistyped mode (upstream Primus would run it
   # as the container's workload); any other word starts the workload.
-  local hint=""
-  case ${PRIMUS_AFTER[0]-} in
-    direct | container | -* | "") ;;
-    *) primus_did_you_mean hint "${PRIMUS_AFTER[0]}" direct container ;;
-  esac
-  [[ -z $hint ]] || bad_usage "'${PRIMUS_AFTER[0]}' after '--' is not a mode; accepted: direct or container$hint"
+  local hint="" first=${PRIMUS_AFTER[0]-}
+  if [[ -n $first && $first != -* ]] && ! primus_is_one_of "$first" "${PRIMUS_NODE_MODES[@]}"; then
+    primus_did_you_mean hint "$first" "${PRIMUS_NODE_MODES[@]}"
+  fi
+  local accepted
+  printf -v accepted '%s or ' "${PRIMUS_NODE_MODES[@]}"
+  [[ -z $hint ]] || bad_usage "'$first' after '--' is not a mode; accepted: ${accepted% or }$hint"
   primus_mode_words_split "${PRIMUS_AFTER[@]}"
   PRIMUS_SLURM_MODE=$PRIMUS_MODE_WORD
   PRIMUS_SLURM_MODE_ARGS=("${PRIMUS_MODE_ARGS[@]}")

@@ -2,7 +2,7 @@
 
 Each command lives in its own module exposing ``main(argv: list[str]) -> int``.
 Modules are imported lazily so that a launch step pays only for what it uses
-(importing torch for ``env check`` would blow the spec's performance budgets).
+(importing torch for ``env check`` would blow README "Launch overhead").
 """
 from __future__ import annotations
 

@@ -29,6 +29,22 @@ DISTRIBUTED_DEFAULTS = {
     'GPUS_PER_NODE': '8',
 }
 GPU_MODELS = ('MI300X', 'MI325X', 'MI355X')
+NODE_MODES = ('direct', 'container')
+RUN_MODES = ('torchrun', 'single')
+# The run monitor's thresholds (seconds, counts, shares).
+MONITOR_TICK = 1.0
+MONITOR_STILL_AFTER = 4.0
+MONITOR_SAMPLE_GAP = 4.0
+MONITOR_SETTLE_SAMPLES = 3
+MONITOR_STOPPED_AFTER = 2.0
+MONITOR_STOP_STOPPED_AFTER = 60.0
+MONITOR_WORKING_AFTER = 60.0
+MONITOR_WORKING_REPEAT = 600.0
+MONITOR_STRAGGLER_ROUND_S = 30.0
+MONITOR_STRAGGLER_OTHERS_MIN = 0.15
+MONITOR_STRAGGLER_THRESHOLD = 0.2
+MONITOR_STRAGGLER_ROUNDS = 3
+MONITOR_STRAGGLER_TABLE_ROUNDS = 4
 # Checked by the launch helper's first step (registry type, min, max):
 # name -> (default or None, min or None, max or None).
 CHECKED_BEFORE_VERDICT = {

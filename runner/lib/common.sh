@@ -6,7 +6,7 @@
 # functions and a few PRIMUS_* variables, never changes shell options, never
 # exits the caller's shell on its own.
 #
-# Logging (the spec's conventions): LOG_DEBUG / LOG_INFO / LOG_WARN / LOG_ERROR and
+# Logging (README "Output streams"): LOG_DEBUG / LOG_INFO / LOG_WARN / LOG_ERROR and
 # *_RANK0 variants; prefix [NODE-<NODE_RANK>(<host>)]; PRIMUS_LOG_LEVEL
 # DEBUG|INFO|WARN|ERROR; PRIMUS_LOG_TIMESTAMP=1 adds a UTC timestamp;
 # PRIMUS_LOG_COLOR=1 colours, off automatically when the stream is not a TTY.
@@ -62,7 +62,7 @@ source "$__primus_lib_dir/facts.sh"
 source "$__primus_lib_dir/nofork.sh"
 # shellcheck source=runner/lib/usage.sh
 source "$__primus_lib_dir/usage.sh"
-# The secret-name rule, masking and argv hygiene (the spec's conventions).
+# The secret-name rule, masking and argv hygiene (README "Security").
 # shellcheck source=runner/lib/secrets.sh
 source "$__primus_lib_dir/secrets.sh"
 # The early log's spool and its copies (the logger asks primus_log_spool_check).
@@ -70,7 +70,7 @@ source "$__primus_lib_dir/secrets.sh"
 source "$__primus_lib_dir/log_spool.sh"
 unset __primus_lib_dir
 
-# Exit codes (the spec's conventions): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
+# Exit codes (README "Exit codes"): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
 # protocol's PRIMUS_HOOK_EXIT_MISSING/CONFIG come from facts.sh (registry shared_facts).
 
 if [[ -z ${PRIMUS_RUNNER_DIR:-} ]]; then
@@ -226,6 +226,24 @@ primus_require_command() {
 primus_require_file() {
   [[ -f $1 && -r $1 ]] ||
     primus_die "$PRIMUS_EXIT_MISSING" "${2:-file} '$1' not found or not readable."
+}
+
+# primus_is_one_of WORD LIST...: status 0 when WORD is one of LIST (a registry
+# list from runner/lib/facts.sh: PRIMUS_NODE_MODES, PRIMUS_RUN_MODES, ...).
+primus_is_one_of() {
+  local __primus_word=$1 __primus_item
+  shift
+  for __primus_item in "$@"; do
+    [[ $__primus_word != "$__primus_item" ]] || return 0
+  done
+  return 1
+}
+
+# primus_phase_mark NAME: note that the launch phase NAME ended now (bash's
+# EPOCHREALTIME, no process) in PRIMUS_PHASE_MARKS (`start=T plan=T ...`), which
+# the run monitor gets as PRIMUS_LAUNCH_PHASES (python/primus_runner/monitor/phases.py).
+primus_phase_mark() {
+  PRIMUS_PHASE_MARKS+=" $1=$EPOCHREALTIME"
 }
 
 # primus_pick_python: set PRIMUS_PYTHON once (PRIMUS_PYTHON, else the project's

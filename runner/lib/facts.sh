@@ -12,7 +12,7 @@ PRIMUS_LOG_LEVEL_DEFAULT=INFO
 PRIMUS_LOG_SWITCH_ON=(1)
 PRIMUS_LOOPBACK_NAMES=(localhost localhost.localdomain ip6-localhost ip6-loopback)
 PRIMUS_ACCELERATORS=(auto rocm cuda neuron cpu)
-# Exit codes (the spec's conventions) and the hook protocol's (mapped to 1 and 2).
+# Exit codes (README "Exit codes") and the hook protocol's (mapped to 1 and 2).
 PRIMUS_EXIT_OK=0
 PRIMUS_EXIT_MISSING=1
 PRIMUS_EXIT_INVALID=2
@@ -20,9 +20,12 @@ PRIMUS_EXIT_RUNTIME=3
 PRIMUS_EXIT_HANG_STOPPED=86
 PRIMUS_HOOK_EXIT_MISSING=66
 PRIMUS_HOOK_EXIT_CONFIG=78
-# The launcher's distributed fallbacks (reference section 1).
+# The launcher's distributed fallbacks (Primus docs, environment variables, section 1).
 declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=([MASTER_ADDR]=localhost [MASTER_PORT]=1234 [NNODES]=1 [NODE_RANK]=0 [GPUS_PER_NODE]=8)
-# GPU models with a layer file (behaviour sheet section 6).
+# GPU models with a layer file (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/<model>.sh).
 PRIMUS_GPU_MODELS=(MI300X MI325X MI355X)
+# The launch modes a node runs, and a direct launch's run modes.
+PRIMUS_NODE_MODES=(direct container)
+PRIMUS_RUN_MODES=(torchrun single)
 # Registry defaults the shell reads (shared_facts shell_defaults).
 declare -gA PRIMUS_REGISTRY_DEFAULTS=([PRIMUS_KILL_GRACE]=10 [PRIMUS_HOOK_TIMEOUT]=1800 [PRIMUS_HANG_TIMEOUT]=1800 [PRIMUS_HANG_ACTION]=report [PRIMUS_REQUEUE_EXIT_CODE]=85 [PRIMUS_SIGNAL_WINDOW_MS]=1000 [PRIMUS_SLURM_SCONTROL_TIMEOUT]=3)

@@ -21,12 +21,13 @@ primus_mode_words_split() {
   PRIMUS_MODE_WORD=""
   PRIMUS_MODE_ARGS=()
   [[ ${1-} != -- ]] || shift
+  if [[ -n ${1-} ]] && primus_is_one_of "$1" "${PRIMUS_NODE_MODES[@]}"; then
+    PRIMUS_MODE_WORD=$1
+    shift
+    PRIMUS_MODE_ARGS=("$@")
+    return 0
+  fi
   case ${1-} in
-    direct | container)
-      PRIMUS_MODE_WORD=$1
-      shift
-      PRIMUS_MODE_ARGS=("$@")
-      ;;
     "" | -*) PRIMUS_MODE_ARGS=("$@") ;;
     *) PRIMUS_MODE_ARGS=(-- "$@") ;;
   esac

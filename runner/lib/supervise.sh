@@ -250,11 +250,18 @@ primus_run_workload() {
     PRIMUS_RUN_ID=$PRIMUS_RUN_ID PRIMUS_PTRACER_PID=$$ "${__primus_run_cmd[@]}" </dev/null {PRIMUS_HANG_FD}>&- &
   fi
   PRIMUS_RUN_PID=$!
+  primus_watchdog_tell "phase spawn $EPOCHREALTIME"  # the waterfall's spawn end (monitor/phases.py)
   PRIMUS_RUN_ARGS=(--mode "$PRIMUS_RUN_MODE" --run-pid "$PRIMUS_RUN_PID" --run-id "$PRIMUS_RUN_ID"
     --rc-dir "${PRIMUS_RC_DIR:-}")
   PRIMUS_RUN_STARTING=0
   primus_run_pending
   primus_wait_run
+  # The run monitor could not start (runner/lib/watchdog.sh, primus_watchdog_give_up):
+  # the stop, on the console (the monitor that wrote it is gone).
+  if ((PRIMUS_HANG_GAVE_UP)); then
+    exec 1>&3 2>&4
+    primus_stop_run 15
+  fi
   local rc=$PRIMUS_RUN_RC grace code
   # The run is over: a stop has nothing left to stop, and the helper below
   # (which shares the launcher's process group) must not be cut by Ctrl-C.

@@ -18,10 +18,11 @@
 #       seconds, default 1800; 0 = no verdicts, the guard stays) and
 #       PRIMUS_HANG_ACTION (report|stop, default report). A SIGCHLD trap
 #       notices the monitor's death at once: named and restarted (every time).
+#   primus_watchdog_tell LINE   one line on the monitor's stdin (a launch phase's end)
 #   primus_watchdog_stop        the launch ends on purpose: "done", the monitor exits
 
 PRIMUS_HANG_FD="" PRIMUS_HANG_PID="" PRIMUS_HANG_ERR_FD="" PRIMUS_HANG_RESTARTS=0
-PRIMUS_HANG_STARTED=0 PRIMUS_HANG_QUICK=0 PRIMUS_HANG_QUICK_DEATHS=5
+PRIMUS_HANG_STARTED=0 PRIMUS_HANG_QUICK=0 PRIMUS_HANG_QUICK_DEATHS=5 PRIMUS_HANG_GAVE_UP=0
 PRIMUS_HANG_ARGS=()
 # shellcheck source=runner/lib/flight_recorder.sh
 source "$PRIMUS_SUPERVISE_DIR/lib/flight_recorder.sh"
@@ -51,7 +52,7 @@ primus_watchdog_start() {
   # stdin: a pipe only the launcher writes ("done": the launch ends on purpose;
   # end of file without it: the launcher died, and the monitor is the guard).
   exec {PRIMUS_HANG_FD}> >(PYTHONPATH=$PRIMUS_SUPERVISE_DIR/../python PRIMUS_MONITOR_OUTPUT=$output \
-    exec setsid "${PRIMUS_PYTHON:-python3}" -m primus_runner.monitor \
+    PRIMUS_LAUNCH_PHASES=${PRIMUS_PHASE_MARKS:-} exec setsid "${PRIMUS_PYTHON:-python3}" -m primus_runner.monitor \
     "$1" "$2" "$((10#$timeout))" "$action" "$$" "$PRIMUS_RUN_MODE" "$grace" 1>&"$out" 2>&"$err")
   PRIMUS_HANG_PID=$!
   PRIMUS_HANG_STARTED=${EPOCHREALTIME//[.,]/}
@@ -110,8 +111,32 @@ primus_watchdog_give_up() {
     "within a second of its start: nothing writes the run's output (console, log, rank files) nor" \
     "watches it, so the run is stopped. Fix: its own error, when it could print one, is on the console" \
     "above; '${PRIMUS_PYTHON:-python3} -m primus_runner.monitor --help' says what it needs."
-  # The stop runs as SIGTERM's: bash ends with status 0 when `exit` runs in a CHLD trap.
-  kill -TERM "$$"
+  # shellcheck disable=SC2034  # read by primus_run_workload (runner/lib/supervise.sh)
+  PRIMUS_HANG_GAVE_UP=1
+  # Once the workload runs, the stop must not run inside this CHLD trap: every
+  # child the stop forks (its helper, a command substitution) ends while bash
+  # still marks the CHLD trap as running, and bash then prints "run_pending_traps:
+  # bad value in trap_list[17]" on the console. So the run's top process gets
+  # SIGTERM, which ends the launcher's wait, and primus_run_workload runs the
+  # stop (primus_stop_run) after it, outside any trap. Before the workload there
+  # is no wait to end: the stop runs as SIGTERM's (bash ends with status 0 when
+  # `exit` runs in a CHLD trap; a stop queued while the workload starts runs
+  # right after the start, outside the trap: primus_run_pending).
+  if [[ -n ${PRIMUS_RUN_PID:-} ]]; then
+    kill -TERM "$PRIMUS_RUN_PID" 2>/dev/null || true
+  else
+    kill -TERM "$$"
+  fi
+}
+
+# primus_watchdog_tell LINE: one line on the run monitor's stdin (`phase NAME T`,
+# python/primus_runner/monitor/cli.py); no fork, and no SIGPIPE when it is gone
+# (it would end this launcher with 141).
+primus_watchdog_tell() {
+  [[ -n $PRIMUS_HANG_FD ]] || return 0
+  trap '' PIPE
+  { printf '%s\n' "$1" >&"$PRIMUS_HANG_FD"; } 2>/dev/null || true
+  trap - PIPE
 }
 
 primus_watchdog_stop() {

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # PRIMUS_WL_* are this library's results, read by the launcher
-# runner/lib/workload.sh: what the direct launcher runs (the spec's modes):
+# runner/lib/workload.sh: what the direct launcher runs (README "Entry points"):
 # the workload's own interpreter, its script or module, and the run mode.
 # Sourced; defines only primus_* names and never changes shell options.
 #
@@ -22,7 +22,7 @@
 #   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* (run mode single)
 #   primus_workload_jax_coordinator           JAX_COORDINATOR_* as launch/jax_layer.py decides
 # Every failure exits (1 missing, 2 invalid) with the culprit, how it was
-# chosen and the fix (the spec's conventions). What only the node that runs the
+# chosen and the fix (README "Exit codes"). What only the node that runs the
 # workload can judge (its interpreter, torch, the script or module, the Primus
 # checkout) is a note in a dry run instead (__primus_wl_fail): a dry run may
 # run on a submit host, and it judges only what the run would judge there.
@@ -118,7 +118,7 @@ def primus_module_found(name):
 
 # The probe: the interpreter's sys.executable, and torch's version and package
 # directory, found with the interpreter's finders and torch/version.py; importing torch
-# itself would cost about a second of every launch (the spec's performance budgets), and the
+# itself would cost about a second of every launch (README "Launch overhead"), and the
 # file of the installed module primus.cli.main when that interpreter has one
 # (found without importing the package: nothing of it runs), and whether that
 # torch reads the flight recorder's TORCH_FR_* names (its distributed_c10d.py
@@ -229,7 +229,7 @@ __primus_wl_find_script() {
 
 # primus_workload_entry CLI_SCRIPT CLI_MODULE: --script > --module > config
 # direct.module > config direct.script (default primus/cli/main.py). Nothing
-# runs in place of a missing script (the spec's embedded default workload).
+# runs in place of a missing script (README "The embedded default workload").
 primus_workload_entry() {
   local script=$1 module=$2
   local how_fix="name what to run: --script path/to/train.py, or --module package.module (python -m; the built-in CPU workload is --module primus_runner)"
@@ -292,7 +292,7 @@ __primus_wl_script_readable() {
 # primus_workload_module_fallback_check MODULE_FILE: the fallback to the
 # installed primus.cli.main stands only when the workload's interpreter has
 # that module (MODULE_FILE from the probe); else exit 1, nothing runs in its
-# place (the spec's embedded default workload).
+# place (README "The embedded default workload").
 primus_workload_module_fallback_check() {
   [[ $PRIMUS_WL_ENTRY_FALLBACK == 1 ]] || return 0
   if [[ -z $1 ]]; then
@@ -306,7 +306,7 @@ primus_workload_module_fallback_check() {
 # primus_workload_run_mode CLI_SINGLE FIRST_WORD: env RUN_MODE (a hook's
 # env.RUN_MODE line, or an export) > --single > config direct.run_mode >
 # auto (node_smoke → single, else torchrun); the order of the reference launcher
-# (shared/reference/primus-runner-behaviour.md section 1, item 10).
+# (upstream AMD-AGI/Primus@fd1eeabb runner/primus-cli-direct.sh).
 primus_workload_run_mode() {
   local cli=$1 first=$2 cfg=${PRIMUS_CONFIG[direct.run_mode]-}
   if [[ -n ${RUN_MODE:-} ]]; then
@@ -320,10 +320,11 @@ primus_workload_run_mode() {
   else
     PRIMUS_WL_RUN_MODE=torchrun PRIMUS_WL_RUN_MODE_ORIGIN="default"
   fi
-  case $PRIMUS_WL_RUN_MODE in
-    torchrun | single) ;;
-    *) primus_bad_usage "primus-cli direct" "run mode '$PRIMUS_WL_RUN_MODE' (from $PRIMUS_WL_RUN_MODE_ORIGIN) is not known; accepted: torchrun, single. Fix: direct.run_mode: torchrun|single, --single, or a hook line env.RUN_MODE=single." ;;
-  esac
+  if ! primus_is_one_of "$PRIMUS_WL_RUN_MODE" "${PRIMUS_RUN_MODES[@]}"; then
+    local accepted
+    printf -v accepted '%s, ' "${PRIMUS_RUN_MODES[@]}"
+    primus_bad_usage "primus-cli direct" "run mode '$PRIMUS_WL_RUN_MODE' (from $PRIMUS_WL_RUN_MODE_ORIGIN) is not known; accepted: ${accepted%, }. Fix: direct.run_mode: torchrun|single, --single, or a hook line env.RUN_MODE=single."
+  fi
   export RUN_MODE=$PRIMUS_WL_RUN_MODE
 }
 

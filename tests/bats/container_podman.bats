@@ -306,3 +306,45 @@ gone_within() {
   live_assert console.lags 60
   live_assert log.lags 60
 }
+
+# A plain image as a user brings one: its Python has only the standard library
+# and the user's own venv with torch and numpy (tests/container/podman_env.bash,
+# podman_bare_image): no psutil, no PyYAML. The inner launch reads the user's
+# ~/.primus.yaml without PyYAML, the run monitor runs on that Python and names a
+# rank that a kill -STOP (inside the container) stopped, SIGTERM to the launcher
+# stops the run cleanly, and no bash warning nor Python traceback reaches the console.
+@test "bare image (standard library + the user's torch venv, no psutil, no PyYAML): monitored, a stopped rank named, stopped cleanly, no warning" {
+  podman_bare_image "$REPO_ROOT"
+  cp "$PODMAN_BARE_CONFIG" "$HOME/.primus.yaml"
+  printf 'direct:\n  env: ["BARE_CFG=read without PyYAML"]\n' >>"$HOME/.primus.yaml"
+  mkdir out
+  SIG_NAME=pbare$$x$RANDOM
+  GPUS_PER_NODE=2 MASTER_PORT=$(free_port) STEP_S=0.5 PRIMUS_KILL_GRACE=5 \
+    "$PRIMUS_CLI" container --name "$SIG_NAME" -- --script "$WORKLOADS/monitor_cases.py" -- "$PWD/out" stoppable 600 \
+    >launch.log 2>&1 &
+  LAUNCHER_PID=$!
+  wait_ready out/ready.1
+  # The container's Python really lacks both (the image's PATH: the user's venv first).
+  name=$(ours "$SIG_NAME-")
+  run podman exec "$name" python3 -c 'import importlib.util as u, torch, numpy; print(u.find_spec("psutil"), u.find_spec("yaml"))'
+  assert_success
+  assert_output "None None"
+  # The user's config, read inside without PyYAML, reached the rank.
+  run podman exec "$name" sh -c 'tr "\0" "\n" </proc/"$1"/environ' _ "$(<out/ready.1)"
+  assert_output --partial "BARE_CFG=read without PyYAML"
+  # ready.1 holds the rank's pid in the container's namespace: stop it there.
+  podman exec "$name" kill -STOP "$(<out/ready.1)"
+  poll_until 60 grep -q "run monitor: stopped: rank 1 (pid $(<out/ready.1)) stopped" launch.log ||
+    { cat launch.log; false; }
+  podman exec "$name" kill -CONT "$(<out/ready.1)"
+  kill -TERM "$LAUNCHER_PID"
+  rc=0
+  wait "$LAUNCHER_PID" || rc=$?
+  cat launch.log
+  [[ $rc -eq 143 ]]
+  grep -q "run monitor: stopped: rank 1" launch.log
+  grep -q "stop: SIGTERM, .* stopped within the 5 s grace, none killed; exit status 143" launch.log
+  run grep -nE "warning:|Traceback|ModuleNotFoundError|run monitor: the run monitor \(pid" launch.log
+  assert_failure
+  [[ -z $(ours "$SIG_NAME-") ]]
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted on purpose
 # `python3 -m primus_runner data prepare|wait|status` from the shell, as two
-# "nodes" on one machine sharing a directory (reference section 8).
+# "nodes" on one machine sharing a directory (Primus docs, environment variables, section 8).
 
 load "$BATS_TEST_DIRNAME/../../node_modules/bats-support/load"
 load "$BATS_TEST_DIRNAME/../../node_modules/bats-assert/load"

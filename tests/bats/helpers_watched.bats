@@ -205,3 +205,31 @@ spool_copy_killed() {
   [[ $(wc -l <"$TEST_DIR/starts") -eq 5 ]]
   grep -q -- "^-m primus_runner.monitor $TEST_DIR/run.log [0-9]*-[0-9]*-[0-9]* 1800 report [0-9]* single 10$" "$TEST_DIR/starts"
 }
+
+@test "a run monitor that dies at its start while the workload runs: the run is stopped (exit 143) with its closing line, and bash prints no trap warning" {
+  # The run monitor cannot start (exit 1 at once, as on a Python without a
+  # module it needs); every other use of the interpreter is the real one.
+  local real
+  real=$(command -v python3)
+  cat >"$TEST_DIR/python" <<EOF
+#!/bin/sh
+[ "\$1 \$2" = "-m primus_runner.monitor" ] && { echo x >>"$TEST_DIR/starts"; exit 1; }
+exec "$real" "\$@"
+EOF
+  chmod +x "$TEST_DIR/python"
+  run bash -c '
+    source "$1/runner/lib/common.sh"
+    source "$1/runner/lib/supervise.sh"
+    exec 3>&1 4>&2
+    PRIMUS_PYTHON=$2 PRIMUS_KILL_GRACE=3
+    primus_run_prepare single "$3/run.log" 1
+    primus_run_workload sleep 30
+    echo "not stopped"' _ "$REPO_ROOT" "$TEST_DIR/python" "$TEST_DIR"
+  assert_failure 143
+  assert_output --partial "the 5th time in a row within a second of its start"
+  assert_output --partial "stop: SIGTERM"
+  assert_output --partial "exit status 143"
+  refute_output --partial "warning:"
+  refute_output --partial "not stopped"
+  [[ $(wc -l <"$TEST_DIR/starts") -eq 5 ]]
+}

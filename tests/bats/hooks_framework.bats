@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell
-# Framework preparation of `train pretrain` / `train posttrain` (behaviour sheet
-# sections 4-5) through execute_hooks.sh with the real hooks: framework from
+# Framework preparation of `train pretrain` / `train posttrain` (as upstream
+# AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/) through execute_hooks.sh with the real hooks: framework from
 # --backend or the experiment config, per-framework steps, backend paths,
 # Megatron data prepared once with the markers, RUN_MODE=single for JAX.
 # pip, make and git are PATH stubs recording their arguments.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell
-# Network hooks of behaviour sheet section 3: 03_detect_nccl_ib_tc,
+# Network hooks of upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/: 03_detect_nccl_ib_tc,
 # 03_enable_ainic, 05_using_uep, 10_auto_nccl_net. Each runs alone through
 # execute_hooks.sh (one_hook); external tools are PATH stubs that record their
 # arguments (tests/fixtures/hooks/stubs/bin).

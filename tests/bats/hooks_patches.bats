@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; patch bodies are single-quoted on purpose
-# Patches (behaviour sheet section 8): execute_patches.sh runs every given
+# Patches (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/execute_patches.sh): execute_patches.sh runs every given
 # patch in order with the hook protocol; exit 2 = skipped, continue;
 # PRIMUS_PATCHES is not read (it selects Primus's Python patches).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell
-# ROCm hooks of behaviour sheet section 3: 03_enable_aiter, 04_rebuild_uep,
+# ROCm hooks of upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/: 03_enable_aiter, 04_rebuild_uep,
 # 05_check_primus_requirements, 06_enable_sdma_all_gather, 06_fix_aiter_asm_dir.
 # Each runs alone through execute_hooks.sh (one_hook); pip, git, gcc, apt-get,
 # make and rocminfo are PATH stubs that record their arguments.

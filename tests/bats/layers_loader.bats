@@ -10,7 +10,7 @@ load_env() {
   assert_success
 }
 
-@test "each ROCm GPU model loads its own layer (case-insensitive model name), values of behaviour sheet 6" {
+@test "each ROCm GPU model loads its own layer (case-insensitive model name), values of upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/<model>.sh" {
   load_env PRIMUS_ACCELERATOR=rocm PRIMUS_GPU_MODEL=mi325x PRIMUS_SKIP_VALIDATION=1
   [[ $stderr == *"GPU-model layer MI325X.sh"* ]]  # every log line is on stderr
   refute_env RCCL_WARP_SPEED_AUTO

@@ -13,7 +13,7 @@
 #   no-accel       no accelerator, eth0
 #   mi355x-roce    a copy of mi300x-roce made in the test with gfx_target_version
 #                  90500 (gfx950 -> MI355X)
-# GPU-model layers and base defaults: behaviour sheet sections 6 and 7.
+# GPU-model layers and base defaults: upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/.
 
 load layers_helper
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The JAX/XLA layer (reference section 14) through primus-env.sh.
+# The JAX/XLA layer (Primus docs, environment variables, section 14) through primus-env.sh.
 
 load layers_helper
 

@@ -2,8 +2,8 @@
 # shellcheck disable=SC2016 # single-quoted $ in the scripts given to clean_bash is meant for that shell
 # A library, not a layer: the files a user sources (base_env.sh,
 # primus-env.sh and what they source from runner/lib/) define only prefixed names
-# (primus_, __primus_, PRIMUS_, __PRIMUS_), plus the SPEC's LOG_* logging
-# functions, so the caller's own functions and variables survive sourcing.
+# (primus_, __primus_, PRIMUS_, __PRIMUS_), plus the LOG_* logging
+# functions (README "Output streams"), so the caller's own functions and variables survive sourcing.
 
 load layers_helper
 

@@ -82,6 +82,14 @@ podman_test_image() {
   } >"$PODMAN_TEST_CONFIG"
   export PODMAN_TEST_CONFIG
   podman image exists "$PODMAN_TEST_IMAGE" 2>/dev/null && return 0
+  podman_test_rootfs
+  podman import --quiet --change "ENV=PATH=$PODMAN_TEST_VENV/bin:/usr/local/bin:/usr/bin:/bin" \
+    "$PODMAN_TEST_ROOT/rootfs.tar" "$PODMAN_TEST_IMAGE" >/dev/null
+}
+
+# podman_test_rootfs: $PODMAN_TEST_ROOT/rootfs.tar, the tiny root tree both
+# test images are imported from (passwd, group, /tmp, the /usr links).
+podman_test_rootfs() {
   local tree=$PODMAN_TEST_ROOT/rootfs
   rm -rf "$tree"
   mkdir -p "$tree"/{usr,etc,proc,sys,dev,root,run,var/tmp,tmp}
@@ -93,8 +101,6 @@ podman_test_image() {
   printf 'root:x:0:0:root:/root:/bin/bash\n' >"$tree/etc/passwd"
   printf 'root:x:0:\nvideo:x:44:\n' >"$tree/etc/group"
   tar -C "$tree" -cf "$PODMAN_TEST_ROOT/rootfs.tar" .
-  podman import --quiet --change "ENV=PATH=$PODMAN_TEST_VENV/bin:/usr/local/bin:/usr/bin:/bin" \
-    "$PODMAN_TEST_ROOT/rootfs.tar" "$PODMAN_TEST_IMAGE" >/dev/null
 }
 
 # podman_test_check: one real container run, or a loud failure with podman's words.
@@ -114,4 +120,58 @@ podman_test_check() {
     echo "container tests: podman cannot run a container here: $out" >&2
     return 1
   fi
+}
+
+# podman_bare_image REPO: a second test image, $PODMAN_BARE_IMAGE, as a user
+# with a plain image brings it: the same tiny root tree, /usr and the Python
+# install mounted, and on PATH first a user's own venv
+# ($PODMAN_TEST_ROOT/bare-venv) that holds torch and numpy and what torch
+# itself requires (filelock, typing_extensions, setuptools, sympy, mpmath,
+# networkx, jinja2, markupsafe, fsspec), linked from the torch user env
+# (tests/userenv/setup.sh), nothing else: no psutil, no PyYAML. The venv does
+# not see the Python install's own site-packages. Writes $PODMAN_BARE_CONFIG
+# (a container: section for ~/.primus.yaml) and needs podman_test_image first.
+podman_bare_image() {
+  local repo=$1 torch tsite site pkg prefix
+  torch=$(readlink -f "${PRIMUS_USERENV_DIR:-$repo/.userenv}/torch")
+  [[ -x $torch/bin/python ]] || {
+    echo "container tests: no torch user env at $torch; run 'make setup-userenv'" >&2
+    return 1
+  }
+  PODMAN_BARE_VENV=$PODMAN_TEST_ROOT/bare-venv
+  PODMAN_BARE_IMAGE=localhost/primus-runner-bare:1
+  prefix=$("$torch/bin/python" -c 'import sys; print(sys.base_prefix)')
+  tsite=$("$torch/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  if [[ ! -x $PODMAN_BARE_VENV/bin/python ]]; then
+    rm -rf "$PODMAN_BARE_VENV"
+    "$prefix/bin/python3" -m venv --without-pip "$PODMAN_BARE_VENV"
+    site=$("$PODMAN_BARE_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    for pkg in torch torchgen functorch numpy numpy.libs filelock typing_extensions.py setuptools \
+      _distutils_hack sympy mpmath networkx jinja2 markupsafe fsspec isympy.py; do
+      [[ -e $tsite/$pkg ]] || continue
+      ln -s "$tsite/$pkg" "$site/$pkg"
+    done
+    for pkg in "$tsite"/{torch,numpy,filelock,typing_extensions,setuptools,sympy,mpmath,networkx,jinja2,markupsafe,fsspec}-*.dist-info; do
+      [[ -e $pkg ]] && ln -s "$pkg" "$site/${pkg##*/}"
+    done
+  fi
+  PODMAN_BARE_CONFIG=$PODMAN_TEST_ROOT/bare-config.yaml
+  {
+    echo "# written by tests/container/podman_env.bash (podman_bare_image)"
+    echo "container:"
+    echo "  runtime: podman"
+    echo "  image: $PODMAN_BARE_IMAGE"
+    echo "  options:"
+    echo "    ulimit: [host]"
+    echo "    volume:"
+    echo "      - /usr:/usr:ro"
+    [[ $prefix == /usr || $prefix == /usr/* ]] || echo "      - $prefix:$prefix:ro"
+    echo "      - $torch:$torch:ro"
+    [[ $PODMAN_BARE_VENV == "$repo"/* ]] || echo "      - $PODMAN_BARE_VENV:$PODMAN_BARE_VENV:ro"
+  } >"$PODMAN_BARE_CONFIG"
+  export PODMAN_BARE_CONFIG PODMAN_BARE_IMAGE PODMAN_BARE_VENV
+  podman image exists "$PODMAN_BARE_IMAGE" 2>/dev/null && return 0
+  podman_test_rootfs
+  podman import --quiet --change "ENV=PATH=$PODMAN_BARE_VENV/bin:/usr/local/bin:/usr/bin:/bin" \
+    "$PODMAN_TEST_ROOT/rootfs.tar" "$PODMAN_BARE_IMAGE" >/dev/null
 }

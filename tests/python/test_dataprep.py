@@ -1,4 +1,4 @@
-"""Data preparation once for all nodes (reference section 8): path resolution,
+"""Data preparation once for all nodes (Primus docs, environment variables, section 8): path resolution,
 and the marker protocol with real processes sharing a directory as two "nodes"."""
 from __future__ import annotations
 

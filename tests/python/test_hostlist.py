@@ -1,4 +1,4 @@
-"""Slurm hostlist expand/compress (the spec's rank mapping); expected values written by hand."""
+"""Slurm hostlist expand/compress (README "Detection and rank mapping"); expected values written by hand."""
 from __future__ import annotations
 
 import os

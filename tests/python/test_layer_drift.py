@@ -36,7 +36,7 @@ DEVIATIONS = {
     ("deterministic", "TORCH_COMPILE_DISABLE", "1"): "deterministic mode",
 }
 # Per-GPU-model names that may be unregistered: none. Every value a GPU-model
-# layer sets (only RCCL_WARP_SPEED_AUTO on MI355X, behaviour sheet section 6)
+# layer sets (only RCCL_WARP_SPEED_AUTO on MI355X, upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/<model>.sh)
 # is in the registry with its source.
 GPU_MODEL_TUNING: set[str] = set()
 # Deterministic-mode variables the references do not list (Primus's set).
@@ -131,7 +131,7 @@ def test_layer_defaults_equal_the_registry(reg, env, args):
     seen = run_layers(env, *args)
     layered = {name: (origin, value) for name, (origin, value) in seen.items()
                if origin not in ("default", "user", "launcher", "detected")}
-    # MI300X.sh and MI325X.sh export nothing (behaviour sheet section 6).
+    # MI300X.sh and MI325X.sh export nothing (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/<model>.sh).
     assert layered or env.get("PRIMUS_GPU_MODEL") in ("MI300X", "MI325X"), "no layer default reported"
     for name, (origin, value) in layered.items():
         if name in DERIVED_BY_LAYER or "+" in origin:
@@ -148,7 +148,7 @@ def test_layer_defaults_equal_the_registry(reg, env, args):
 @pytest.mark.parametrize("model,expected", [
     ("MI300X", {}), ("MI325X", {}), ("MI355X", {"RCCL_WARP_SPEED_AUTO": "0"})])
 def test_gpu_model_layers_set_exactly_the_sheet(reg, model, expected):
-    """Behaviour sheet section 6: MI300X/MI325X export nothing, MI355X only
+    """Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/<model>.sh: MI300X/MI325X export nothing, MI355X only
     RCCL_WARP_SPEED_AUTO=0; every name is registered with its source."""
     seen = run_layers({"PRIMUS_ACCELERATOR": "rocm", "PRIMUS_GPU_MODEL": model})
     layered = {name: value for name, (origin, value) in seen.items() if origin == model}

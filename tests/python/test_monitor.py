@@ -54,6 +54,32 @@ def test_read_sample_of_a_sleeping_process_and_a_gone_one() -> None:
     assert read_sample(proc.pid) is None
 
 
+def _fake_proc(root: Path, pid: int, state: str, ticks: int, switches: int, io: int) -> None:
+    task = root / str(pid) / "task" / str(pid)
+    task.mkdir(parents=True, exist_ok=True)
+    fields = [state] + ["0"] * 10 + [str(ticks), "0"] + ["0"] * 20
+    (task / "stat").write_text(f"{pid} (py (x)) " + " ".join(fields) + "\n")
+    (task / "status").write_text(f"voluntary_ctxt_switches:\t{switches}\nnonvoluntary_ctxt_switches:\t0\n")
+    (task / "wchan").write_text("futex_wait_queue")
+    (root / str(pid) / "io").write_text(f"rchar: {io}\nwchar: 0\n")
+
+
+def test_read_sample_skips_the_counters_when_cpu_moved(tmp_path: Path) -> None:
+    _fake_proc(tmp_path, 7, "S", 10, 5, 100)
+    full = read_sample(7, str(tmp_path))
+    assert full == Sample("S", 10, 5, 100, "futex_wait_queue")
+    # CPU moved since LAST: the rank moved; switches and I/O are not read.
+    _fake_proc(tmp_path, 7, "R", 12, 9, 200)
+    cheap = read_sample(7, str(tmp_path), last=full)
+    assert cheap == Sample("R", 12, -1, -1, "") and cheap.moved_since(full)
+    # CPU still: everything is read; a counter the sample before did not read does not count.
+    _fake_proc(tmp_path, 7, "S", 12, 9, 200)
+    after = read_sample(7, str(tmp_path), last=cheap)
+    assert after == Sample("S", 12, 9, 200, "futex_wait_queue") and not after.moved_since(cheap)
+    _fake_proc(tmp_path, 7, "S", 12, 10, 200)
+    assert read_sample(7, str(tmp_path), last=after).moved_since(after)  # type: ignore[union-attr]
+
+
 def test_sample_moves_and_waits() -> None:
     a = Sample("S", 10, 5, 100, "futex_wait_queue")
     assert a.waiting

@@ -1,7 +1,8 @@
 """The registry holds every variable of both references, with the references' facts.
 
-Expected values here are written by hand from /work/shared/reference/*.txt (and the
-fixture list of names, extracted from them), never produced by the code under test.
+Expected values here are written by hand from the two references (the Primus docs'
+environment variables page, the AWS Neuron runtime's environment variables page) and
+the fixture list of names extracted from them, never produced by the code under test.
 """
 from __future__ import annotations
 
@@ -64,14 +65,14 @@ def test_every_reference_name_is_registered(reg):
     assert missing == []
 
 
-# The runner's own switches (the spec's modes-6).
+# The runner's own switches (README "Entry points").
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
                    "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
                    "PRIMUS_WORKLOAD_PYTHON",
                    # sourced first, as the upstream Primus runner does
                    "VENV_ACTIVATE"]
 # Names the runner's own code reads or exports (grep of runner/, python/, examples/),
-# neither in the references nor in the SPEC list above.
+# neither in the references nor in the list of switches above.
 RUNNER_OWN = [
     "PRIMUS_VIA_SLURM_ENTRY",  # the entry's mark for the mode it starts (runner/lib/mode_config.sh)
     "PRIMUS_CONTAINER_BYTES",  # non-UTF-8 bytes past the runtime's JSON (launch/container_bytes.py)
@@ -123,7 +124,7 @@ NEURON_AWS = ["FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "CCOM
 
 def test_registry_adds_only_the_runner_own_variables(reg):
     extra = sorted(v.name for v in reg.variables if v.name not in reference_names())
-    # Names only the reference launcher's behaviour sheet gives, each with its source.
+    # Names only the reference launcher (upstream's runner/) gives, each with its source.
     sheet = [v.name for v in reg.variables if v.section == "reference-launcher"]
     assert all("AMD-AGI/Primus@fd1eeabb runner/" in (reg.get(name).source or "") for name in sheet)
     assert extra == sorted(RUNNER_SWITCHES + RUNNER_OWN + sheet + LIBRARY_OWN + NEURON_AWS)
@@ -167,7 +168,7 @@ def test_names_are_unique_and_yaml_fields_known():
                 assert spec.get("values"), name
 
 
-# -- container allowlist (reference section 11) --------------------------------
+# -- container allowlist (Primus docs, environment variables, section 11) ----
 SECTION_11 = ["MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "GPUS_PER_NODE", "DOCKER_IMAGE",
               "HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "DATABRICKS_HOST",
               "MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING",
@@ -207,7 +208,7 @@ LAUNCHER_DEFAULTS = {
     "TORCH_NCCL_HIGH_PRIORITY": "1", "HSA_ENABLE_SDMA": "1", "HSA_NO_SCRATCH_RECLAIM": "1",
     "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NVTE_ROCM_ENABLE_MXFP8": "1", "NVTE_CK_USES_BWD_V3": "1",
     "PATCH_TE_FLASH_ATTN": "0", "OMP_NUM_THREADS": "1",
-    # behaviour sheet section 7 (the reference launcher's base_env.sh)
+    # upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/base_env.sh (the reference launcher's base_env.sh)
     "NCCL_CHECKS_DISABLE": "1", "RCCL_MSCCLPP_ENABLE": "0", "RCCL_MSCCLPP_FORCE_ENABLE": "0",
     "MSCCLPP_DISABLE_CHANNEL_CACHE": "FALSE", "GPU_MAX_HW_QUEUES": "2", "ENABLE_NUMA_BINDING": "0",
     "NVTE_USE_CAST_TRANSPOSE_TRITON": "1", "NVTE_USE_OPTIMIZED_HIPIFIED_CAST_TRANSPOSE": "0",
@@ -454,7 +455,7 @@ def test_example_values_pass(reg):
 
 def test_runner_config_allowlist_matches_the_registry(reg):
     """runner/.primus.yaml's container.options.env is the allowlist the container mode
-    forwards (the spec's validation: checked against the registry so the two cannot drift)."""
+    forwards (README "Environment variables and checks": checked against the registry so the two cannot drift)."""
     config = yaml.safe_load((ROOT / "runner" / ".primus.yaml").read_text())
     assert config["container"]["options"]["env"] == reg.container_forwarded()
 

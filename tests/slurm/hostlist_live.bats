@@ -3,7 +3,7 @@
 # SLURM_CONF): `python3 -m primus_runner hostlist expand` against the real
 # `scontrol show hostnames` on hundreds of generated lists - padded ranges, lists
 # inside brackets, several bracket groups, comma lists of all of these.
-# Suffixes after a bracket (n[1-2]-ib) are SPEC syntax that this Slurm's
+# Suffixes after a bracket (n[1-2]-ib) are syntax our hostlist grammar accepts that this Slurm's
 # scontrol (22.05) refuses as "Invalid hostlist": the generator leaves them out
 # and the last test pins that difference down.
 
@@ -61,7 +61,7 @@ EOF
   grep -q '\[0[0-9]' "$lists"
 }
 
-@test "a suffix after a bracket: SPEC syntax we expand, this scontrol refuses" {
+@test "a suffix after a bracket: syntax we expand, this scontrol refuses" {
   run scontrol show hostnames 'n[1-2]-ib'
   assert_output --partial "Invalid hostlist"
   run env PYTHONPATH="$REPO_ROOT/python" "$PY" -m primus_runner hostlist expand 'n[1-2]-ib'

@@ -1,4 +1,5 @@
-"""Framework preparation for ``train pretrain`` / ``train posttrain`` (behaviour sheet sections 4-5).
+"""Framework preparation for ``train pretrain`` / ``train posttrain`` (as upstream
+AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/).
 
 Run by the hooks ``runner/helpers/hooks/train/pretrain/prepare_experiment.sh`` and
 ``runner/helpers/hooks/train/posttrain/dispatch_framework.sh`` as one Python

@@ -1,6 +1,6 @@
 """Configuration files: loading, precedence, source tracking and ${VAR} rendering.
 
-Precedence (the spec's conventions), lowest first: ``runner/.primus.yaml`` (system
+Precedence (README "Configuration"), lowest first: ``runner/.primus.yaml`` (system
 defaults) < ``~/.primus.yaml`` (user) < ``--config FILE``; command-line flags
 beat all three and are applied by the shell. Mappings merge key by key; a list
 or scalar in a later file replaces the earlier one whole.
@@ -69,10 +69,15 @@ class Config:
 
 
 def parse_yaml(text: str, path: str) -> dict[str, Any]:
-    """Parse one config file's text; malformed YAML is a UsageError naming file and line."""
+    """Parse one config file's text; malformed YAML is a UsageError naming file and line.
+    Without PyYAML (a container's own Python) the standard-library reader
+    (config/miniyaml.py) reads the subset the configuration files use."""
     from primus_runner.yamlload import import_yaml, safe_loader
 
-    yaml = import_yaml()
+    try:
+        yaml = import_yaml()
+    except ImportError:
+        return _parse_without_pyyaml(text, path)
     loader = safe_loader(yaml)
     try:
         data = yaml.load(text, Loader=loader)
@@ -84,6 +89,25 @@ def parse_yaml(text: str, path: str) -> dict[str, Any]:
             f"malformed YAML in config file {where}: {problem}. "
             "Fix the syntax at that line (indentation, a missing ':' or an unclosed quote)."
         ) from None
+    return _top_mapping(data, path)
+
+
+def _parse_without_pyyaml(text: str, path: str) -> dict[str, Any]:
+    from primus_runner.config.miniyaml import MiniYamlError, load
+
+    try:
+        data = load(text)
+    except MiniYamlError as exc:
+        raise UsageError(
+            f"config file {path}:{exc.line}: {exc.problem}. This Python ({sys.executable}) has no "
+            "PyYAML, so the file is read by the standard-library reader, which accepts block and "
+            "flow mappings and lists of plain or quoted scalars. Fix: write that line in that "
+            "subset, or install PyYAML into this Python (pip install PyYAML)."
+        ) from None
+    return _top_mapping(data, path)
+
+
+def _top_mapping(data: Any, path: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -1,4 +1,4 @@
-"""Prepare tokenized training data once for all nodes (reference section 8).
+"""Prepare tokenized training data once for all nodes (Primus docs, environment variables, section 8).
 
 Protocol (works on any storage shared by the nodes; no process group needed):
 
@@ -33,7 +33,7 @@ Paths (environment beats the workload config's ``data`` keys, which beat default
   ``<training prefix given, else default>_eval``.
 - ``train_data_path``: an existing tokenized prefix to train from, no preparation.
   When the key is absent it defaults to PRIMUS_TOKENIZED_DATA_PATH (the embedded
-  config "references" it, reference section 3); that variable never changes where
+  config "references" it, Primus docs, environment variables, section 3); that variable never changes where
   preparation writes.
 
 Fault injection for tests, PRIMUS_DATA_PREP_FAULT on the preparing rank:

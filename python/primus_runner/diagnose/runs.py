@@ -6,14 +6,16 @@ in run mode torchrun a rank is the child of a ``run_worker.sh`` whose pid is in
 ``$PRIMUS_RC_DIR/worker.<RANK>``; in run mode single it is the top process of the
 run. A rank that ended is told by its wrapper being gone, its code by the
 ``failed-<RANK>`` record (none: 0). It must not read stacks nor signal anything.
+Everything is read from /proc with the standard library alone: the run monitor
+runs on whatever Python a container holds, which may lack psutil.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import psutil
-
+from primus_runner.monitor.procstat import alive as _alive
+from primus_runner.monitor.procstat import parse_environ
 from primus_runner.records import dataclass, field
 
 
@@ -52,31 +54,52 @@ def _uts(pid: int | str) -> str:
         return ""
 
 
-def scan() -> dict[str, Run]:
+def _environ(pid: int, proc: str) -> dict[str, str] | None:
+    try:
+        with open(f"{proc}/{pid}/environ", "rb") as handle:
+            return parse_environ(handle.read())
+    except OSError:
+        return None
+
+
+def _parent(pid: int, proc: str) -> int:
+    try:
+        with open(f"{proc}/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+        return int(text[text.rindex(")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def scan(proc: str = "/proc") -> dict[str, Run]:
     """Every launch with a live process on this node, by run id. Inside a Slurm step
     only processes of this host name's namespace count (nodes of a test cluster
     that share one machine)."""
     runs: dict[str, Run] = {}
     own_uts = _uts("self") if os.environ.get("SLURM_JOB_ID") else ""
-    for proc in psutil.process_iter(["pid", "ppid"]):
-        if own_uts and _uts(proc.pid) != own_uts:
+    me = os.getpid()
+    for entry in os.listdir(proc):
+        if not entry.isdigit() or int(entry) == me:
             continue
-        try:
-            env = proc.environ()
-        except (psutil.Error, OSError):
+        pid = int(entry)
+        if own_uts and _uts(pid) != own_uts:
             continue
-        run_id = env.get("PRIMUS_RUN_ID")
-        if not run_id or proc.pid == os.getpid():
+        env = _environ(pid, proc)
+        run_id = env.get("PRIMUS_RUN_ID") if env else None
+        if not env or not run_id:
+            continue
+        ppid = _parent(pid, proc)
+        if not ppid:
             continue
         kept = {k: v for k, v in env.items() if k in _KEYS or k.startswith(_PREFIXES)}
         node = kept.get("NODE_RANK", kept.get("GROUP_RANK", "0"))
         run = runs.setdefault(run_id, Run(run_id, kept.get("PRIMUS_RC_DIR", ""), kept.get("PRIMUS_RUN_LOG", ""),
                                           int(node) if node.isdigit() else 0))
-        run.processes[proc.pid] = (int(proc.info["ppid"] or 0), kept)
+        run.processes[pid] = (ppid, kept)
     for run in runs.values():
         tops = [pid for pid, (ppid, _) in run.processes.items() if ppid not in run.processes]
         if tops:
-            run.launcher_pid = psutil.Process(tops[0]).ppid() if psutil.pid_exists(tops[0]) else 0
+            run.launcher_pid = run.processes[tops[0]][0]
     return runs
 
 
@@ -103,13 +126,6 @@ def _failed_code(rc_dir: str, rank: int) -> int:
         return 0
     head = data.split(b"\0", 1)[0]
     return int(head) if head.isdigit() else 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def ranks_of(run: Run) -> tuple[list[LiveRank], dict[int, int]]:

@@ -4,7 +4,7 @@ versions, /dev/shm, ``ulimit -l``/``-n``, free space in the workspace, the rende
 Owns the readings (pure parsers over file text, so tests feed recorded text) and
 the thresholds below, which are this project's choices, not vendor figures:
 /dev/shm >= 1 GiB, open files >= 65536 (the container mode itself sets
-``nofile=1048576``, reference primus-runner-behaviour.md), workspace >= 10 GiB
+``nofile=1048576``, upstream AMD-AGI/Primus@fd1eeabb runner/.primus.yaml), workspace >= 10 GiB
 free, memlock unlimited where RDMA ports exist (registered memory is pinned).
 Versions and CPU facts are python/primus_runner/hardware/versions.py's (the cluster
 check compares the same). Must not import torch.

@@ -90,14 +90,43 @@ def _cell(text: str) -> str:
 
 
 def plain_sections(text: str) -> str:
-    """TEXT with each section sign of a source citation ("environment variables §1")
+    """TEXT with each section sign of a source citation ("environment variables \u00a71")
     spelt "section 1": what a user reads names sections in words."""
-    return re.sub(r"§\s*", "section ", text)
+    return re.sub(r"\u00a7\s*", "section ", text)
 
 
 def _anchor(title: str) -> str:
     keep = "".join(c for c in title.lower() if c.isalnum() or c in " -_")
     return keep.replace(" ", "-")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def monitor_thresholds() -> list[str]:
+    """The run monitor's thresholds in words (pure): the registry's numbers
+    (shared_facts monitor_thresholds, facts.py), each sentence in the wording
+    tests/python/test_lists_once.py finds and compares everywhere else."""
+    from primus_runner import facts as f
+
+    return [
+        f"The monitor looks at every local rank once every **{_num(f.MONITOR_TICK)} s**.",
+        f"A rank none of whose signals moved for **{_num(f.MONITOR_STILL_AFTER)} s** is *still*; its stack is "
+        f"then sampled **{_num(f.MONITOR_SAMPLE_GAP)} s** apart, and after **{f.MONITOR_SETTLE_SAMPLES}** "
+        "equal samples it is *settled*.",
+        f"A rank in state `T` or `t` (SIGSTOP, SIGTSTP, a debugger) for **{_num(f.MONITOR_STOPPED_AFTER)} s** "
+        f"is named stopped; with `PRIMUS_HANG_ACTION=stop`, a rank that stays stopped for "
+        f"**{_num(f.MONITOR_STOP_STOPPED_AFTER)} s** stops the run.",
+        f"When the others have waited settled for **{_num(f.MONITOR_WORKING_AFTER)} s** while a rank still "
+        f"moves, one INFO line names it, again every **{_num(f.MONITOR_WORKING_REPEAT / 60)}** minutes while "
+        "it lasts.",
+        f"Stragglers: in rounds of **{_num(f.MONITOR_STRAGGLER_ROUND_S)} s**, counted when the others wait in "
+        f"at least **{_num(f.MONITOR_STRAGGLER_OTHERS_MIN * 100)} %** of their looks; a score of "
+        f"**{_num(f.MONITOR_STRAGGLER_THRESHOLD)}** or more in **{f.MONITOR_STRAGGLER_ROUNDS}** rounds in a "
+        f"row names the rank; the scores table goes to the log every **{f.MONITOR_STRAGGLER_TABLE_ROUNDS}** "
+        "rounds.",
+    ]
 
 
 def render_docs(reg: Registry) -> str:
@@ -128,7 +157,7 @@ def render_docs(reg: Registry) -> str:
         count = sum(1 for v in reg.variables if v.section == section["id"])
         add(f"- [{section['title']}](#{_anchor(section['title'])}) ({count})")
     for title in ("Container allowlist", "Managed XLA flags", "Neuron log submodules",
-                  "Neuron instance facts", "Rules"):
+                  "Neuron instance facts", "Run monitor thresholds", "Rules"):
         add(f"- [{title}](#{_anchor(title)})")
     add("")
     for section in reg.sections:
@@ -138,6 +167,14 @@ def render_docs(reg: Registry) -> str:
         add("")
         for var in (v for v in reg.variables if v.section == section["id"]):
             _render_variable(reg, var, add)
+    add("## Run monitor thresholds")
+    add("")
+    add("Fixed, nothing to tune (README \"Hangs and stacks\"); only `PRIMUS_HANG_TIMEOUT` and "
+        "`PRIMUS_HANG_ACTION` are settings.")
+    add("")
+    for line in monitor_thresholds():
+        add(f"- {line}")
+    add("")
     add("## Container allowlist")
     add("")
     add("Forwarded from the host into the container when set (the Primus docs' environment "

@@ -5,7 +5,7 @@ source of truth; ``data/variables.json`` is a pre-built copy that carries the
 CRC-32 of the YAML it was built from. ``load()`` uses the JSON only when that
 hash matches the YAML on disk (so a stale copy is never used, just slower) because
 importing PyYAML and parsing costs ~70 ms against ~1 ms for JSON, and
-``env check`` has a 0.15 s budget for the whole process (the spec's performance budgets).
+``env check`` has a 0.15 s budget for the whole process (README "Launch overhead").
 
 Rebuild the JSON after editing the YAML (a test fails while it is stale)::
 
@@ -260,7 +260,7 @@ class Registry:
 
     # -- views used by the launcher and its tests ------------------------------
     def container_forwarded(self) -> list[str]:
-        """The container allowlist, in reference section 11 order."""
+        """The container allowlist, in Primus docs, environment variables, section 11 order."""
         return list(self._forwarded)
 
     def container_forwards(self, name: str) -> bool:

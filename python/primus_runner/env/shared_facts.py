@@ -41,7 +41,11 @@ def python_text(facts: dict[str, Any], early: dict[str, tuple[str | None, int | 
             + "".join(f"    {k!r}: {v!r},\n" for k, v in _str_dict(facts["distributed_defaults"]).items())
             + "}\n"
             f"GPU_MODELS = {tuple(facts['gpu_models'])!r}\n"
-            "# Checked by the launch helper's first step (registry type, min, max):\n"
+            f"NODE_MODES = {tuple(_words(facts['node_modes']).split())!r}\n"
+            f"RUN_MODES = {tuple(_words(facts['run_modes']).split())!r}\n"
+            "# The run monitor's thresholds (seconds, counts, shares).\n"
+            + "".join(f"MONITOR_{_words([k])} = {_number(v)!r}\n" for k, v in facts["monitor_thresholds"].items())
+            + "# Checked by the launch helper's first step (registry type, min, max):\n"
             "# name -> (default or None, min or None, max or None).\n"
             "CHECKED_BEFORE_VERDICT = {\n"
             + "".join(f"    {k!r}: {v!r},\n" for k, v in early.items())
@@ -61,6 +65,12 @@ def checked_before_verdict(data: dict[str, Any]) -> dict[str, tuple[str | None, 
         default = spec.get("default")
         out[name] = (None if default is None else str(default), spec.get("min"), spec.get("max"))
     return out
+
+
+def _number(value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"monitor threshold {value!r} is not a number")
+    return value
 
 
 def _str_dict(values: dict[str, Any]) -> dict[str, str]:
@@ -131,13 +141,16 @@ def shell_text(facts: dict[str, Any], shell_defaults: dict[str, str]) -> str:
             f"PRIMUS_LOG_SWITCH_ON=({_words(facts['log_switch_on'])})\n"
             f"PRIMUS_LOOPBACK_NAMES=({_words(facts['loopback_names'])})\n"
             f"PRIMUS_ACCELERATORS=({_words(facts['accelerators'])})\n"
-            "# Exit codes (the spec's conventions) and the hook protocol's (mapped to 1 and 2).\n"
+            "# Exit codes (README \"Exit codes\") and the hook protocol's (mapped to 1 and 2).\n"
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["exit_codes"].items())
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["hook_exit_codes"].items())
-            + "# The launcher's distributed fallbacks (reference section 1).\n"
+            + "# The launcher's distributed fallbacks (Primus docs, environment variables, section 1).\n"
             f"declare -gA PRIMUS_DISTRIBUTED_DEFAULTS=({defaults})\n"
-            "# GPU models with a layer file (behaviour sheet section 6).\n"
+            "# GPU models with a layer file (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/<model>.sh).\n"
             f"PRIMUS_GPU_MODELS=({_words(facts['gpu_models'])})\n"
+            "# The launch modes a node runs, and a direct launch's run modes.\n"
+            f"PRIMUS_NODE_MODES=({_words(facts['node_modes'])})\n"
+            f"PRIMUS_RUN_MODES=({_words(facts['run_modes'])})\n"
             "# Registry defaults the shell reads (shared_facts shell_defaults).\n"
             f"declare -gA PRIMUS_REGISTRY_DEFAULTS=({defaults_sh})\n")
 

@@ -10,7 +10,7 @@ Records (kind, name, value), as launch/neuron_layer.py's:
 
 Two requests (``layer`` requests of the launch helper, launch/helper.py):
 
-``jax`` (the JAX/XLA layer, jax_xla.sh; reference section 14, "set by
+``jax`` (the JAX/XLA layer, jax_xla.sh; Primus docs, environment variables, section 14, "set by
 env_spec.py when NNODES > 1"): with NNODES > 1 and a framework other than
 maxdiffusion, JAX_COORDINATOR_IP = MASTER_ADDR and JAX_COORDINATOR_PORT =
 MASTER_PORT (the registry's distributed defaults when those are empty), unless

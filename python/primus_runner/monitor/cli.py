@@ -10,7 +10,8 @@ run mode torchrun each rank's output to its file under ``<log>.ranks/``. Its
 stdout and stderr are the launcher's console; its own lines go to the console
 and the log. stdin is a pipe only the launcher writes: it writes ``done``
 before it ends on purpose, and the monitor copies what the pipes still hold
-and exits. End of file without it, with the launcher gone (SIGKILL, the OOM
+and exits; ``phase NAME UNIX_TIME`` lines before it are launch phase ends
+(monitor/phases.py). End of file without it, with the launcher gone (SIGKILL, the OOM
 killer), makes it the guard (monitor/guard.py): the ranks got SIGTERM from the
 parent-death signal; it waits GRACE seconds (PRIMUS_KILL_GRACE), SIGKILLs what
 is left of the run and writes the closing line. TIMEOUT is PRIMUS_HANG_TIMEOUT
@@ -19,7 +20,8 @@ no verdict is possible; 0 turns the verdicts off, the guard and the output
 stay), ACTION is PRIMUS_HANG_ACTION (report | stop), RUN_MODE torchrun or
 single. NNODES, NODE_RANK, PRIMUS_RC_DIR, PRIMUS_MONITOR_OUTPUT (the
 launcher's pipes: ``OUT_FD ERR_FD SILENT``), PRIMUS_CONSOLE_RANKS and
-PRIMUS_LOG_ONCE (output.py) come from the environment. Stop signals (INT, TERM,
+PRIMUS_LOG_ONCE (output.py) and PRIMUS_LAUNCH_PHASES (the launcher's phase
+marks, monitor/phases.py: the waterfall line) come from the environment. Stop signals (INT, TERM,
 HUP, USR1, USR2) are ignored: the launcher's stop must not cut the monitor's
 last lines; it ends with the launcher's ``done``.
 """
@@ -37,6 +39,7 @@ from primus_runner.facts import EXIT_INVALID
 from primus_runner.monitor import guard, verdicts
 from primus_runner.monitor.act import Judge
 from primus_runner.monitor.output import LauncherPipes, Output, open_launcher, parse_pipes
+from primus_runner.monitor.phases import Phases
 from primus_runner.monitor.watch import OWN, Both, Monitor, Settings
 
 USAGE = "usage: python -m primus_runner.monitor LOG_FILE RUN_ID TIMEOUT ACTION LAUNCHER_PID RUN_MODE GRACE"
@@ -59,7 +62,7 @@ def settings(argv: Sequence[str], env: dict[str, str]) -> Settings:
                     else log_file + ".ranks", int(grace))
 
 
-def run(monitor: Monitor, judge: Judge) -> bool:
+def run(monitor: Monitor, judge: Judge, phases: Phases | None = None) -> bool:
     """Look once a TICK until the launcher's pipe ends: True when it said ``done``."""
     said = b""
     while True:
@@ -67,11 +70,17 @@ def run(monitor: Monitor, judge: Judge) -> bool:
         if ready:
             data = os.read(sys.stdin.fileno(), 4096)
             if not data:
-                return b"done\n" in said  # end of file: the launch ended, or the launcher died
-            said = (said + data)[-64:]
-            if b"done\n" in said:
-                return True
+                return False  # end of file without "done": the launcher died
+            *lines, said = (said + data).split(b"\n")
+            said = said[-256:]
+            for line in lines:
+                if line == b"done":
+                    return True
+                if phases is not None:
+                    phases.told(line)   # "phase NAME UNIX_TIME" (monitor/phases.py)
         now = time.monotonic()
+        if phases is not None:
+            phases.tick(now)
         if monitor.s.timeout <= 0:
             continue  # PRIMUS_HANG_TIMEOUT=0: no verdicts
         monitor.discover(now)
@@ -102,7 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = OWN
     monitor = Monitor(chosen)
     judge = Judge(monitor)
-    if not run(monitor, judge) and guard.launcher_ended(chosen.launcher):
+    phases = Phases(os.environ, chosen.log_file, chosen.run_id, chosen.launcher, chosen.mode,
+                    chosen.rc_dir, chosen.nnodes, chosen.node, lambda: output.first_rank_output, judge.say)
+    ended = run(monitor, judge, phases)
+    phases.finish()
+    if not ended and guard.launcher_ended(chosen.launcher):
         guard.stop_orphaned_run(chosen.run_id, chosen.launcher, chosen.grace, judge.say)
     output.stop()
     return 0

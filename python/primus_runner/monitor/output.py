@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
+import selectors
 import threading
 import time
 
@@ -49,6 +49,7 @@ from primus_runner.monitor.writer import CHUNK, Writer
 from primus_runner.records import dataclass
 
 SCAN_S = 0.05   # seconds between two looks for new records (a rank's first line waits at most this long)
+RESCAN_S = 1.0  # every record's stat read again this often even when the directory did not change
 TAKEN = b"t\n"  # what the wrapper reads on its DONE pipe: a monitor copies the rank's pipe
 DONE = b"d\n"   # what the wrapper reads on its DONE pipe: every line of its rank is written
 LINE_WAIT_S = 0.1   # seconds a line's start waits for its newline (a prompt has none)
@@ -205,10 +206,18 @@ class Output(threading.Thread):
         self.rc_dir = rc_dir
         self.console_ranks = console_ranks
         self.once = once
-        self.streams: dict[int, Stream] = {s.fd: s for s in launcher or []}   # read fd -> stream
+        self.streams: dict[int, Stream] = {}   # read fd -> stream
+        # epoll (or poll): the pipes are registered once, so a look costs what is
+        # ready, not what is open (32 or 64 ranks a node).
+        self.selector = selectors.DefaultSelector()
+        for stream in launcher or []:
+            self._add(stream)
+        self.dir_mark = (0, 0)    # rc_dir's (inode, mtime): a new record changes it
+        self.rescan_at = 0.0
         self.taken: set[tuple[int, int]] = set()  # (wrapper, read fd) taken over by this monitor
         self.marks: dict[str, tuple[int, int, int]] = {}
         self.ending = threading.Event()
+        self.first_rank_output = 0.0   # Unix time of the first bytes a rank wrote (monitor/phases.py)
 
     def stop(self, wait: float = 10.0) -> None:
         """The launch is over: copy what the pipes still hold (until their end, or
@@ -216,10 +225,31 @@ class Output(threading.Thread):
         self.ending.set()
         self.join(wait)
 
-    def scan(self) -> None:
-        """Take over every pipe of a new record whose wrapper runs."""
+    def _add(self, stream: Stream) -> None:
+        self.streams[stream.fd] = stream
+        self.selector.register(stream.fd, selectors.EVENT_READ)
+
+    def _drop(self, fd: int) -> Stream:
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.selector.unregister(fd)
+        return self.streams.pop(fd)
+
+    def scan(self, now: float | None = None) -> None:
+        """Take over every pipe of a new record whose wrapper runs. A record is
+        written once per rank start (a new file or a rename: the directory's
+        mtime moves), so the records are read only when it moved, and every
+        RESCAN_S in any case."""
         if not self.rc_dir:
             return
+        now = time.monotonic() if now is None else now
+        try:
+            info = os.stat(self.rc_dir)
+        except OSError:
+            return
+        seen = (info.st_ino, info.st_mtime_ns)
+        if seen == self.dir_mark and now < self.rescan_at:
+            return
+        self.dir_mark, self.rescan_at = seen, now + RESCAN_S
         try:
             entries = [e for e in os.scandir(self.rc_dir) if e.name.startswith("writer.")]
         except OSError:
@@ -238,7 +268,8 @@ class Output(threading.Thread):
             except (OSError, UnicodeDecodeError):
                 continue
             if source is None:
-                continue  # half written: read again at the next look
+                self.dir_mark = (0, 0)   # half written: read again at the next look
+                continue
             self.marks[entry.name] = mark
             key = (source.wrapper, source.read_fd)
             if key in self.taken or not alive(source.wrapper):
@@ -246,14 +277,14 @@ class Output(threading.Thread):
             stream = open_source(source, self.console_ranks, self.once)
             if stream is not None:
                 self.taken.add(key)
-                self.streams[stream.fd] = stream
+                self._add(stream)
 
     def copy_ready(self, timeout: float) -> None:
         """Copy what every readable pipe holds (waiting up to TIMEOUT for one)."""
         if not self.streams:
             self.ending.wait(timeout)
             return
-        ready, _, _ = select.select(list(self.streams), [], [], timeout)
+        ready = [key.fd for key, _ in self.selector.select(timeout)]
         now = time.monotonic()
         for fd in ready:
             stream = self.streams[fd]
@@ -264,10 +295,11 @@ class Output(threading.Thread):
             except OSError:
                 chunk = b""
             if chunk:
+                if stream.lines:   # a rank's pipe (the launcher's are copied as chunks)
+                    self.first_rank_output = self.first_rank_output or time.time()
                 stream.take(chunk, now)
             else:
-                del self.streams[fd]
-                stream.close()
+                self._drop(fd).close()
 
     def flush_quiet(self, now: float) -> None:
         """A line's start held LINE_WAIT_S without its newline goes out as it is (a prompt)."""
@@ -280,10 +312,11 @@ class Output(threading.Thread):
         while not self.ending.is_set():
             now = time.monotonic()
             if now >= next_scan:
-                self.scan()
+                self.scan(now)
                 next_scan = now + SCAN_S
             self.copy_ready(SCAN_S)   # SCAN_S < LINE_WAIT_S: a held line's start is looked at in time
             self.flush_quiet(time.monotonic())
+        self.rescan_at = 0.0
         self.scan()
         while self.streams:
             self.copy_ready(SCAN_S)
@@ -291,6 +324,6 @@ class Output(threading.Thread):
             self.flush_quiet(now)
             for fd, stream in list(self.streams.items()):
                 if now - stream.data_at >= QUIET_S:
-                    del self.streams[fd]
+                    self._drop(fd)
                     stream.flush()
                     stream.writer.finish()

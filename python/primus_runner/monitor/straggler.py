@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-ROUND_S = 30.0
-OTHERS_MIN = 0.15
-THRESHOLD = 0.2
-ROUNDS = 3
-TABLE_ROUNDS = 4
+# The registry's thresholds (data/variables.yaml shared_facts monitor_thresholds).
+from primus_runner.facts import MONITOR_STRAGGLER_OTHERS_MIN as OTHERS_MIN
+from primus_runner.facts import MONITOR_STRAGGLER_ROUND_S as ROUND_S
+from primus_runner.facts import MONITOR_STRAGGLER_ROUNDS as ROUNDS
+from primus_runner.facts import MONITOR_STRAGGLER_TABLE_ROUNDS as TABLE_ROUNDS
+from primus_runner.facts import MONITOR_STRAGGLER_THRESHOLD as THRESHOLD
+
+__all__ = ["OTHERS_MIN", "ROUNDS", "ROUND_S", "TABLE_ROUNDS", "THRESHOLD"]
 
 
 def median(values: Sequence[float]) -> float:

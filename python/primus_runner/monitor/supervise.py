@@ -43,13 +43,13 @@ import sys
 from pathlib import Path
 
 from primus_runner import log, runrecord
-from primus_runner.facts import EXIT_HANG_STOPPED
+from primus_runner.facts import EXIT_HANG_STOPPED, RUN_MODES
 from primus_runner.launch.report import keep_torchrun_log, report
 from primus_runner.monitor.container_guard import ignore_group_signals, read_pipe, stop_container
 from primus_runner.monitor.members import describe, kill_after_grace, members, rank_pids, running_ranks
 from primus_runner.monitor.origin import ROLES, origin, sender_text
 
-MODES = ("single", "torchrun")
+MODES = RUN_MODES  # the registry's (data/variables.yaml shared_facts run_modes)
 
 
 def signal_name(number: int) -> str:

@@ -32,16 +32,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from primus_runner.diagnose.summary import RankPlace, rank_list
+
+# The registry's thresholds (data/variables.yaml shared_facts monitor_thresholds).
+from primus_runner.facts import MONITOR_SAMPLE_GAP as SAMPLE_GAP
+from primus_runner.facts import MONITOR_SETTLE_SAMPLES as SETTLE_SAMPLES
+from primus_runner.facts import MONITOR_STILL_AFTER as STILL_AFTER
+from primus_runner.facts import MONITOR_STOP_STOPPED_AFTER as STOP_STOPPED_AFTER
+from primus_runner.facts import MONITOR_STOPPED_AFTER as STOPPED_AFTER
+from primus_runner.facts import MONITOR_TICK as TICK
+from primus_runner.facts import MONITOR_WORKING_AFTER as WORKING_AFTER
+from primus_runner.facts import MONITOR_WORKING_REPEAT as WORKING_REPEAT
 from primus_runner.records import dataclass
 
-TICK = 1.0
-STILL_AFTER = 4.0
-SAMPLE_GAP = 4.0
-SETTLE_SAMPLES = 3
-STOPPED_AFTER = 2.0
-WORKING_AFTER = 60.0
-WORKING_REPEAT = 600.0
-STOP_STOPPED_AFTER = 60.0
+__all__ = ["SAMPLE_GAP", "SETTLE_SAMPLES", "STILL_AFTER", "STOPPED_AFTER", "STOP_STOPPED_AFTER", "TICK",
+           "WORKING_AFTER", "WORKING_REPEAT"]
 
 
 @dataclass(frozen=True)

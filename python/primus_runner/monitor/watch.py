@@ -192,7 +192,7 @@ class Monitor:
 
     def look(self, now: float) -> None:
         for watched in list(self.ranks.values()):
-            sample = read_sample(watched.pid)
+            sample = read_sample(watched.pid, last=watched.last)
             if sample is None or sample.state in ("Z", "X"):
                 self.next_scan = 0.0  # gone: find out how at the next scan
                 continue

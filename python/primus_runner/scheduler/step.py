@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from primus_runner.errors import UsageError
-from primus_runner.facts import SRUN_NATIVE_OFF, SRUN_NATIVE_ON
+from primus_runner.facts import NODE_MODES, SRUN_NATIVE_OFF, SRUN_NATIVE_ON
 from primus_runner.records import dataclass
 from primus_runner.scheduler.variables import first_var, node_of_task, parse_tasks_per_node, tasks_on_node
 
@@ -37,7 +37,7 @@ Record = tuple[str, str, str]
 ConfigGet = Callable[[str], str]
 
 _COUNT = re.compile(r"[0-9]{1,9}", re.ASCII)
-MODES = ("direct", "container")
+MODES = NODE_MODES  # the registry's (data/variables.yaml shared_facts node_modes)
 
 
 class Refused(Exception):
@@ -231,7 +231,7 @@ def plan(env: Mapping[str, str], entry: str, mode: str, srun_native: str, config
     return out
 
 
-USAGE = ("usage: python3 -m primus_runner slurm-step --entry PATH [--mode direct|container] "
+USAGE = (f"usage: python3 -m primus_runner slurm-step --entry PATH [--mode {'|'.join(MODES)}] "
          "[--srun-native 0|1] [--config FILE]")
 
 

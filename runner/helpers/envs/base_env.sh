@@ -39,7 +39,7 @@
 #     PRIMUS_TURBO_AUTO_TUNE=0 (and CUBLAS_WORKSPACE_CONFIG=:4096:8 on CUDA); a
 #     user value that contradicts one of them is kept and warned about.
 #
-# Precedence (the spec's conventions): a variable that is set when this file is sourced
+# Precedence (README "Configuration"): a variable that is set when this file is sourced
 # belongs to the user and is kept, even when it is set to the empty string
 # (`export NCCL_SOCKET_IFNAME=` means "let the library choose"). One exception,
 # from the reference: an empty NCCL_IB_HCA means "detect", and it is never
@@ -161,7 +161,7 @@ __primus_run_detection() {
 # The defaults.
 # ---------------------------------------------------------------------------
 
-# __primus_base_distributed: reference section 1.
+# __primus_base_distributed: Primus docs, environment variables, section 1.
 # The values: PRIMUS_DISTRIBUTED_DEFAULTS (runner/lib/facts.sh, registry shared_facts).
 __primus_base_distributed() {
   local name
@@ -170,7 +170,7 @@ __primus_base_distributed() {
   done
 }
 
-# __primus_base_network: reference section 4, NIC part (after detection).
+# __primus_base_network: Primus docs, environment variables, section 4, NIC part (after detection).
 __primus_base_network() {
   primus_env_fallback NCCL_DEBUG "" default
   primus_env_fallback NCCL_IB_GID_INDEX 3 default
@@ -186,7 +186,7 @@ __primus_base_network() {
   fi
 }
 
-# __primus_base_libraries: reference sections 4-7 fixed defaults.
+# __primus_base_libraries: Primus docs, environment variables, sections 4-7 fixed defaults.
 __primus_base_libraries() {
   primus_env_fallback NCCL_PXN_DISABLE 1 default
   primus_env_fallback NCCL_P2P_NET_CHUNKSIZE 524288 default
@@ -203,7 +203,7 @@ __primus_base_libraries() {
   primus_env_fallback NVTE_CK_USES_BWD_V3 1 default
   primus_env_fallback PATCH_TE_FLASH_ATTN 0 default
   # Defaults the reference launcher's base_env.sh sets that the reference
-  # variable list leaves unassigned (behaviour sheet section 7).
+  # variable list leaves unassigned (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/base_env.sh).
   primus_env_fallback NCCL_CHECKS_DISABLE 1 default
   primus_env_fallback RCCL_MSCCLPP_ENABLE 0 default
   primus_env_fallback RCCL_MSCCLPP_FORCE_ENABLE 0 default
@@ -221,7 +221,7 @@ __primus_base_libraries() {
 
 # __primus_base_rocm_libs: the ROCm lib directory ($ROCM_HOME/lib, default
 # /opt/rocm/lib, else the first /opt/rocm-*/lib) first in LD_LIBRARY_PATH, the
-# other entries kept in order without duplicates (behaviour sheet section 7).
+# other entries kept in order without duplicates (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/envs/base_env.sh).
 # Nothing changes when no such directory exists.
 __primus_base_rocm_libs() {
   local lib=${ROCM_HOME:-/opt/rocm}/lib entry list
@@ -261,7 +261,7 @@ __primus_base_visible_devices() {
   primus_env_fallback HIP_VISIBLE_DEVICES "$list" default
 }
 
-# __primus_base_paths: reference section 8 and the Python path. PRIMUS_PATH
+# __primus_base_paths: Primus docs, environment variables, section 8 and the Python path. PRIMUS_PATH
 # (upstream: the repository that holds its runner) is the working directory
 # when that is a Primus checkout; this runner is never one, so it is not used.
 __primus_base_paths() {

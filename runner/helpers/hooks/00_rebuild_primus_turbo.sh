@@ -4,7 +4,7 @@
 # primus-hook-installs:
 #
 # Gate: REBUILD_PRIMUS_TURBO=1 (0 / unset: do nothing).
-# Inputs (reference section 10):
+# Inputs (Primus docs, environment variables, section 10):
 #   GPU_ARCHS          semicolon-separated targets compiled in (default gfx942;gfx950)
 #   MAX_JOBS           parallel compile jobs for the pip build (unset: the build's default)
 #   PRIMUS_SKIP_PIP=1  skip `pip install -r requirements.txt` (the build still runs)

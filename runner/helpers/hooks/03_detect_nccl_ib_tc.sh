@@ -2,7 +2,7 @@
 # 03_detect_nccl_ib_tc.sh: RCCL traffic classes from the AI NIC's QoS set-up.
 # primus-hook-gate: USING_AINIC
 #
-# Gate: USING_AINIC=1 (0 / unset: do nothing). Behaviour sheet section 3.
+# Gate: USING_AINIC=1 (0 / unset: do nothing). Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/.
 # Never fails: every problem is a warning on stderr, exit 0, no env. line.
 # - NCCL_IB_TC and NCCL_IB_FIFO_TC both set: nothing to do. One of them set:
 #   that one is kept and only the other is emitted.

@@ -2,7 +2,7 @@
 # 03_enable_ainic.sh: RCCL settings for AMD Pollara AI NICs (AINIC).
 # primus-hook-gate: USING_AINIC
 #
-# Gate: USING_AINIC=1 (0 / unset: do nothing). Behaviour sheet section 3.
+# Gate: USING_AINIC=1 (0 / unset: do nothing). Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/.
 # Emits 19 env. lines; each is the value already set (yours, --env, detected,
 # or an earlier hook's such as 03_detect_nccl_ib_tc.sh), else the default below.
 # A base_env.sh reference default does not count as set (so NCCL_IB_GID_INDEX

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 03_enable_aiter.sh: quiet AITER's log (behaviour sheet section 3).
+# 03_enable_aiter.sh: quiet AITER's log (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/).
 # primus-hook-when-unset: AITER_LOG_LEVEL
 #
 # No gate: emits env.AITER_LOG_LEVEL=ERROR unless AITER_LOG_LEVEL is already

@@ -3,7 +3,7 @@
 # primus-hook-gate: REBUILD_UEP
 # primus-hook-installs:
 #
-# Gate: REBUILD_UEP=1 (0 / unset: do nothing). Behaviour sheet section 3.
+# Gate: REBUILD_UEP=1 (0 / unset: do nothing). Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/.
 # Inputs: UCCL_REF (default b99aefd263bf89ed79dbb3207dde5a5b979ea530),
 #   UCCL_BUILD_DIR (only logged, as in the reference launcher).
 # Steps (checkout ${TMPDIR:-/tmp}/uccl, deleted first):

@@ -3,7 +3,7 @@
 # primus-hook-needs-file: requirements.txt in PRIMUS_PATH PRIMUS_ROOT
 # primus-hook-installs: PRIMUS_AUTO_INSTALL
 #
-# No gate. Behaviour sheet section 3. Reads <repo>/requirements.txt, <repo> =
+# No gate. Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/. Reads <repo>/requirements.txt, <repo> =
 # $PRIMUS_PATH, else $PRIMUS_ROOT (absent -> nothing to do). Each line that is
 # not empty, a comment or an option (-r, -e, --...) names a distribution: the
 # text before the first of > < = ! ; [ or a space, normalised (runs of - _ .

@@ -3,7 +3,7 @@
 # primus-hook-gate: USING_UEP
 # primus-hook-when-unset: PRIMUS_TURBO_MOE_DISPATCH_COMBINE_BACKEND
 #
-# Behaviour sheet section 3.
+# Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/.
 # USING_UEP unset/0: env.PRIMUS_TURBO_MOE_DISPATCH_COMBINE_BACKEND=TURBO unless
 #   you set the backend (the reference launcher overwrites your value).
 # USING_UEP=1: `$PRIMUS_PYTHON -m pip show uccl` and `... show deep_ep` must

@@ -3,7 +3,7 @@
 # primus-hook-gate: SDMA_ALL_GATHER
 # primus-hook-installs:
 #
-# Gate: SDMA_ALL_GATHER=1 (0 / unset: do nothing). Behaviour sheet section 3.
+# Gate: SDMA_ALL_GATHER=1 (0 / unset: do nothing). Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/.
 # Emits, each unless set (the reference launcher forces them):
 #   NCCL_CTA_POLICY=2 NCCL_CUMEM_ENABLE=1 NCCL_LOCAL_REGISTER=0
 #   TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK=true (base_env's default 0

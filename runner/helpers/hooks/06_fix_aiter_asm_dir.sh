@@ -2,7 +2,7 @@
 # 06_fix_aiter_asm_dir.sh: make AITER find its prebuilt kernels for this GPU.
 # primus-hook-needs-command: rocminfo
 #
-# No gate; normally exit 0. Behaviour sheet section 3. Needs rocminfo on PATH,
+# No gate; normally exit 0. Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/. Needs rocminfo on PATH,
 # the Python package aiter (one $PRIMUS_PYTHON call) with
 # <aiter>/../aiter_meta/hsa, and a gfx... token in `rocminfo` output (the first,
 # lower-cased); else nothing to do. Then:

@@ -3,7 +3,7 @@
 # primus-hook-when-unset: NCCL_IB_HCA NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
 # primus-hook-skip-when: PRIMUS_DETECTION_DONE=1
 #
-# No gate. Behaviour sheet section 3. Usually a no-op: base_env.sh's detection
+# No gate. Upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/. Usually a no-op: base_env.sh's detection
 # has filled these. Reads sysfs under PRIMUS_SYSFS_ROOT (default /).
 # - NCCL_IB_HCA empty and $PRIMUS_SYSFS_ROOT/sys/class/infiniband has devices:
 #   env.NCCL_IB_HCA = the devices whose ports/1/state says ACTIVE (else all),

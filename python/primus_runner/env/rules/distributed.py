@@ -1,5 +1,6 @@
 """The distributed-launch rules, once: host names, the rendezvous port range, the
-node counts, the rank bound and loopback (the spec's distributed environment and rank mapping; reference section 1).
+node counts, the rank bound and loopback (README "Detection and rank mapping"; Primus docs,
+environment variables, section 1).
 
 ``env check`` (rules/engine.py's type rule and the ``rank_bounds`` and
 ``master_addr_multinode`` rules) and the launcher's rank mapping (ranks.py, run
@@ -9,7 +10,7 @@ functions, so every entry point gives the same verdict and the same message:
 the launch path.
 
 Facts and their sources:
-- MASTER_PORT 1024-65535: reference section 1 ("validation.sh enforces 1024-65535").
+- MASTER_PORT 1024-65535: Primus docs, environment variables, section 1 ("validation.sh enforces 1024-65535").
 - host names and loopback: python/primus_runner/grammar.py (the one grammar,
   with its sources), so MASTER_ADDR and the values derived from it
   (JAX_COORDINATOR_IP, NEURON_RT_ROOT_COMM_ID) are judged alike.

@@ -1,4 +1,4 @@
-"""Rules engine: check an environment against the registry (the spec's validation).
+"""Rules engine: check an environment against the registry (README "Environment variables and checks").
 
 ``check(env, accelerator=..., context=...)`` returns findings, most severe first.
 Severity policy: ``error`` where the launcher, the runtime or the job would fail
@@ -216,7 +216,7 @@ def _not_forwarded(s: _State) -> Iterator[Finding]:
             continue
         yield s.found("warning", name,
                       "is set on the host but is neither on the container allowlist (Primus "
-                      "reference section 11) nor under a forwarded prefix, so it does not "
+                      "docs, environment variables, section 11) nor under a forwarded prefix, so it does not "
                       "reach the job in the container",
                       f"pass it explicitly: --env {name} (takes the host value) or "
                       f"--env {name}=...")

@@ -1,6 +1,6 @@
 /*
  * hip_attr_drain_preload.c: LD_PRELOAD shim for SDMA all-gather runs
- * (06_enable_sdma_all_gather.sh; behaviour sheet section 3).
+ * (06_enable_sdma_all_gather.sh; upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/).
  *
  * Wraps hipDeviceGetAttribute and cudaDeviceGetAttribute. The real function is
  * looked up with dlsym(RTLD_NEXT, ...) on first use. When it fails, the HIP

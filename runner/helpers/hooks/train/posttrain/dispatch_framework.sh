@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hooks/train/posttrain/dispatch_framework.sh: framework steps for
-# `train posttrain` (behaviour sheet section 5).
+# `train posttrain` (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/posttrain/).
 #
 # No --config: nothing. Framework = post_trainer.framework of the config; none,
 # or no hooks/train/posttrain/<framework>/ folder: nothing. Otherwise its *.sh /

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hooks/train/pretrain/hipblaslt_tuning.sh: the hipBLASLt tuning flow
 # primus-hook-gate: PRIMUS_HIPBLASLT_TUNING PRIMUS_DETERMINISTIC TE_HIPBLASLT_TUNING PRIMUS_HIPBLASLT_TUNING_STAGE
-# (reference section 9) for `train pretrain`.
+# (Primus docs, environment variables, section 9) for `train pretrain`.
 #
 # Arguments: the workload args (e.g. --config exp.yaml); --config names the tune
 # directory when PRIMUS_MODEL is unset.

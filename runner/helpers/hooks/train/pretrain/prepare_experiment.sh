@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hooks/train/pretrain/prepare_experiment.sh: framework preparation for
-# `train pretrain` (behaviour sheet section 4).
+# `train pretrain` (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/pretrain/).
 # primus-hook-checks-first:
 #
 # Options read (the rest is passed on): --config FILE (the experiment config),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# maxdiffusion step 00 (behaviour sheet section 4): runs
+# maxdiffusion step 00 (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/pretrain/): runs
 # <repo>/examples/maxdiffusion/setup_maxdiffusion_env.sh (missing: exit 66).
 # PRIMUS_SKIP_PIP=1 skips it. Under PRIMUS_DRY_RUN=1 it is only shown.
 set -euo pipefail

@@ -1,4 +1,5 @@
-"""maxdiffusion prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
+"""maxdiffusion prepare step (as upstream AMD-AGI/Primus@fd1eeabb
+runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
 
 Needs pre_trainer dataset_type (else exit 78). Emits extra.backend_path only
 when the checkout (MAXDIFFUSION_PATH, dir maxdiffusion) exists,

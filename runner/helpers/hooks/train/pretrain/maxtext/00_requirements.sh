@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# maxtext step 00: pip install -r <repo>/requirements-jax.txt (behaviour sheet
-# section 4; <repo> from --primus_path); a missing file is exit 66; a file with
+# maxtext step 00: pip install -r <repo>/requirements-jax.txt (as upstream
+# AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/pretrain/; <repo> from --primus_path); a missing file is exit 66; a file with
 # comments only installs nothing. PRIMUS_SKIP_PIP=1 skips it. Under
 # PRIMUS_DRY_RUN=1 the pip call is only shown.
 set -euo pipefail

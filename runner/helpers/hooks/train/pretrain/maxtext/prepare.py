@@ -1,11 +1,12 @@
-"""maxtext prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
+"""maxtext prepare step (as upstream AMD-AGI/Primus@fd1eeabb
+runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
 
 Needs pre_trainer dataset_type (else exit 78). Emits extra.backend_path
 (MAXTEXT_PATH, dir maxtext; emitted even when absent) and env.RUN_MODE=single:
 MaxText starts one JAX process per node, never torchrun.
 (The reference launcher also dpkg-checks and apt-installs RDMA packages on
-multi-node runs; that list is not part of the behaviour sheet, so it is not
-done here.)
+multi-node runs from a list of its own, not stated by its hooks' files, so it is
+not done here.)
 """
 from __future__ import annotations
 

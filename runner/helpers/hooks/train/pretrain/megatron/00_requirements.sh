@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # megatron step 00: Python packages Megatron pretraining needs on top of the
-# image (behaviour sheet section 4): flash-linear-attention==0.5.2 and
+# image (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/pretrain/): flash-linear-attention==0.5.2 and
 # causal-conv1d~=1.5, with PIP_CACHE_DIR (default <data_path>/pip_cache).
 # PRIMUS_SKIP_PIP=1 skips it. Under PRIMUS_DRY_RUN=1 the pip call is only shown.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# megatron step 01: NVIDIA-NeMo Emerging-Optimizers (behaviour sheet section 4).
+# megatron step 01: NVIDIA-NeMo Emerging-Optimizers (upstream AMD-AGI/Primus@fd1eeabb runner/helpers/hooks/train/pretrain/).
 # Only when PRIMUS_INSTALL_EMERGING_OPTIMIZERS is 1, true, True, TRUE, yes or
 # on; nothing when `import emerging_optimizers` already works. Else pip installs
 # (no dependencies, no cache) git+https://github.com/NVIDIA-NeMo/Emerging-Optimizers.git@

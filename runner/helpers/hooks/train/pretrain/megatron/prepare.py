@@ -1,4 +1,5 @@
-"""megatron prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
+"""megatron prepare step (as upstream AMD-AGI/Primus@fd1eeabb
+runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
 
 Reads pre_trainer mock_data, train_data_path, model_type, trainer_class,
 data_path, tokenizer_type. No dataset work when mock_data is true,

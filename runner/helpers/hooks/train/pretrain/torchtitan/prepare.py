@@ -1,4 +1,5 @@
-"""torchtitan prepare step (behaviour sheet section 4), run by primus_runner.config.experiment.
+"""torchtitan prepare step (as upstream AMD-AGI/Primus@fd1eeabb
+runner/helpers/hooks/train/pretrain/), run by primus_runner.config.experiment.
 
 Backend: TORCHTITAN_PATH, dir torchtitan (missing: exit 66); reinstalled
 editable (pip install -e <checkout> --config-settings editable_mode=compat;
@@ -6,8 +7,8 @@ PRIMUS_SKIP_PIP=1 skips it); the patch-args file is deleted. Needs
 pre_trainer model.hf_assets_path (else exit 78): an existing directory is used;
 else an HF repo id whose tokenizer is already at
 <data_path>/torchtitan/<last id part>/tokenizer.json. (The reference launcher
-downloads missing assets with the checkout's downloader; that script is not
-named by the behaviour sheet, so a missing download is exit 66 here, naming the
+downloads missing assets with the checkout's downloader, a script this
+launcher does not know, so a missing download is exit 66 here, naming the
 directory to fill.) Emits extra.model.hf_assets_path=<dir> and
 extra.backend_path. Stays torchrun. The checkout and the assets are
 checked (``check``) before anything is installed.
