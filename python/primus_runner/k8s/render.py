@@ -20,10 +20,10 @@ their value) after the same ``env check`` verdict a launch gets (k8s/cli.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from primus_runner.errors import UsageError
+from primus_runner.records import dataclass, field
 
 LABEL = "primus-runner/name"
 CONTAINER = "primus"
