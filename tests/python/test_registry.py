@@ -99,7 +99,10 @@ RUNNER_OWN = [
     "PRIMUS_CLUSTER_CHECK_TIMEOUT", "PRIMUS_CLUSTER_CHECK_IGNORE", "PRIMUS_ELASTIC",
     "PRIMUS_SRUN_NATIVE", "PRIMUS_HANG_TIMEOUT", "PRIMUS_HANG_ACTION", "PRIMUS_HEARTBEAT_FILE",
     "PRIMUS_HEARTBEAT_DIR", "PRIMUS_RUN_LOG", "PRIMUS_FAULTHANDLER_FILE", "PRIMUS_FAILURE_STACKS",
-              "PRIMUS_FR_TRIGGER"]
+              "PRIMUS_FR_TRIGGER",
+              # the restart loop (docs/restart-on-failure.md)
+              "PRIMUS_ON_FAILURE", "PRIMUS_RESTART_MAX", "PRIMUS_NODE_FAILURE_LIMIT", "PRIMUS_RESTART_ON_STRAGGLER",
+              "PRIMUS_RESTART_COUNT", "PRIMUS_LEFT_OUT_NODES", "PRIMUS_TRAIN_CHECKPOINT_EVERY", "PRIMUS_TRAIN_RESUME"]
 # Library variables in neither reference that the runner sets or checks:
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.
