@@ -239,6 +239,10 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
     first = 1
     if resume_from(cfg) == "auto":
         first = _resume(model, opt, ck_dir, rank, distributed) + 1
+    loss: Any = None
+    mean: Any = None
+    x: Any = None
+    y: Any = None
     for step in range(first, s.steps + 1):
         # The batch of a step depends on the seed, the rank and the step only: a resumed
         # run draws the same batches an unfaulted run draws.
@@ -262,8 +266,6 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
             saved = save_checkpoint_atomic({"model": model.state_dict(), "optim": opt.state_dict(), "step": step,
                                             "vocab": vocab, "settings": s.__dict__}, periodic_path(ck_dir, step))
             print(f"[train] checkpoint step {step}: {saved}", flush=True)
-    if first > s.steps:
-        loss = mean = x = y = None
     if rank == 0:
         saved = save_checkpoint_exclusive(
             {"model": model.state_dict(), "step": s.steps, "vocab": vocab, "settings": s.__dict__},
