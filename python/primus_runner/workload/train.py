@@ -252,7 +252,7 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
         y = torch.stack([data[i + 1:i + s.seq_len + 1] for i in starts.tolist()])
         loss = F.cross_entropy(ddp(x).reshape(-1, vocab), y.reshape(-1))
         opt.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]
+        loss.backward()
         opt.step()
         if distributed:
             mean = loss.detach().clone()
