@@ -75,6 +75,8 @@ source "$PRIMUS_CLI_DIR/lib/launch_helper.sh"
 source "$PRIMUS_CLI_DIR/lib/launch_log.sh"
 # shellcheck source=runner/lib/launch_env.sh
 source "$PRIMUS_CLI_DIR/lib/launch_env.sh"
+# shellcheck source=runner/lib/restart_loop.sh
+source "$PRIMUS_CLI_DIR/lib/restart_loop.sh"
 # Libraries needed once the helper answered: read while it starts (end of file).
 # Started with SIGINT ignored (`cmd &` in a script): again, at its default.
 primus_default_sigint "${BASH_SOURCE[0]}" "$@"
@@ -296,6 +298,7 @@ main() {
     set -- "${__primus_restored[@]}"
   fi
   parse_args "$@"
+  PRIMUS_DIRECT_ARGV=("$@")  # the closed loop runs this launch again (runner/lib/restart_loop.sh)
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
   # with --env NAME and the value in the environment (the spec's conventions).
   local -a __primus_argv_clean
@@ -303,6 +306,7 @@ main() {
     exec "$BASH" "${BASH_SOURCE[0]}" "${__primus_argv_clean[@]}"
   fi
   primus_require_python
+  primus_restart_loop_enter "$PRIMUS_OPT_DRY_RUN" "${BASH_SOURCE[0]}" "${PRIMUS_DIRECT_ARGV[@]}"
   # Until the log file is known, the console is copied to a spool (not in a
   # dry run, which writes nothing); every exit path leaves the log.
   # --silent, as upstream Primus: the launcher's own stdout too goes only to

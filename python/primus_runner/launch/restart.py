@@ -55,6 +55,7 @@ _LOST = re.compile(r"ended with exit code (\d+).*while \d+ process\(es\) of the 
 _RESUMED = re.compile(r"\[train\] resumed from step (\d+): (\S.*?)\s*$")
 _STEP = re.compile(r"\[train\] step (\d+)/\d+ loss")
 _STILL = re.compile(r"(?:no progress for|\) for) (\d+) s")
+_LOG_FILE = re.compile(r"\blog_file=(\S+\.log)\b")  # the launch summary's line
 _LOG = re.compile(r"; log: (\S+\.log)\.?\s*$")
 
 
@@ -148,6 +149,9 @@ def observe(outcome: Outcome, line: str, now: float) -> Outcome:
     resumed = _RESUMED.search(line)
     if resumed:
         return replace(outcome, resumed_step=int(resumed.group(1)), resumed_file=resumed.group(2))
+    named = _LOG_FILE.search(line)
+    if named and not outcome.log_file:
+        return replace(outcome, log_file=named.group(1))
     parsed = _LINE.match(line)
     if not parsed:
         return outcome
