@@ -333,6 +333,7 @@ launch() {
   primus_hook_runner_preload "${PRIMUS_WORKLOAD_ARGS[0]-}" "${PRIMUS_WORKLOAD_ARGS[1]-}"  # while Python starts
   primus_helper_prepared
   primus_mode_config_flags direct PRIMUS_OPT_DRY_RUN PRIMUS_OPT_DEBUG  # main./direct.dry_run, debug
+  primus_restart_loop_config "$PRIMUS_OPT_DRY_RUN" "${BASH_SOURCE[0]}" "${PRIMUS_DIRECT_ARGV[@]}"  # direct.on_failure
   ((PRIMUS_OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1  # before the workload checks: notes then
   # Under the Slurm entry: the stop grace and why (python/primus_runner/scheduler/stop_grace.py).
   [[ $PRIMUS_OPT_DRY_RUN == 1 || -z ${PRIMUS_PREPARE_NOTE[PRIMUS_KILL_GRACE]-} ]] ||

@@ -28,3 +28,28 @@ primus_restart_loop_enter() {
   PYTHONPATH="$PRIMUS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PRIMUS_PYTHON" -m primus_runner \
     restart-loop --policy "$policy" -- "$BASH" "$script" "$@"
 }
+
+# primus_restart_loop_config DRY_RUN SCRIPT ARGS...: see the header.
+primus_restart_loop_config() {
+  local dry=$1 script=$2 policy=""
+  shift 2
+  [[ -z ${PRIMUS_ON_FAILURE:-} ]] || return 0
+  primus_config_get_into policy direct.on_failure ""
+  [[ $policy == restart || $policy == stop ]] || return 0
+  [[ -z ${PRIMUS_RESTART_COUNT:-} && $dry != 1 ]] || return 0
+  if [[ -n ${PRIMUS_HELPER_PID:-} ]]; then
+    kill -KILL "$PRIMUS_HELPER_PID" 2>/dev/null || true
+    wait "$PRIMUS_HELPER_PID" 2>/dev/null || true
+    PRIMUS_HELPER_PID=""
+  fi
+  # The helper's console descriptor is a copy of the spooled stderr: closed
+  # first, or the copy never sees its end.
+  if [[ -n ${PRIMUS_CONSOLE_FD:-} ]]; then
+    exec {PRIMUS_CONSOLE_FD}>&-
+    PRIMUS_CONSOLE_FD=""
+  fi
+  primus_log_spool_drop
+  trap - EXIT INT TERM HUP
+  export PRIMUS_ON_FAILURE=$policy
+  primus_restart_loop_enter "$dry" "$script" "$@"
+}
