@@ -13,6 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from primus_runner.errors import UsageError
+from primus_runner.workload.train import fault_plan, latest_checkpoint, step_of
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "cpu_pretrain.yaml"
 STEPS = 12
@@ -95,3 +100,22 @@ def test_a_run_killed_mid_way_resumes_from_its_last_checkpoint_to_the_same_loss(
         resumed.stdout + resumed.stderr
     assert "[train] step 4/" not in resumed.stdout and "[train] step 5/" in resumed.stdout
     assert abs(_final_loss(resumed.stdout) - expected) <= TOLERANCE
+
+
+def test_the_test_only_fault_acts_on_the_first_attempt_unless_always() -> None:
+    assert fault_plan("", "") == ("", -1, 0)
+    assert fault_plan("hang:1:12", "") == ("hang", 1, 12)
+    assert fault_plan("kill:3:4", "0") == ("kill", 3, 4)
+    assert fault_plan("kill:3:4", "1") == ("", -1, 0)
+    assert fault_plan("kill:3:4:always", "2") == ("kill", 3, 4)
+    with pytest.raises(UsageError, match="PRIMUS_TRAIN_FAULT='sleep:1'"):
+        fault_plan("sleep:1", "")
+
+
+def test_the_latest_checkpoint_is_the_highest_step_and_a_temporary_file_never_counts(tmp_path: Path) -> None:
+    for name in ("ckpt-step00000004.pt", "ckpt-step00000012.pt", ".ckpt-step00000016.pt.77.tmp",
+                 "20261207T000000Z-step8.pt"):
+        (tmp_path / name).write_bytes(b"x")
+    assert latest_checkpoint(tmp_path) == tmp_path / "ckpt-step00000012.pt"
+    assert step_of("20261207T000000Z-step30-1.pt") == 30 and step_of("notes.txt") == -1
+    assert latest_checkpoint(tmp_path / "none") is None

@@ -81,6 +81,30 @@ def settings_from(cfg: Mapping[str, Any]) -> TrainSettings:
     return TrainSettings(**values)
 
 
+def fault_plan(value: str, restart_count: str) -> tuple[str, int, int]:
+    """PRIMUS_TRAIN_FAULT (test-only) as (kind, rank, step); ("", -1, 0) when off (pure).
+
+    ``hang:RANK:STEP`` sleeps on RANK at STEP while the others wait in all_reduce;
+    ``kill:RANK:STEP`` SIGKILLs RANK there. Only on a run's first attempt
+    (PRIMUS_RESTART_COUNT unset or 0) unless ``:always`` follows."""
+    parts = [p.strip() for p in value.split(":")] if value.strip() else []
+    if not parts:
+        return "", -1, 0
+    always = parts[-1] == "always"
+    if always:
+        parts = parts[:-1]
+    if len(parts) != 3 or parts[0] not in ("hang", "kill") or not parts[1].isdigit() or not parts[2].isdigit():
+        raise UsageError(f"PRIMUS_TRAIN_FAULT='{value}' is not known; accepted: hang:RANK:STEP or kill:RANK:STEP, "
+                         "optionally followed by :always (test-only: never set it for a real job).")
+    if not always and (restart_count or "0").strip() not in ("", "0"):
+        return "", -1, 0
+    return parts[0], int(parts[1]), int(parts[2])
+
+
+def _stuck_here(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def resume_from(cfg: Mapping[str, Any]) -> str:
     """``train.resume``: auto | off (default off); anything else is a usage error (pure)."""
     value = str((cfg.get("train") or {}).get("resume", "off") or "off").strip().lower()
@@ -236,6 +260,7 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
     if rank == 0:
         print(f"[train] {exp_name}: {data.numel()} tokens, vocab {vocab}, world size {world}, "
               f"{s.steps} steps, batch {s.batch_size} x {s.seq_len}", flush=True)
+    fault, fault_rank, fault_step = fault_plan(env.get("PRIMUS_TRAIN_FAULT", ""), env.get("PRIMUS_RESTART_COUNT", ""))
     first = 1
     if resume_from(cfg) == "auto":
         first = _resume(model, opt, ck_dir, rank, distributed) + 1
@@ -254,6 +279,10 @@ def run(cfg: Mapping[str, Any], env: Mapping[str, str]) -> int:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if fault and rank == fault_rank and step == fault_step:
+            if fault == "kill":
+                os.kill(os.getpid(), 9)
+            _stuck_here(3600)  # the others wait in the all_reduce below: a real hang
         if distributed:
             mean = loss.detach().clone()
             dist.all_reduce(mean)
