@@ -134,3 +134,14 @@ def test_lost_time_sums_the_marks() -> None:
     total, text = lost_text(100.0, 113.0, 118.0, 119.0, 130.0)
     assert total == 30.0
     assert text == "failure -> verdict +13.0 s -> stopped +5.0 s -> restarted +1.0 s -> first step done +11.0 s"
+
+
+def test_across_nodes_the_rank_killed_by_a_signal_is_the_cause_not_the_peers_that_lost_it() -> None:
+    peer = (STAMP + "[NODE-0(node1)] [ERROR] failure report: global rank 0 (local rank 0 of node 0) failed first, "
+            "exit code 1.")
+    peer_exc = STAMP + "[NODE-0(node1)] [ERROR]   exception: RuntimeError: Connection closed by peer"
+    killed = (STAMP + "[NODE-2(node3)] [ERROR] failure report: global rank 4 (local rank 0 of node 2) failed "
+              "first, exit code 137 (killed by SIGKILL).")
+    got = decide(outcome(137, peer, peer_exc, killed), RESTART, can_leave_out=True)
+    assert got.restart and got.reason == "signal" and got.charged == ("node3",)
+    assert got.budget.left_out == ("node3",)

@@ -75,6 +75,7 @@ class Outcome:
     first_code: int = 0                       # its exit code (128+N: signal N)
     first_node: str = ""                      # its host
     first_at: float = 0.0                     # when the failure report came
+    failures: tuple[tuple[int, int, str], ...] = ()  # every node's report: (rank, code, host)
     exception: str = ""                       # the exception the report quotes
     lost_code: int = 0                        # the run lost with torchrun, not by a rank
     outside_stop: bool = False                # the launcher was stopped by a signal from outside
@@ -173,10 +174,17 @@ def observe(outcome: Outcome, line: str, now: float) -> Outcome:
     if "PRIMUS_HANG_ACTION=stop: stopping the run on the " in message:
         return replace(outcome, verdict_stop=True)
     failed = _FAILED.search(message)
-    if failed and outcome.first_rank < 0:
-        rank = failed.group(1) or failed.group(3)
-        return replace(outcome, first_rank=int(rank), first_code=int(failed.group(5)), first_node=host,
-                       first_at=now)
+    if failed:
+        rank, code = int(failed.group(1) or failed.group(3)), int(failed.group(5))
+        outcome = replace(outcome, failures=(*outcome.failures, (rank, code, host)))
+        # Several nodes each report their own first failure: a death by a signal (not
+        # torchrun's SIGTERM to the ranks it stops) is the cause, the others' errors
+        # (a peer's connection closed) its consequence.
+        if outcome.first_rank < 0 or (_signal_death(code) and not _signal_death(outcome.first_code)):
+            return replace(outcome, first_rank=rank, first_code=code, first_node=host,
+                           first_at=outcome.first_at or now, exception="" if outcome.first_rank >= 0 else
+                           outcome.exception)
+        return outcome
     if message.startswith("  exception: ") or message.strip().startswith("exception: "):
         return outcome if outcome.exception else replace(outcome, exception=message.strip()[len("exception: "):])
     lost = _LOST.search(message)
@@ -185,6 +193,10 @@ def observe(outcome: Outcome, line: str, now: float) -> Outcome:
     if message.startswith("stop: SIG") and not outcome.verdict_stop:
         return replace(outcome, outside_stop=True)
     return outcome
+
+
+def _signal_death(code: int) -> bool:
+    return code > 128 and code != 128 + 15
 
 
 def observe_lines(lines: Iterable[str], outcome: Outcome | None = None, now: float = 0.0) -> Outcome:

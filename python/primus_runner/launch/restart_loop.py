@@ -22,6 +22,18 @@ console, to the attempt's log and as a ``restart`` event in its run record
 (runrecord.py); the closing report sums the time lost and lists the left-out nodes. The
 exit code is the last attempt's. A stop from outside (SIGTERM, SIGINT, SIGHUP to this
 process) reaches the running launcher and ends the loop: it never restarts.
+
+``--slurm`` (the batch script of ``primus-cli slurm sbatch`` with PRIMUS_ON_FAILURE=restart):
+CMD is the batch script's ``srun ... primus-cli-slurm-entry.sh ...``; one attempt is one
+Slurm step on the allocation's nodes minus the left-out ones (``--nodes``/``--nodelist``
+set here; with PRIMUS_SLURM_SPARE_NODES=N spare nodes, the first step uses only the nodes
+the job needs). A restart charges the nodes the failure names (the monitor's suspects'
+nodes, the node of a rank killed by a signal), leaves a node out once it failed
+PRIMUS_NODE_FAILURE_LIMIT times, runs ``primus-cli slurm doctor`` on the new node set (a
+node it fails is left out too) and starts the next step. With too few healthy nodes left,
+the job is requeued with the left-out nodes excluded (``scontrol update ExcNodeList``,
+``scontrol requeue``), and the loop says so.
+
 docs/restart-on-failure.md is the user's view.
 """
 from __future__ import annotations
@@ -38,7 +50,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from primus_runner import log, runrecord
-from primus_runner.launch.restart import Budget, Decision, Outcome, budget_from_env, decide, lost_text, observe
+from primus_runner.launch.restart import (
+    Budget,
+    Decision,
+    Outcome,
+    budget_from_env,
+    decide,
+    healthy_nodes,
+    lost_text,
+    observe,
+    replace,
+)
 
 PREFIX = "restart loop: "
 RESUME_WORKLOADS = (("train", "pretrain"),)
@@ -64,6 +86,48 @@ def attempt_env(base: dict[str, str], attempt: int, budget: Budget) -> dict[str,
     env["PRIMUS_HANG_ACTION"] = "stop"
     env.setdefault("PRIMUS_ON_FAILURE", budget.policy)
     return env
+
+
+def step_command(cmd: Sequence[str], hosts: Sequence[str]) -> list[str]:
+    """The batch script's srun CMD on HOSTS only: its --nodes/-N words replaced by the
+    count and --nodelist (pure)."""
+    out: list[str] = []
+    skip = False
+    for word in cmd:
+        if skip:
+            skip = False
+            continue
+        if word in ("-N", "--nodes", "-w", "--nodelist", "-n", "--ntasks"):
+            skip = True
+            continue
+        if word.startswith(("--nodes=", "--nodelist=", "--ntasks=")) or (
+                word.startswith(("-N", "-w", "-n")) and len(word) > 2):
+            continue
+        out.append(word)
+    tpn = next((int(w.split("=", 1)[1]) for w in out if w.startswith("--ntasks-per-node=")
+                and w.split("=", 1)[1].isdigit()), 1)
+    at = out.index("srun") + 1 if "srun" in out else 0
+    # --ntasks too: the batch script's SLURM_NTASKS is the whole allocation's.
+    return [*out[:at], f"--nodes={len(hosts)}", f"--ntasks={tpn * len(hosts)}", f"--nodelist={','.join(hosts)}",
+            *out[at:]]
+
+
+def doctor_excluded(text: str) -> list[str]:
+    """The hosts of the doctor's last ``--exclude=HOSTLIST`` line (pure)."""
+    from primus_runner.scheduler import hostlist
+
+    found = [line.strip() for line in text.splitlines() if line.strip().startswith("--exclude=")]
+    if not found:
+        for line in text.splitlines():
+            if "--exclude=" in line:
+                found.append(line.split("--exclude=", 1)[1].split()[0])
+        found = [f"--exclude={f}" for f in found]
+    if not found:
+        return []
+    try:
+        return hostlist.expand(found[-1].split("=", 1)[1].strip())
+    except hostlist.HostlistError:
+        return []
 
 
 def restart_line(attempt: int, budget: Budget, decision: Decision, outcome: Outcome, lost: float,
@@ -161,12 +225,73 @@ def failed_at(outcome: Outcome, ended: float) -> float:
 
 
 class Loop:
-    def __init__(self, cmd: list[str], budget: Budget) -> None:
+    def __init__(self, cmd: list[str], budget: Budget, slurm: bool = False) -> None:
         self.cmd = cmd
         self.budget = budget
         self.current: Attempt | None = None
         self.stopped_by: int = 0
         self.restarts: list[tuple[int, str, float]] = []
+        self.slurm = slurm
+        self.pool: list[str] = []
+        self.needed = 0
+        if slurm:
+            from primus_runner.scheduler import hostlist
+
+            self.pool = hostlist.expand(os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST", ""))
+            spares = int(os.environ.get("PRIMUS_SLURM_SPARE_NODES") or 0)
+            self.needed = max(1, len(self.pool) - spares)
+
+    def command(self, extra: list[str]) -> list[str]:
+        if not self.slurm:
+            return self.cmd + extra
+        hosts = healthy_nodes(self.pool, self.budget, self.needed)
+        log.info(f"{PREFIX}step on {len(hosts)} node(s): {','.join(hosts)}"
+                 + (f" (left out: {','.join(self.budget.left_out)})" if self.budget.left_out else "")
+                 + (f"; spare: {spare}" if (spare := ",".join(h for h in self.pool if h not in hosts
+                                                             and h not in self.budget.left_out)) else ""))
+        return step_command(self.cmd, hosts) + extra
+
+    def doctor(self) -> None:
+        """``primus-cli slurm doctor`` on the next step's nodes; a node it fails is left out."""
+        hosts = healthy_nodes(self.pool, self.budget, self.needed)
+        cli = os.path.join(os.environ.get("PRIMUS_RUNNER_DIR", ""), "primus-cli")
+        began = time.time()
+        try:
+            # --ntasks too: the batch script's SLURM_NTASKS is the whole allocation's.
+            done = subprocess.run([cli, "slurm", "doctor", f"--nodes={len(hosts)}", f"--ntasks={len(hosts)}",
+                                   f"--nodelist={','.join(hosts)}"],
+                                  capture_output=True, text=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warn(f"{PREFIX}doctor pass on {','.join(hosts)} could not run ({exc}); starting the step anyway")
+            return
+        bad = [h for h in doctor_excluded(done.stdout + done.stderr) if h in hosts]
+        took = time.time() - began
+        if done.returncode == 0 or not bad:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] if done.returncode else []
+            log.info(f"{PREFIX}doctor pass on {','.join(hosts)}: exit code {done.returncode} in {took:.1f} s"
+                     + ("; every node healthy" if done.returncode == 0 else
+                        f"; no node named to exclude ({tail[0] if tail else 'no output'}); starting the step"))
+            return
+        log.warn(f"{PREFIX}doctor pass on {','.join(hosts)}: {','.join(bad)} failed (exit code {done.returncode}, "
+                 f"{took:.1f} s): left out")
+        self.budget = replace(self.budget, left_out=tuple(dict.fromkeys([*self.budget.left_out, *bad])))
+
+    def requeue(self, decision: Decision) -> int:
+        """No healthy nodes left for the job's size: requeue it, the left-out nodes excluded."""
+        from primus_runner.scheduler import hostlist
+
+        job = os.environ.get("SLURM_JOB_ID", "")
+        excluded = hostlist.compress(decision.budget.left_out)
+        steps = [["scontrol", "update", f"JobId={job}", f"ExcNodeList={excluded}"], ["scontrol", "requeue", job]]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=60, check=False)
+            if done.returncode != 0:
+                log.error(f"{PREFIX}{' '.join(step)} failed (exit code {done.returncode}): "
+                          f"{(done.stderr or done.stdout).strip()}; the job ends here")
+                return 3
+        log.warn(f"{PREFIX}job {job} requeued with {excluded} excluded (scontrol update ExcNodeList={excluded}; "
+                 "scontrol requeue): no healthy nodes left for its size in this allocation")
+        return 0
 
     def on_signal(self, number: int, _frame: Any) -> None:
         self.stopped_by = number
@@ -183,7 +308,9 @@ class Loop:
         base = dict(os.environ)
         while True:
             env = attempt_env(base, attempt, self.budget)
-            cmd = self.cmd + extra
+            if self.slurm and attempt:
+                self.doctor()
+            cmd = self.command(extra)
             self.current = Attempt(cmd, env)
             restarted_at = self.current.started
             recorded: list[bool] = [False]
@@ -200,10 +327,15 @@ class Loop:
                 self._record(attempt, pending, restarted_at, 0.0, outcome)
             if self.stopped_by:
                 outcome = Outcome(**{**_values(outcome), "outside_stop": True, "verdict_stop": False})
-            decision = decide(outcome, self.budget)
+            decision = decide(outcome, self.budget, can_leave_out=self.slurm, pool=self.pool, needed=self.needed)
             if self.stopped_by and decision.restart:
                 decision = Decision(False, "outside_stop", f"the loop was stopped by signal {self.stopped_by}",
                                     budget=self.budget)
+            if decision.requeue:
+                line = closing_report(self.restarts, decision, code)
+                log.error(line)
+                self._log_line(outcome.log_file, line, "ERROR")
+                return self.requeue(decision) or code
             if not decision.restart:
                 line = closing_report(self.restarts, decision, code)
                 (log.info if code == 0 else log.error)(line)
@@ -248,9 +380,9 @@ class Loop:
     def _log_line(log_file: str, line: str, level: str) -> None:
         if not log_file:
             return
-        from primus_runner.monitor.act import log_only
-
-        log_only(log_file, line, level)
+        stamp = time.strftime("[%Y-%m-%dT%H:%M:%SZ] ", time.gmtime())
+        with contextlib.suppress(OSError), open(log_file, "a", encoding="utf-8") as handle:
+            handle.write(f"{stamp}{log.prefix()} [{level}] {line}\n")
 
 
 def main(argv: list[str]) -> int:
@@ -258,6 +390,8 @@ def main(argv: list[str]) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", choices=("report", "stop", "restart"), default="",
                         help="PRIMUS_ON_FAILURE's value as the launcher resolved it (env > config)")
+    parser.add_argument("--slurm", action="store_true",
+                        help="CMD is the batch script's srun: each attempt a step on the healthy nodes")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the launch command")
     opts = parser.parse_args(argv)
     cmd = opts.cmd[1:] if opts.cmd[:1] == ["--"] else opts.cmd
@@ -266,4 +400,4 @@ def main(argv: list[str]) -> int:
     budget = budget_from_env(os.environ, opts.policy)
     if budget.policy == "stop":
         budget = Budget(policy="stop", restart_max=0, node_limit=budget.node_limit)
-    return Loop(cmd, budget).run()
+    return Loop(cmd, budget, slurm=opts.slurm).run()
