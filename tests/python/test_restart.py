@@ -145,3 +145,31 @@ def test_across_nodes_the_rank_killed_by_a_signal_is_the_cause_not_the_peers_tha
     got = decide(outcome(137, peer, peer_exc, killed), RESTART, can_leave_out=True)
     assert got.restart and got.reason == "signal" and got.charged == ("node3",)
     assert got.budget.left_out == ("node3",)
+
+
+def test_the_step_command_runs_on_the_healthy_hosts_only() -> None:
+    from primus_runner.launch.restart_loop import doctor_excluded, resume_args, step_command
+
+    cmd = ["srun", '--nodes="$SLURM_JOB_NUM_NODES"', "--ntasks-per-node=2", "--kill-on-bad-exit=1", "entry.sh",
+           "direct", "--", "train", "pretrain"]
+    cmd[1] = "--nodes=4"
+    assert step_command(cmd, ["node1", "node3", "node4"]) == [
+        "srun", "--nodes=3", "--ntasks=6", "--nodelist=node1,node3,node4", "--ntasks-per-node=2",
+        "--kill-on-bad-exit=1", "entry.sh", "direct", "--", "train", "pretrain"]
+    assert doctor_excluded("NODE STATUS\nnode2 FAIL\n--exclude=node[2,4]\n") == ["node2", "node4"]
+    assert doctor_excluded("fleet healthy\n") == []
+    assert resume_args(["bash", "direct.sh", "--", "train", "pretrain", "--config", "x"]) == ["--resume", "auto"]
+    assert resume_args(["bash", "direct.sh", "--", "train", "pretrain", "--resume", "off"]) == []
+    assert resume_args(["bash", "direct.sh", "--script", "mine.py"]) == []
+
+
+def test_spare_nodes_are_added_at_submission_for_sbatch_only() -> None:
+    from primus_runner.launch.slurm_submit import plan
+
+    records = plan(["-N", "3"], "sbatch", {}, "direct", "0", spares="1")
+    assert ("added", "--nodes=4", "") in records and ("set", "PRIMUS_SPARE_NODES", "1", ) in records
+    assert ("sim", "PRIMUS_SIM_NODES", "3") in records
+    refused = plan(["-N", "3"], "srun", {}, "direct", "0", spares="1")[-1]
+    assert refused[0] == "usage-error" and "--spare-nodes applies to 'primus-cli slurm sbatch' only" in refused[1]
+    assert plan(["-N", "3"], "sbatch", {}, "direct", "0", spares="x")[-1][0] == "usage-error"
+    assert plan(["-N", "2-4"], "sbatch", {}, "direct", "0", spares="1")[-1][0] == "usage-error"

@@ -23,8 +23,8 @@ The user's flags are read in every spelling (-N 4, -N4, --nodes 4,
 """
 from __future__ import annotations
 
-import re
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 
