@@ -272,8 +272,10 @@ class Loop:
                      + ("; every node healthy" if done.returncode == 0 else
                         f"; no node named to exclude ({tail[0] if tail else 'no output'}); starting the step"))
             return
+        rows = [line.strip() for line in (done.stdout + done.stderr).splitlines()
+                if any(line.strip().startswith(h + " ") for h in bad)]
         log.warn(f"{PREFIX}doctor pass on {','.join(hosts)}: {','.join(bad)} failed (exit code {done.returncode}, "
-                 f"{took:.1f} s): left out")
+                 f"{took:.1f} s): left out" + (f"; {' | '.join(rows)}" if rows else ""))
         self.budget = replace(self.budget, left_out=tuple(dict.fromkeys([*self.budget.left_out, *bad])))
 
     def requeue(self, decision: Decision) -> int:
@@ -282,15 +284,27 @@ class Loop:
 
         job = os.environ.get("SLURM_JOB_ID", "")
         excluded = hostlist.compress(decision.budget.left_out)
-        steps = [["scontrol", "update", f"JobId={job}", f"ExcNodeList={excluded}"], ["scontrol", "requeue", job]]
+        # A running job's ExcNodeList cannot change: requeue it held (its batch script,
+        # this process, then gets SIGTERM, and SIGKILL after KillWait), change the
+        # pending job, release it.
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        log.warn(f"{PREFIX}job {job}: no healthy nodes left for its size in this allocation; requeueing it with "
+                 f"{excluded} excluded (scontrol requeuehold; scontrol update ExcNodeList={excluded}; "
+                 "scontrol release)")
+        steps = [["scontrol", "requeuehold", job], ["scontrol", "update", f"JobId={job}", f"ExcNodeList={excluded}"],
+                 ["scontrol", "release", job]]
         for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=60, check=False)
+            for _ in range(20):  # the update needs the job pending: a few tries, 0.1 s apart
+                done = subprocess.run(step, capture_output=True, text=True, timeout=60, check=False)
+                if done.returncode == 0 or step[1] != "update":
+                    break
+                time.sleep(0.1)
             if done.returncode != 0:
                 log.error(f"{PREFIX}{' '.join(step)} failed (exit code {done.returncode}): "
                           f"{(done.stderr or done.stdout).strip()}; the job ends here")
                 return 3
-        log.warn(f"{PREFIX}job {job} requeued with {excluded} excluded (scontrol update ExcNodeList={excluded}; "
-                 "scontrol requeue): no healthy nodes left for its size in this allocation")
+        log.warn(f"{PREFIX}job {job} requeued with {excluded} excluded")
         return 0
 
     def on_signal(self, number: int, _frame: Any) -> None:
@@ -310,6 +324,12 @@ class Loop:
             env = attempt_env(base, attempt, self.budget)
             if self.slurm and attempt:
                 self.doctor()
+                left = len(healthy_nodes(self.pool, self.budget, self.needed))
+                if left < self.needed:
+                    short = Decision(False, "doctor", f"after the doctor pass {left} healthy node(s) are left, "
+                                     f"{self.needed} needed", budget=self.budget, requeue=True)
+                    log.error(closing_report(self.restarts, short, 3))
+                    return self.requeue(short) or 3
             cmd = self.command(extra)
             self.current = Attempt(cmd, env)
             restarted_at = self.current.started
