@@ -13,15 +13,19 @@
 #       the default, or a value the helper's env check then names) it returns and
 #       the launch goes on as always. The config key direct.on_failure is read by
 #       the loop's launch (below: primus_restart_loop_config).
-#   primus_restart_loop_config
+#       The arguments are kept for primus_restart_loop_config.
+#   primus_restart_loop_config DRY_RUN
 #       once the configuration is read: PRIMUS_ON_FAILURE unset and direct.on_failure
-#       restart or stop: a note that the key takes effect through the variable
-#       (export PRIMUS_ON_FAILURE), since the loop must start before anything runs.
+#       restart or stop: the helper and the early log copy stopped, PRIMUS_ON_FAILURE
+#       exported, then as primus_restart_loop_enter with the kept arguments.
 
 # primus_restart_loop_enter DRY_RUN SCRIPT ARGS...: see the header.
+PRIMUS_RESTART_LOOP_ARGV=()
+
 primus_restart_loop_enter() {
   local dry=$1 script=$2 policy=${PRIMUS_ON_FAILURE:-}
   shift 2
+  PRIMUS_RESTART_LOOP_ARGV=("$script" "$@")
   [[ $policy == restart || $policy == stop ]] || return 0
   [[ -z ${PRIMUS_RESTART_COUNT:-} && $dry != 1 ]] || return 0
   primus_pick_python
@@ -29,19 +33,16 @@ primus_restart_loop_enter() {
     restart-loop --policy "$policy" -- "$BASH" "$script" "$@"
 }
 
-# primus_restart_loop_config DRY_RUN SCRIPT ARGS...: see the header.
+# primus_restart_loop_config DRY_RUN: see the header.
 primus_restart_loop_config() {
-  local dry=$1 script=$2 policy=""
-  shift 2
+  local dry=$1 policy=""
   [[ -z ${PRIMUS_ON_FAILURE:-} ]] || return 0
   primus_config_get_into policy direct.on_failure ""
   [[ $policy == restart || $policy == stop ]] || return 0
   [[ -z ${PRIMUS_RESTART_COUNT:-} && $dry != 1 ]] || return 0
-  if [[ -n ${PRIMUS_HELPER_PID:-} ]]; then
-    kill -KILL "$PRIMUS_HELPER_PID" 2>/dev/null || true
-    wait "$PRIMUS_HELPER_PID" 2>/dev/null || true
-    PRIMUS_HELPER_PID=""
-  fi
+  local helper=${PRIMUS_HELPER_PID:-}
+  primus_helper_stop
+  [[ -z $helper ]] || wait "$helper" 2>/dev/null || true
   # The helper's console descriptor is a copy of the spooled stderr: closed
   # first, or the copy never sees its end.
   if [[ -n ${PRIMUS_CONSOLE_FD:-} ]]; then
@@ -51,5 +52,5 @@ primus_restart_loop_config() {
   primus_log_spool_drop
   trap - EXIT INT TERM HUP
   export PRIMUS_ON_FAILURE=$policy
-  primus_restart_loop_enter "$dry" "$script" "$@"
+  primus_restart_loop_enter "$dry" "${PRIMUS_RESTART_LOOP_ARGV[@]}"
 }

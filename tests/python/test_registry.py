@@ -103,7 +103,7 @@ RUNNER_OWN = [
               # the restart loop (docs/restart-on-failure.md)
               "PRIMUS_ON_FAILURE", "PRIMUS_RESTART_MAX", "PRIMUS_NODE_FAILURE_LIMIT", "PRIMUS_RESTART_ON_STRAGGLER",
               "PRIMUS_RESTART_COUNT", "PRIMUS_LEFT_OUT_NODES", "PRIMUS_TRAIN_CHECKPOINT_EVERY", "PRIMUS_TRAIN_RESUME",
-              "PRIMUS_TRAIN_FAULT"]
+              "PRIMUS_TRAIN_FAULT", "PRIMUS_SLURM_SPARE_NODES"]
 # Library variables in neither reference that the runner sets or checks:
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.

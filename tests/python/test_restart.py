@@ -148,7 +148,8 @@ def test_across_nodes_the_rank_killed_by_a_signal_is_the_cause_not_the_peers_tha
 
 
 def test_the_step_command_runs_on_the_healthy_hosts_only() -> None:
-    from primus_runner.launch.restart_loop import doctor_excluded, resume_args, step_command
+    from primus_runner.launch.restart_loop import resume_args
+    from primus_runner.launch.restart_slurm import doctor_excluded, step_command
 
     cmd = ["srun", '--nodes="$SLURM_JOB_NUM_NODES"', "--ntasks-per-node=2", "--kill-on-bad-exit=1", "entry.sh",
            "direct", "--", "train", "pretrain"]

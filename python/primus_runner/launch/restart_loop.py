@@ -61,6 +61,7 @@ from primus_runner.launch.restart import (
     observe,
     replace,
 )
+from primus_runner.launch.restart_slurm import doctor_pass, requeue_job, step_command
 
 PREFIX = "restart loop: "
 RESUME_WORKLOADS = (("train", "pretrain"),)
@@ -86,48 +87,6 @@ def attempt_env(base: dict[str, str], attempt: int, budget: Budget) -> dict[str,
     env["PRIMUS_HANG_ACTION"] = "stop"
     env.setdefault("PRIMUS_ON_FAILURE", budget.policy)
     return env
-
-
-def step_command(cmd: Sequence[str], hosts: Sequence[str]) -> list[str]:
-    """The batch script's srun CMD on HOSTS only: its --nodes/-N words replaced by the
-    count and --nodelist (pure)."""
-    out: list[str] = []
-    skip = False
-    for word in cmd:
-        if skip:
-            skip = False
-            continue
-        if word in ("-N", "--nodes", "-w", "--nodelist", "-n", "--ntasks"):
-            skip = True
-            continue
-        if word.startswith(("--nodes=", "--nodelist=", "--ntasks=")) or (
-                word.startswith(("-N", "-w", "-n")) and len(word) > 2):
-            continue
-        out.append(word)
-    tpn = next((int(w.split("=", 1)[1]) for w in out if w.startswith("--ntasks-per-node=")
-                and w.split("=", 1)[1].isdigit()), 1)
-    at = out.index("srun") + 1 if "srun" in out else 0
-    # --ntasks too: the batch script's SLURM_NTASKS is the whole allocation's.
-    return [*out[:at], f"--nodes={len(hosts)}", f"--ntasks={tpn * len(hosts)}", f"--nodelist={','.join(hosts)}",
-            *out[at:]]
-
-
-def doctor_excluded(text: str) -> list[str]:
-    """The hosts of the doctor's last ``--exclude=HOSTLIST`` line (pure)."""
-    from primus_runner.scheduler import hostlist
-
-    found = [line.strip() for line in text.splitlines() if line.strip().startswith("--exclude=")]
-    if not found:
-        for line in text.splitlines():
-            if "--exclude=" in line:
-                found.append(line.split("--exclude=", 1)[1].split()[0])
-        found = [f"--exclude={f}" for f in found]
-    if not found:
-        return []
-    try:
-        return hostlist.expand(found[-1].split("=", 1)[1].strip())
-    except hostlist.HostlistError:
-        return []
 
 
 def restart_line(attempt: int, budget: Budget, decision: Decision, outcome: Outcome, lost: float,
@@ -254,58 +213,13 @@ class Loop:
     def doctor(self) -> None:
         """``primus-cli slurm doctor`` on the next step's nodes; a node it fails is left out."""
         hosts = healthy_nodes(self.pool, self.budget, self.needed)
-        cli = os.path.join(os.environ.get("PRIMUS_RUNNER_DIR", ""), "primus-cli")
-        began = time.time()
-        try:
-            # --ntasks too: the batch script's SLURM_NTASKS is the whole allocation's.
-            done = subprocess.run([cli, "slurm", "doctor", f"--nodes={len(hosts)}", f"--ntasks={len(hosts)}",
-                                   f"--nodelist={','.join(hosts)}"],
-                                  capture_output=True, text=True, timeout=300, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            log.warn(f"{PREFIX}doctor pass on {','.join(hosts)} could not run ({exc}); starting the step anyway")
-            return
-        bad = [h for h in doctor_excluded(done.stdout + done.stderr) if h in hosts]
-        took = time.time() - began
-        if done.returncode == 0 or not bad:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] if done.returncode else []
-            log.info(f"{PREFIX}doctor pass on {','.join(hosts)}: exit code {done.returncode} in {took:.1f} s"
-                     + ("; every node healthy" if done.returncode == 0 else
-                        f"; no node named to exclude ({tail[0] if tail else 'no output'}); starting the step"))
-            return
-        rows = [line.strip() for line in (done.stdout + done.stderr).splitlines()
-                if any(line.strip().startswith(h + " ") for h in bad)]
-        log.warn(f"{PREFIX}doctor pass on {','.join(hosts)}: {','.join(bad)} failed (exit code {done.returncode}, "
-                 f"{took:.1f} s): left out" + (f"; {' | '.join(rows)}" if rows else ""))
-        self.budget = replace(self.budget, left_out=tuple(dict.fromkeys([*self.budget.left_out, *bad])))
+        bad = doctor_pass(hosts)
+        if bad:
+            self.budget = replace(self.budget, left_out=tuple(dict.fromkeys([*self.budget.left_out, *bad])))
 
     def requeue(self, decision: Decision) -> int:
         """No healthy nodes left for the job's size: requeue it, the left-out nodes excluded."""
-        from primus_runner.scheduler import hostlist
-
-        job = os.environ.get("SLURM_JOB_ID", "")
-        excluded = hostlist.compress(decision.budget.left_out)
-        # A running job's ExcNodeList cannot change: requeue it held (its batch script,
-        # this process, then gets SIGTERM, and SIGKILL after KillWait), change the
-        # pending job, release it.
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
-        log.warn(f"{PREFIX}job {job}: no healthy nodes left for its size in this allocation; requeueing it with "
-                 f"{excluded} excluded (scontrol requeuehold; scontrol update ExcNodeList={excluded}; "
-                 "scontrol release)")
-        steps = [["scontrol", "requeuehold", job], ["scontrol", "update", f"JobId={job}", f"ExcNodeList={excluded}"],
-                 ["scontrol", "release", job]]
-        for step in steps:
-            for _ in range(20):  # the update needs the job pending: a few tries, 0.1 s apart
-                done = subprocess.run(step, capture_output=True, text=True, timeout=60, check=False)
-                if done.returncode == 0 or step[1] != "update":
-                    break
-                time.sleep(0.1)
-            if done.returncode != 0:
-                log.error(f"{PREFIX}{' '.join(step)} failed (exit code {done.returncode}): "
-                          f"{(done.stderr or done.stdout).strip()}; the job ends here")
-                return 3
-        log.warn(f"{PREFIX}job {job} requeued with {excluded} excluded")
-        return 0
+        return requeue_job(os.environ.get("SLURM_JOB_ID", ""), decision.budget.left_out)
 
     def on_signal(self, number: int, _frame: Any) -> None:
         self.stopped_by = number
@@ -406,7 +320,9 @@ class Loop:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m primus_runner restart-loop", description=__doc__,
+    from primus_runner.usertext import plain
+
+    parser = argparse.ArgumentParser(prog="python3 -m primus_runner restart-loop", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", choices=("report", "stop", "restart"), default="",
                         help="PRIMUS_ON_FAILURE's value as the launcher resolved it (env > config)")
