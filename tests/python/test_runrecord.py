@@ -8,7 +8,8 @@ from primus_runner import runrecord
 
 
 def test_record_sits_beside_the_log() -> None:
-    assert runrecord.record_path("/l/primus-20261207T000000Z-node3.log") == "/l/primus-20261207T000000Z-node3.events.jsonl"
+    assert (runrecord.record_path("/l/primus-20261207T000000Z-node3.log")
+            == "/l/primus-20261207T000000Z-node3.events.jsonl")
     assert runrecord.record_path("/l/mine") == "/l/mine.events.jsonl"
 
 
