@@ -174,3 +174,10 @@ def test_spare_nodes_are_added_at_submission_for_sbatch_only() -> None:
     assert refused[0] == "usage-error" and "--spare-nodes applies to 'primus-cli slurm sbatch' only" in refused[1]
     assert plan(["-N", "3"], "sbatch", {}, "direct", "0", spares="x")[-1][0] == "usage-error"
     assert plan(["-N", "2-4"], "sbatch", {}, "direct", "0", spares="1")[-1][0] == "usage-error"
+
+
+def test_a_multi_node_launch_is_not_restarted_node_by_node() -> None:
+    summary = STAMP + "[NODE-0(vm)] [INFO]   NNODES=2 NODE_RANK=0 GPUS_PER_NODE=2 MASTER_ADDR=node1 MASTER_PORT=1234"
+    got = decide(outcome(137, summary, KILLED), RESTART)
+    assert not got.restart and got.reason == "multi_node" and "primus-cli slurm sbatch" in got.why
+    assert decide(outcome(137, summary.replace("NNODES=2", "NNODES=1"), KILLED), RESTART).restart

@@ -56,6 +56,7 @@ _RESUMED = re.compile(r"\[train\] resumed from step (\d+): (\S.*?)\s*$")
 _STEP = re.compile(r"\[train\] step (\d+)/\d+ loss")
 _STILL = re.compile(r"(?:no progress for|\) for) (\d+) s")
 _LOG_FILE = re.compile(r"\blog_file=(\S+\.log)\b")  # the launch summary's line
+_NNODES = re.compile(r"\bNNODES=(\d+) NODE_RANK=\d+")
 _LOG = re.compile(r"; log: (\S+\.log)\.?\s*$")
 
 
@@ -84,6 +85,7 @@ class Outcome:
     resumed_file: str = ""
     first_step_at: float = 0.0                # the first step done
     log_file: str = ""                        # the launch log the closing line names
+    nnodes: int = 0                           # the launch's NNODES (its summary; 0: not seen)
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,9 @@ def observe(outcome: Outcome, line: str, now: float) -> Outcome:
     resumed = _RESUMED.search(line)
     if resumed:
         return replace(outcome, resumed_step=int(resumed.group(1)), resumed_file=resumed.group(2))
+    nodes = _NNODES.search(line)
+    if nodes and not outcome.nnodes:
+        outcome = replace(outcome, nnodes=int(nodes.group(1)))
     named = _LOG_FILE.search(line)
     if named and not outcome.log_file:
         return replace(outcome, log_file=named.group(1))
@@ -279,6 +284,11 @@ def decide(outcome: Outcome, budget: Budget, *, can_leave_out: bool = False, poo
                         budget=budget)
     if budget.policy != "restart":
         return Decision(False, "policy", f"{why}; PRIMUS_ON_FAILURE={budget.policy}: no restart", budget=budget)
+    if not can_leave_out and outcome.nnodes > 1:
+        return Decision(False, "multi_node", (f"{why}; a launch of {outcome.nnodes} nodes is not restarted node by "
+                                              "node (the others would wait for it): under Slurm, submit with "
+                                              "'primus-cli slurm sbatch', whose batch script restarts the job's "
+                                              "steps"), budget=budget)
     after = _charge(budget, hosts, can_leave_out)
     if budget.restarts >= budget.restart_max:
         return Decision(False, "budget", (f"{why}; the restart budget is spent: {budget.restarts} of "
