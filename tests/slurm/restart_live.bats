@@ -96,3 +96,23 @@ restarted_on() {
   grep -Eq "restart loop: 1 restart\(s\) .*left out for the rest of the job: node3,node4 \(for you to drain\); not restarted: rank 4 on node4 was killed by signal 9 .*; the restart budget is spent: 1 of PRIMUS_RESTART_MAX=1 restarts done; exit code [0-9]+\." "$TEST_DIR/job.out"
   [[ $(grep -c "slurm-entry: job [0-9]* step [0-9]*: 3 node(s) .* this is node 0 " "$TEST_DIR/job.out") -eq 2 ]]
 }
+
+@test "restart: no spare and a failed node: the job is requeued with it excluded, and its next run resumes on the other nodes" {
+  export PRIMUS_TRAIN_FAULT=hang:3:12
+  SECONDS=0
+  run timeout 400 "$PRIMUS_CLI" slurm sbatch -N 3 --requeue -o "$TEST_DIR/job.out" --open-mode=append -- direct \
+    --module primus_runner -- train pretrain --config "$CONFIG"
+  echo "$output"
+  local job
+  job=$(job_id_from_output)
+  [[ -n $job ]]
+  # The requeued run (SLURM_RESTART_COUNT=1: counted against the budget) ends the job.
+  poll_until 300 grep -q "restart loop: 0 restart(s), 0.0 s lost in all; no node left out; exit code 0\.$" \
+    "$TEST_DIR/job.out" || { cat "$TEST_DIR/job.out"; false; }
+  echo "# job took $SECONDS s" >&3
+  grep -q "not restarted: the run monitor's hang verdict (suspect ranks 3).*; 2 healthy node(s) left of 3, 3 needed: requeue with node2 excluded" "$TEST_DIR/job.out"
+  grep -q "restart loop: job $job requeued with node2 excluded" "$TEST_DIR/job.out"
+  grep -q "restart loop: step on 3 node(s): node1,node3,node4$" "$TEST_DIR/job.out"
+  grep -Eq '^\[default0\]:\[train\] resumed from step (5|10): ' "$TEST_DIR/job.out"
+  scontrol show job "$job" | grep -q "ExcNodeList=node2"
+}

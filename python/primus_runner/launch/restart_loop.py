@@ -230,8 +230,10 @@ class Loop:
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, self._handler(sig))
-        attempt = 0
-        extra: list[str] = []
+        # A job requeued by this loop (or by Slurm) starts again with SLURM_RESTART_COUNT > 0:
+        # its restarts count against the same budget and the workload resumes.
+        attempt = self.budget.restarts
+        extra: list[str] = resume_args(self.cmd) if attempt else []
         pending: tuple[Decision, Outcome, float, float] | None = None  # the restart waiting for a first step
         base = dict(os.environ)
         while True:
@@ -334,6 +336,9 @@ def main(argv: list[str]) -> int:
     if not cmd:
         parser.error("no command after --")
     budget = budget_from_env(os.environ, opts.policy)
+    requeued = (os.environ.get("SLURM_RESTART_COUNT") or "0").strip()
+    if opts.slurm and requeued.isdigit() and int(requeued) > 0:
+        budget = replace(budget, restarts=int(requeued))
     if budget.policy == "stop":
         budget = Budget(policy="stop", restart_max=0, node_limit=budget.node_limit)
     return Loop(cmd, budget, slurm=opts.slurm).run()
