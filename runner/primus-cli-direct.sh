@@ -76,6 +76,8 @@ source "$PRIMUS_CLI_DIR/lib/launch_helper.sh"
 source "$PRIMUS_CLI_DIR/lib/launch_log.sh"
 # shellcheck source=runner/lib/launch_env.sh
 source "$PRIMUS_CLI_DIR/lib/launch_env.sh"
+# shellcheck source=runner/lib/restart_loop.sh
+source "$PRIMUS_CLI_DIR/lib/restart_loop.sh"
 # Libraries needed once the helper answered: read while it starts (end of file).
 # Started with SIGINT ignored (`cmd &` in a script): again, at its default.
 primus_default_sigint "${BASH_SOURCE[0]}" "$@"
@@ -141,7 +143,6 @@ parse_args() {
 }
 
 # ------------------------------------------------------------------ settings
-
 # setting VAR CLI_VALUE CONFIG_KEY DEFAULT: CLI flag > config > DEFAULT.
 setting() {
   local value=$2
@@ -170,7 +171,6 @@ resolve_settings() {
 }
 
 # --------------------------------------------------------------------- layers
-
 load_layers() {
   local loader=$PRIMUS_CLI_DIR/helpers/envs/primus-env.sh
   primus_require_file "$loader" "environment layer loader"
@@ -191,7 +191,6 @@ finish_layers() {
 }
 
 # ------------------------------------------------------------------- command
-
 # resolve_workload: after hooks and patches (a hook may emit env.RUN_MODE):
 # the run mode, its environment, and the probe's answer about the interpreter.
 resolve_workload() {
@@ -201,7 +200,6 @@ resolve_workload() {
 }
 
 # --------------------------------------------------------------------- logs
-
 # default_log_file: <workspace>/logs/primus-<UTC>-node<R>.log
 default_log_file() {
   primus_launch_log_default PRIMUS_LAUNCH_LOG "$PRIMUS_LAUNCH_WORKSPACE" "$NODE_RANK"
@@ -293,12 +291,13 @@ main() {
   fi
   parse_args "$@"
   # A secret given as --env NAME=VALUE leaves this process's argv: start again
-  # with --env NAME and the value in the environment (README "Configuration").
+  # with --env NAME and the value in the environment (docs/configuration.md "Configuration").
   local -a __primus_argv_clean
   if primus_secret_env_args __primus_argv_clean $(($# - ${#PRIMUS_WORKLOAD_ARGS[@]})) "$@"; then
     exec "$BASH" "${BASH_SOURCE[0]}" "${__primus_argv_clean[@]}"
   fi
   primus_require_python
+  primus_restart_loop_enter "$PRIMUS_OPT_DRY_RUN" "${BASH_SOURCE[0]}" "$@"  # PRIMUS_ON_FAILURE: the closed loop
   # Until the log file is known, the console is copied to a spool (not in a
   # dry run, which writes nothing); every exit path leaves the log.
   # --silent, as upstream Primus: the launcher's own stdout too goes only to
@@ -325,6 +324,7 @@ launch() {
   primus_hook_runner_preload "${PRIMUS_WORKLOAD_ARGS[0]-}" "${PRIMUS_WORKLOAD_ARGS[1]-}"  # while Python starts
   primus_helper_prepared
   primus_mode_config_flags direct PRIMUS_OPT_DRY_RUN PRIMUS_OPT_DEBUG  # main./direct.dry_run, debug
+  primus_restart_loop_config "$PRIMUS_OPT_DRY_RUN"  # direct.on_failure: the closed loop
   ((PRIMUS_OPT_DRY_RUN == 0)) || export PRIMUS_DRY_RUN=1  # before the workload checks: notes then
   # Under the Slurm entry: the stop grace and why (python/primus_runner/scheduler/stop_grace.py).
   [[ $PRIMUS_OPT_DRY_RUN == 1 || -z ${PRIMUS_PREPARE_NOTE[PRIMUS_KILL_GRACE]-} ]] ||

@@ -18,6 +18,10 @@
 #   --config FILE    configuration file (also handed to every node)
 #   --srun-native    several tasks per node: one worker per Slurm task, no
 #                    torchrun (config slurm.srun_native); give --ntasks-per-node=N
+#   --spare-nodes N  sbatch: N nodes more than -N asks for; the job's steps
+#                    use -N nodes, and with PRIMUS_ON_FAILURE=restart a step
+#                    restarted without a failed node takes a spare one
+#                    (docs/restart-on-failure.md)
 #   -h, --help       this text
 # `primus-cli slurm stacks JOBID`: the stacks of every rank of a running job
 # (runner/primus-cli-slurm-stacks.sh --help).
@@ -86,6 +90,7 @@ PRIMUS_SLURM_MODE_ARGS=()      # mode options and `-- workload args`
 # shellcheck disable=SC2034 # read by runner/lib/slurm_commands.sh and slurm_dry_run.sh
 PRIMUS_SLURM_INNER=()    # the batch script's own srun flags
 PRIMUS_REQUEUE=0         # the job is submitted requeueable on purpose (slurm.requeue)
+PRIMUS_SPARE_NODES=0     # --spare-nodes: nodes more than the steps use (the restart loop's)
 # Node 0's simulated step for --dry-run (runner/lib/slurm_dry_run.sh).
 # shellcheck disable=SC2034
 PRIMUS_SIM_NODES="" PRIMUS_SIM_NODELIST="" PRIMUS_SIM_TPN="" PRIMUS_SIM_TASKS="" PRIMUS_SIM_PLACEHOLDER=0
@@ -114,6 +119,12 @@ parse_args() {
       --dry-run) PRIMUS_OPT_DRY_RUN=1 ;;
       --debug) PRIMUS_OPT_DEBUG=1 ;;
       --srun-native) PRIMUS_OPT_SRUN_NATIVE=1 ;;
+      --spare-nodes)
+        (($# >= 2)) || bad_usage "option --spare-nodes needs a node count, e.g. --spare-nodes 1."
+        export PRIMUS_SLURM_SPARE_NODES=$2
+        shift
+        ;;
+      --spare-nodes=*) export PRIMUS_SLURM_SPARE_NODES=${1#--spare-nodes=} ;;
       --config)
         (($# >= 2)) || bad_usage "option --config needs a FILE, e.g. --config exp.yaml."
         PRIMUS_OPT_CONFIG=$2

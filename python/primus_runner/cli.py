@@ -2,7 +2,7 @@
 
 Each command lives in its own module exposing ``main(argv: list[str]) -> int``.
 Modules are imported lazily so that a launch step pays only for what it uses
-(importing torch for ``env check`` would blow README "Launch overhead").
+(importing torch for ``env check`` would blow docs/run-on-one-node.md "Launch overhead").
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "slurm-step": ("primus_runner.scheduler.step", "internal: the Slurm step one node's entry runs in"),
     "slurm-requeue": ("primus_runner.scheduler.requeue", "internal: requeue a Slurm job as its run ends?"),
     "supervise": ("primus_runner.monitor.supervise", "internal: a run's notice forwarded, its stop, what it left"),
+    "restart-loop": ("primus_runner.launch.restart_loop", "internal: run a launch again after a failure"),
     "slurm-grace": ("primus_runner.scheduler.stop_grace", "internal: the stop grace under Slurm (KillWait)"),
     "env": ("primus_runner.env.commands", "list, explain, check, show and document environment variables"),
     "hostlist": ("primus_runner.scheduler.hostlist", "expand or compress Slurm hostlist expressions"),

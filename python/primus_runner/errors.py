@@ -1,4 +1,4 @@
-"""Exceptions that carry the exit codes of README "Exit codes"."""
+"""Exceptions that carry the exit codes of docs/exit-codes.md "The exit-code table"."""
 from __future__ import annotations
 
 # The values live once in the registry's shared_facts (generated facts.py):

@@ -1,4 +1,4 @@
-"""The one rule for which variables are secrets (README "Security").
+"""The one rule for which variables are secrets (docs/security.md "Secrets").
 
 The names, suffixes, infixes, words and exemptions are registry data (variables.yaml
 shared_facts), read here through the generated facts.py and by bash

@@ -3,7 +3,7 @@
 ``import dataclasses`` pulls in ``inspect`` (with ``ast``, ``enum`` and
 ``tokenize``): 10-28 ms per Python start on this machine (``python3 -X
 importtime -c 'import dataclasses'``), and the launch path starts Python twice
-per launch within a 0.15 s budget (README "Launch overhead"). So every record in the
+per launch within a 0.15 s budget (docs/run-on-one-node.md "Launch overhead"). So every record in the
 package uses this module, on the launch path or not.
 
 It covers what the package uses: ``@dataclass`` and ``@dataclass(frozen=True)``

@@ -6,7 +6,7 @@
 # functions and a few PRIMUS_* variables, never changes shell options, never
 # exits the caller's shell on its own.
 #
-# Logging (README "Output streams"): LOG_DEBUG / LOG_INFO / LOG_WARN / LOG_ERROR and
+# Logging (docs/run-on-one-node.md "What you see, and where it goes"): LOG_DEBUG / LOG_INFO / LOG_WARN / LOG_ERROR and
 # *_RANK0 variants; prefix [NODE-<NODE_RANK>(<host>)]; PRIMUS_LOG_LEVEL
 # DEBUG|INFO|WARN|ERROR; PRIMUS_LOG_TIMESTAMP=1 adds a UTC timestamp;
 # PRIMUS_LOG_COLOR=1 colours, off automatically when the stream is not a TTY.
@@ -62,7 +62,7 @@ source "$__primus_lib_dir/facts.sh"
 source "$__primus_lib_dir/nofork.sh"
 # shellcheck source=runner/lib/usage.sh
 source "$__primus_lib_dir/usage.sh"
-# The secret-name rule, masking and argv hygiene (README "Security").
+# The secret-name rule, masking and argv hygiene (docs/security.md "Secrets").
 # shellcheck source=runner/lib/secrets.sh
 source "$__primus_lib_dir/secrets.sh"
 # The early log's spool and its copies (the logger asks primus_log_spool_check).
@@ -70,7 +70,7 @@ source "$__primus_lib_dir/secrets.sh"
 source "$__primus_lib_dir/log_spool.sh"
 unset __primus_lib_dir
 
-# Exit codes (README "Exit codes"): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
+# Exit codes (docs/exit-codes.md "The exit-code table"): PRIMUS_EXIT_OK/MISSING/INVALID/RUNTIME and the hook
 # protocol's PRIMUS_HOOK_EXIT_MISSING/CONFIG come from facts.sh (registry shared_facts).
 
 if [[ -z ${PRIMUS_RUNNER_DIR:-} ]]; then

@@ -6,7 +6,7 @@
 #   PRIMUS_CONFIG[direct.nnodes]=1            scalars (booleans as 1/0)
 #   PRIMUS_CONFIG_LIST[direct.patch]=N        list length, items in
 #   PRIMUS_CONFIG[direct.patch#0..N-1]
-# Precedence (README "Configuration"): CLI flags > --config FILE > ~/.primus.yaml >
+# Precedence (docs/configuration.md "Configuration"): CLI flags > --config FILE > ~/.primus.yaml >
 # runner/.primus.yaml; the flags are applied by the caller.
 #
 # Functions:

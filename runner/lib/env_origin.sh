@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/env_origin.sh: who set each variable, and the precedence rule of the
-# environment layers (README "Configuration"): a value the user set is never replaced.
+# environment layers (docs/configuration.md "Configuration"): a value the user set is never replaced.
 # A library: it only defines functions (and the origin map, when absent).
 #
 #   primus_env_user_owns NAME              true when NAME is the user's value

@@ -12,7 +12,7 @@ PRIMUS_LOG_LEVEL_DEFAULT=INFO
 PRIMUS_LOG_SWITCH_ON=(1)
 PRIMUS_LOOPBACK_NAMES=(localhost localhost.localdomain ip6-localhost ip6-loopback)
 PRIMUS_ACCELERATORS=(auto rocm cuda neuron cpu)
-# Exit codes (README "Exit codes") and the hook protocol's (mapped to 1 and 2).
+# Exit codes (docs/exit-codes.md "The exit-code table") and the hook protocol's (mapped to 1 and 2).
 PRIMUS_EXIT_OK=0
 PRIMUS_EXIT_MISSING=1
 PRIMUS_EXIT_INVALID=2

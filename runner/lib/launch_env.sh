@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/launch_env.sh: the direct launcher's --env / direct.env items
-# (README "Configuration": they beat every other source of the job's environment).
+# (docs/configuration.md "Configuration": they beat every other source of the job's environment).
 # Sourced by runner/primus-cli-direct.sh; defines only primus_* / PRIMUS_*
 # names and never changes shell options.
 #

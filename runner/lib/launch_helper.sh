@@ -9,7 +9,7 @@
 # config while the launcher sources the layers, loads the variable registry
 # while the launcher runs the hooks, and finally checks the final environment.
 # One interpreter start instead of two, and the registry loads on the other
-# core (README "Launch overhead"). Its stdout carries NUL records kind\0key\0value\0.
+# core (docs/run-on-one-node.md "Launch overhead"). Its stdout carries NUL records kind\0key\0value\0.
 #
 #   primus_helper_start CONSOLE_FD CONFIG ACCELERATOR NUMA [WORKLOAD...]   start it
 #       (NUMA: 1 --numa, 0 --no-numa, '' neither; the helper decides the

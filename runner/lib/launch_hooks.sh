@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # runner/lib/launch_hooks.sh: the direct launcher's side of the hook protocol
-# (README "Hooks and patches"): run the hook runner or the patch runner and apply the NUL
+# (docs/hooks-and-patches.md "Hooks, gates and patches"): run the hook runner or the patch runner and apply the NUL
 # records it prints (runner/helpers/execute_hooks.sh says what they are).
 # Sourced by runner/primus-cli-direct.sh; defines only primus_* / PRIMUS_*
 # names and never changes shell options.

@@ -68,6 +68,7 @@ primus_slurm_batch_script_text() {
 # node), where it maps ranks and runs the '$PRIMUS_SLURM_MODE' launcher.
 export PRIMUS_RUNNER_DIR=\${PRIMUS_RUNNER_DIR:-$runner_q}
 $( ((PRIMUS_REQUEUE)) && echo "export PRIMUS_SLURM_REQUEUE=1")
+$( ((${PRIMUS_SPARE_NODES:-0})) && echo "export PRIMUS_SLURM_SPARE_NODES=$PRIMUS_SPARE_NODES")
 trap 'echo \"primus-cli slurm: job \${SLURM_JOB_ID:-?} received SIGTERM (scancel, scontrol requeue, time limit or preemption)\" >&2' TERM
 # A notice to the batch shell (scancel --signal=USR1 --batch, what
 # --signal=B:USR1@T sites send) would end it, and the job with it (the default
@@ -84,6 +85,11 @@ trap 'primus_forward USR2' USR2
 # highest (runner/helpers/step_exit.sh).
 PRIMUS_STEP_EXITS=\$(\"\$PRIMUS_RUNNER_DIR/helpers/step_exit.sh\" start 2>/dev/null)
 export PRIMUS_STEP_EXITS
+# PRIMUS_ON_FAILURE=restart: the job runs as steps, restarted on the healthy nodes
+# (python/primus_runner/launch/restart_loop.py --slurm; docs/restart-on-failure.md).
+if [ \"\${PRIMUS_ON_FAILURE:-}\" = restart ] && [ -z \"\${PRIMUS_RESTART_COUNT:-}\" ]; then
+  PYTHONPATH=\"\$PRIMUS_RUNNER_DIR/../python\${PYTHONPATH:+:\$PYTHONPATH}\" exec \"\${PRIMUS_PYTHON:-python3}\" -m primus_runner restart-loop --slurm -- ${inner[*]} $entry_q $2
+fi
 ${inner[*]} $entry_q $2 &
 srun_pid=\$!
 while :; do

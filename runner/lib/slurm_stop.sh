@@ -3,8 +3,8 @@
 # cluster's KillWait read for the stop grace (Python decides the grace), the
 # signals the entry receives, and requeue (also the grace and the bounded Slurm
 # client calls of runner/lib/slurm_srun.sh). Sourced after common.sh (and supervise.sh in the
-# entry); defines only primus_* names, never changes shell options. README
-# "Stopping, preemption and requeue".
+# entry); defines only primus_* names, never changes shell options.
+# docs/stopping-and-requeue.md "What each signal does".
 #
 # Facts (Debian 12 slurm-wlm 22.05 man pages): slurm.conf(5) KillWait is "the
 # interval, in seconds, given to a job's processes between the SIGTERM and

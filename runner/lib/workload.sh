@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # PRIMUS_WL_* are this library's results, read by the launcher
-# runner/lib/workload.sh: what the direct launcher runs (README "Entry points"):
+# runner/lib/workload.sh: what the direct launcher runs (docs/run-on-one-node.md "Entry points"):
 # the workload's own interpreter, its script or module, and the run mode.
 # Sourced; defines only primus_* names and never changes shell options.
 #
@@ -22,7 +22,7 @@
 #   primus_workload_single_env                RANK/WORLD_SIZE/LOCAL_* (run mode single)
 #   primus_workload_jax_coordinator           JAX_COORDINATOR_* as launch/jax_layer.py decides
 # Every failure exits (1 missing, 2 invalid) with the culprit, how it was
-# chosen and the fix (README "Exit codes"). What only the node that runs the
+# chosen and the fix (docs/exit-codes.md "The exit-code table"). What only the node that runs the
 # workload can judge (its interpreter, torch, the script or module, the Primus
 # checkout) is a note in a dry run instead (__primus_wl_fail): a dry run may
 # run on a submit host, and it judges only what the run would judge there.
@@ -118,7 +118,7 @@ def primus_module_found(name):
 
 # The probe: the interpreter's sys.executable, and torch's version and package
 # directory, found with the interpreter's finders and torch/version.py; importing torch
-# itself would cost about a second of every launch (README "Launch overhead"), and the
+# itself would cost about a second of every launch (docs/run-on-one-node.md "Launch overhead"), and the
 # file of the installed module primus.cli.main when that interpreter has one
 # (found without importing the package: nothing of it runs), and whether that
 # torch reads the flight recorder's TORCH_FR_* names (its distributed_c10d.py
@@ -229,7 +229,7 @@ __primus_wl_find_script() {
 
 # primus_workload_entry CLI_SCRIPT CLI_MODULE: --script > --module > config
 # direct.module > config direct.script (default primus/cli/main.py). Nothing
-# runs in place of a missing script (README "The embedded default workload").
+# runs in place of a missing script (docs/run-on-one-node.md "The embedded default workload").
 primus_workload_entry() {
   local script=$1 module=$2
   local how_fix="name what to run: --script path/to/train.py, or --module package.module (python -m; the built-in CPU workload is --module primus_runner)"
@@ -292,7 +292,7 @@ __primus_wl_script_readable() {
 # primus_workload_module_fallback_check MODULE_FILE: the fallback to the
 # installed primus.cli.main stands only when the workload's interpreter has
 # that module (MODULE_FILE from the probe); else exit 1, nothing runs in its
-# place (README "The embedded default workload").
+# place (docs/run-on-one-node.md "The embedded default workload").
 primus_workload_module_fallback_check() {
   [[ $PRIMUS_WL_ENTRY_FALLBACK == 1 ]] || return 0
   if [[ -z $1 ]]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
-# The sourcing contract of runner/helpers/envs/base_env.sh (README "Environment
-# layers"): one test per point. Expected values are upstream's (AMD-AGI/Primus@fd1eeabb
+# The sourcing contract of runner/helpers/envs/base_env.sh (docs/configuration.md
+# "Environment layers"): one test per point. Expected values are upstream's (AMD-AGI/Primus@fd1eeabb
 # runner/helpers/envs/base_env.sh), written by hand.
 
 load layers_helper

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2030,SC2031 # bats runs each test in a subshell; single-quoted $() and backticks are literal test data
-# Detection wrappers (README "Detection and rank mapping", 6): get_nccl_ib_hca.sh, get_ip_interface.sh
+# Detection wrappers (docs/configuration.md "Detection and rank mapping", 6): get_nccl_ib_hca.sh, get_ip_interface.sh
 # and the hostlist / ranks / nics / devices commands as the shell calls them.
 # Expected values are written by hand from the fixtures' design.
 

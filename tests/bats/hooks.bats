@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell; hook bodies are single-quoted on purpose
-# Hooks (README "Hooks and patches"): the execute_hooks.sh protocol, the numbered hooks
+# Hooks (docs/hooks-and-patches.md "Hooks, gates and patches"): the execute_hooks.sh protocol, the numbered hooks
 # 00-02 and the hipBLASLt stages of hooks/train/pretrain/prepare_experiment.sh.
 # Patches: hooks_patches.bats; network hooks: hooks_network.bats; ROCm hooks:
 # hooks_rocm.bats; framework preparation: hooks_framework.bats.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2030,SC2031,SC2016 # bats runs each test in a subshell
 # Hooks, framework preparation and patches through `primus-cli direct`
-# (README "Hooks and patches"): patch exit 2 lets the launch go on,
+# (docs/hooks-and-patches.md "Hooks, gates and patches"): patch exit 2 lets the launch go on,
 # PRIMUS_PATCHES never filters --patch scripts, --dry-run installs nothing, a
 # MaxText experiment asks for one process per node (env.RUN_MODE=single), a
 # Megatron experiment gets its data prepared once.

@@ -3,7 +3,7 @@
 # A library, not a layer: the files a user sources (base_env.sh,
 # primus-env.sh and what they source from runner/lib/) define only prefixed names
 # (primus_, __primus_, PRIMUS_, __PRIMUS_), plus the LOG_* logging
-# functions (README "Output streams"), so the caller's own functions and variables survive sourcing.
+# functions (docs/run-on-one-node.md "What you see, and where it goes"), so the caller's own functions and variables survive sourcing.
 
 load layers_helper
 

@@ -157,11 +157,11 @@ def test_the_registry_reads_its_copies_from_shared_facts():
 
     assert devices.GPU_MODELS is facts.GPU_MODELS
     assert schedulers.BUILTIN_DEFAULTS == facts.DISTRIBUTED_DEFAULTS
-    assert (errors.EXIT_MISSING, errors.MissingError.exit_code) == (1, 1)   # README "Exit codes"
+    assert (errors.EXIT_MISSING, errors.MissingError.exit_code) == (1, 1)   # docs/exit-codes.md "The exit-code table"
 
 
 def test_the_system_config_file_agrees_with_the_fallbacks():
-    """runner/.primus.yaml is the user-facing lowest config layer (README "Configuration"),
+    """runner/.primus.yaml is the user-facing lowest config layer (docs/configuration.md "Configuration"),
     documented there for editing; it must say what the launcher falls back to."""
     direct = yaml.safe_load((ROOT / "runner" / ".primus.yaml").read_text())["direct"]
     assert {name: str(direct[name.lower()]) for name in DIST} == facts.DISTRIBUTED_DEFAULTS

@@ -1,4 +1,5 @@
-"""Slurm hostlist expand/compress (README "Detection and rank mapping"); expected values written by hand."""
+"""Slurm hostlist expand/compress (docs/configuration.md "Detection and rank mapping");
+expected values written by hand."""
 from __future__ import annotations
 
 import os

@@ -67,7 +67,7 @@ def test_values_are_data_in_the_handed_over_environment(tmp_path: Path) -> None:
 
 
 def test_the_launch_helper_imports_nothing_heavy(tmp_path: Path) -> None:
-    # The helper starts on every launch (README "Launch overhead"): typing,
+    # The helper starts on every launch (docs/run-on-one-node.md "Launch overhead"): typing,
     # dataclasses/inspect, yaml, argparse and pathlib each cost milliseconds.
     # (An experiment config is read after the `end` record, in parallel with
     # the shell's layers: not here.)

@@ -1,4 +1,4 @@
-"""Secret masking: the Python rule and its shell twin agree (README "Security")."""
+"""Secret masking: the Python rule and its shell twin agree (docs/security.md "Secrets")."""
 from __future__ import annotations
 
 import subprocess
@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "GITHUB_TOKEN", "MY_SECRET", "DB_PASSWORD",
          "OPENAI_API_KEY", "hf_token", "TOKEN", "SECRET_SAUCE", "PASSWORD_FILE", "NCCL_DEBUG",
          "MASTER_ADDR", "API_KEY_ID", "X_TOKENS"]
-# The rule is wider than the list of names README "Security" gives: SECRET and PASSWORD anywhere, TOKEN as a whole word.
+# The rule is wider than the list of names docs/security.md "Secrets" gives: SECRET and PASSWORD
+# anywhere, TOKEN as a whole word.
 EXPECTED = {"HF_TOKEN", "WANDB_API_KEY", "DATABRICKS_TOKEN", "GITHUB_TOKEN", "MY_SECRET", "DB_PASSWORD",
             "OPENAI_API_KEY", "hf_token", "TOKEN", "SECRET_SAUCE", "PASSWORD_FILE"}
 

@@ -1,4 +1,5 @@
-"""Rank mapping for every scheduler shape (README "Detection and rank mapping"); expected values by hand."""
+"""Rank mapping for every scheduler shape (docs/configuration.md "Detection and rank mapping");
+expected values by hand."""
 from __future__ import annotations
 
 import json

@@ -65,7 +65,7 @@ def test_every_reference_name_is_registered(reg):
     assert missing == []
 
 
-# The runner's own switches (README "Entry points").
+# The runner's own switches (docs/run-on-one-node.md "Entry points").
 RUNNER_SWITCHES = ["PRIMUS_ACCELERATOR", "PRIMUS_GPU_MODEL", "PRIMUS_NEURON_INSTANCE",
                    "PRIMUS_SYSFS_ROOT", "PRIMUS_DEV_ROOT", "PRIMUS_PYTHON", "PRIMUS_DRY_RUN",
                    "PRIMUS_WORKLOAD_PYTHON",
@@ -100,7 +100,11 @@ RUNNER_OWN = [
     "PRIMUS_CLUSTER_CHECK_TIMEOUT", "PRIMUS_PEER_WAIT_TIMEOUT", "PRIMUS_CLUSTER_CHECK_IGNORE", "PRIMUS_ELASTIC",
     "PRIMUS_SRUN_NATIVE", "PRIMUS_HANG_TIMEOUT", "PRIMUS_HANG_ACTION", "PRIMUS_HEARTBEAT_FILE",
     "PRIMUS_HEARTBEAT_DIR", "PRIMUS_RUN_LOG", "PRIMUS_FAULTHANDLER_FILE", "PRIMUS_FAILURE_STACKS",
-              "PRIMUS_FR_TRIGGER"]
+              "PRIMUS_FR_TRIGGER",
+              # the restart loop (docs/restart-on-failure.md)
+              "PRIMUS_ON_FAILURE", "PRIMUS_RESTART_MAX", "PRIMUS_NODE_FAILURE_LIMIT", "PRIMUS_RESTART_ON_STRAGGLER",
+              "PRIMUS_RESTART_COUNT", "PRIMUS_LEFT_OUT_NODES", "PRIMUS_TRAIN_CHECKPOINT_EVERY", "PRIMUS_TRAIN_RESUME",
+              "PRIMUS_TRAIN_FAULT", "PRIMUS_SLURM_SPARE_NODES"]
 # Library variables in neither reference that the runner sets or checks:
 # OMP_NUM_THREADS (default 1 in every mode), the GPU masks it counts after, and the
 # NCCL GID selection it sets when a host's RoCE ports differ.
@@ -455,7 +459,8 @@ def test_example_values_pass(reg):
 
 def test_runner_config_allowlist_matches_the_registry(reg):
     """runner/.primus.yaml's container.options.env is the allowlist the container mode
-    forwards (README "Environment variables and checks": checked against the registry so the two cannot drift)."""
+    forwards (docs/configuration.md "Environment variables and checks": checked against the registry so
+    the two cannot drift)."""
     config = yaml.safe_load((ROOT / "runner" / ".primus.yaml").read_text())
     assert config["container"]["options"]["env"] == reg.container_forwarded()
 

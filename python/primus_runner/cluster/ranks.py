@@ -1,8 +1,8 @@
 """Distributed rank mapping: scheduler variables -> MASTER_ADDR, MASTER_PORT,
-NNODES, NODE_RANK, GPUS_PER_NODE (README "Detection and rank mapping").
+NNODES, NODE_RANK, GPUS_PER_NODE (docs/configuration.md "Detection and rank mapping").
 
 ``resolve(env, defaults)`` is a pure function of an environment mapping. Sources,
-in the order README "Detection and rank mapping" gives: Slurm (``SLURM_JOB_ID``), OpenMPI/PMIx
+in the order docs/configuration.md "Detection and rank mapping" gives: Slurm (``SLURM_JOB_ID``), OpenMPI/PMIx
 (``OMPI_COMM_WORLD_*``, ``PMIX_RANK``), Kubernetes PyTorchJob (``PET_*``) and
 JobSet (``JOB_COMPLETION_INDEX``), LeaderWorkerSet (``LWS_*``), then plain exported values ("explicit") or a
 single host ("single").

@@ -1,6 +1,6 @@
 """Configuration files: loading, precedence, source tracking and ${VAR} rendering.
 
-Precedence (README "Configuration"), lowest first: ``runner/.primus.yaml`` (system
+Precedence (docs/configuration.md "Configuration"), lowest first: ``runner/.primus.yaml`` (system
 defaults) < ``~/.primus.yaml`` (user) < ``--config FILE``; command-line flags
 beat all three and are applied by the shell. Mappings merge key by key; a list
 or scalar in a later file replaces the earlier one whole.

@@ -47,6 +47,7 @@ SCHEMA: dict[str, str] = {
     "direct.module": "str",
     "direct.python": "str",
     "direct.run_mode": "str",
+    "direct.on_failure": "str",  # report | stop | restart (PRIMUS_ON_FAILURE wins; docs/restart-on-failure.md)
     "direct.workspace": "str",
     "direct.log_file": "str",
     "direct.log_all_ranks": "bool",

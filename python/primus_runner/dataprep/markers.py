@@ -47,7 +47,7 @@ def write_marker(path: str, content: Mapping[str, Any]) -> None:
     from primus_runner.masking import mask_text
 
     with open(tmp, "w", encoding="utf-8") as stream:
-        # A secret value (e.g. a token inside a data URL) is never written (README "Security").
+        # A secret value (e.g. a token inside a data URL) is never written (docs/security.md "Secrets").
         stream.write(mask_text(json.dumps(content, indent=1, sort_keys=True)))
         stream.write("\n")
         stream.flush()

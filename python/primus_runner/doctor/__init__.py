@@ -1,4 +1,4 @@
-"""The fleet doctor (README "Fleet doctor"): is this node, and this fleet, fit to train on?
+"""The fleet doctor (docs/doctor.md "Fleet doctor"): is this node, and this fleet, fit to train on?
 
 Sub-modules, one job each: ``record`` (the Check row and the report), ``system``
 (host limits, CPU, versions, the rendezvous port), ``accel`` (accelerators as

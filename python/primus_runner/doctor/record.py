@@ -10,7 +10,7 @@ from primus_runner.records import asdict, dataclass
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 STATUS_ORDER = {FAIL: 0, WARN: 1, PASS: 2}
-# at least one check failed: the runtime-failure code (documented in --help and README)
+# at least one check failed: the runtime-failure code (documented in --help and docs/exit-codes.md)
 EXIT_HEALTHY, EXIT_UNFIT = EXIT_OK, EXIT_RUNTIME
 
 

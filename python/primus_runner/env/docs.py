@@ -169,7 +169,7 @@ def render_docs(reg: Registry) -> str:
             _render_variable(reg, var, add)
     add("## Run monitor thresholds")
     add("")
-    add("Fixed, nothing to tune (README \"Hangs and stacks\"); only `PRIMUS_HANG_TIMEOUT` and "
+    add("Fixed, nothing to tune (docs/when-a-job-hangs.md \"Hangs and stacks\"); only `PRIMUS_HANG_TIMEOUT` and "
         "`PRIMUS_HANG_ACTION` are settings.")
     add("")
     for line in monitor_thresholds():

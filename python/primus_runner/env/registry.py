@@ -5,7 +5,7 @@ source of truth; ``data/variables.json`` is a pre-built copy that carries the
 CRC-32 of the YAML it was built from. ``load()`` uses the JSON only when that
 hash matches the YAML on disk (so a stale copy is never used, just slower) because
 importing PyYAML and parsing costs ~70 ms against ~1 ms for JSON, and
-``env check`` has a 0.15 s budget for the whole process (README "Launch overhead").
+``env check`` has a 0.15 s budget for the whole process (docs/run-on-one-node.md "Launch overhead").
 
 Rebuild the JSON after editing the YAML (a test fails while it is stale)::
 

@@ -141,7 +141,7 @@ def shell_text(facts: dict[str, Any], shell_defaults: dict[str, str]) -> str:
             f"PRIMUS_LOG_SWITCH_ON=({_words(facts['log_switch_on'])})\n"
             f"PRIMUS_LOOPBACK_NAMES=({_words(facts['loopback_names'])})\n"
             f"PRIMUS_ACCELERATORS=({_words(facts['accelerators'])})\n"
-            "# Exit codes (README \"Exit codes\") and the hook protocol's (mapped to 1 and 2).\n"
+            "# Exit codes (docs/exit-codes.md \"The exit-code table\") and the hook protocol's (mapped to 1 and 2).\n"
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["exit_codes"].items())
             + "".join(f"PRIMUS_{k}={int(v)}\n" for k, v in facts["hook_exit_codes"].items())
             + "# The launcher's distributed fallbacks (Primus docs, environment variables, section 1).\n"

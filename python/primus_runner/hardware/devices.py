@@ -1,5 +1,5 @@
 """Accelerator detection: AMD GPUs, AWS Neuron devices, NVIDIA GPUs, CPU fallback,
-and each device's NUMA node (README "Environment layers").
+and each device's NUMA node (docs/configuration.md "Environment layers").
 
 Sources, all read under ``--sysfs-root`` (``PRIMUS_SYSFS_ROOT``) and
 ``--dev-root`` (``PRIMUS_DEV_ROOT``), both default ``/``:

@@ -47,7 +47,7 @@ LABEL = "io.primus-runner.managed"
 LABEL_NAME = "io.primus-runner.name"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Devices the accelerator needs, passed when present (README "Entry points"; the reference
+# Devices the accelerator needs, passed when present (docs/run-on-one-node.md "Entry points"; the reference
 # .primus.yaml device list: /dev/kfd, /dev/dri, /dev/infiniband).
 ACCEL_DEVICES = {"rocm": ("/dev/kfd", "/dev/dri")}
 RDMA_DEVICE = "/dev/infiniband"
@@ -135,7 +135,7 @@ def _scheduler_ranks(env: Mapping[str, str], cfg: cfgmod.Config, plan: Plan) -> 
     from primus_runner.scheduler.variables import detect_source
 
     # One owner for "which scheduler is this" (scheduler/variables.py detect_source,
-    # README "Detection and rank mapping").
+    # docs/configuration.md "Detection and rank mapping").
     if detect_source(env) is None:
         return {}
     from primus_runner.launch import detect

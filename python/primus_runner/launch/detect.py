@@ -1,4 +1,4 @@
-"""``detect``: the one detection path of every entry point (README "Detection and rank mapping" and
+"""``detect``: the one detection path of every entry point (docs/configuration.md "Detection and rank mapping" and
 environment layers).
 
 The launcher's ``launch prepare``/``serve`` step, sourcing base_env.sh by hand

@@ -23,6 +23,7 @@ The user's flags are read in every spelling (-N 4, -N4, --nodes 4,
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -125,7 +126,7 @@ def simulated_step(given: Mapping[str, str], nodes_value: str) -> list[Record]:
 
 
 def _flags(flags: Sequence[str], launcher: str, config: Mapping[str, str], mode: str,
-           srun_native: str, out: list[Record]) -> None:
+           srun_native: str, out: list[Record], spares: str = "") -> None:
     given, requeue = given_flags(flags)
     _check_given(given)
     nodes_value = given.get("NODES", "")
@@ -168,17 +169,37 @@ def _flags(flags: Sequence[str], launcher: str, config: Mapping[str, str], mode:
     out += [("set", "PRIMUS_SLURM_MODE", mode), ("set", "PRIMUS_OPT_SRUN_NATIVE", srun_native),
             ("set", "PRIMUS_REQUEUE", "1" if requeue else "0")]
     out += simulated_step(given, nodes_value)
+    out += spare_nodes(spares, launcher, nodes_value)
+
+
+def spare_nodes(spares: str, launcher: str, nodes_value: str) -> list[Record]:
+    """``--spare-nodes N`` (PRIMUS_SLURM_SPARE_NODES): N more nodes at submission, so a
+    restart that leaves nodes out keeps the job's size (docs/restart-on-failure.md);
+    the batch script's first step uses the nodes asked for only."""
+    if not spares or spares == "0":
+        return []
+    if not spares.isdigit():
+        raise Refused(f"--spare-nodes '{spares}' is not a node count; accepted: a non-negative integer, "
+                      "e.g. --spare-nodes 1.")
+    if launcher != "sbatch":
+        raise Refused("--spare-nodes applies to 'primus-cli slurm sbatch' only (its batch script restarts the "
+                      "job's steps on them); use sbatch, or leave --spare-nodes out.")
+    if not nodes_value.isdigit():
+        raise Refused(f"--spare-nodes needs a fixed node count (-N N or config slurm.nodes), not "
+                      f"'{nodes_value or 'none'}'; e.g. -N 3 --spare-nodes 1.")
+    total = int(nodes_value) + int(spares)
+    return [("added", f"--nodes={total}", ""), ("set", "PRIMUS_SPARE_NODES", spares)]
 
 
 def plan(flags: Sequence[str], launcher: str, config: Mapping[str, str], mode: str = "",
-         srun_native: str = "") -> list[Record]:
+         srun_native: str = "", spares: str = "") -> list[Record]:
     """The records for the user's Slurm FLAGS, LAUNCHER (srun|sbatch), CONFIG
     (dotted key -> value as the shell reads it), the MODE named on the command
     line ('' none) and --srun-native ('1', or '' none). A refusal is the last
     record (after any warning said before it)."""
     out: list[Record] = []
     try:
-        _flags(flags, launcher, config, mode, srun_native, out)
+        _flags(flags, launcher, config, mode, srun_native, out, spares)
     except Refused as refused:
         out.append(("usage-error", str(refused), ""))
     return out
@@ -200,5 +221,6 @@ def main(argv: list[str]) -> int:
         log.warn(warning)
     records = list(cfgmod.config_records(cfg))
     config = {key: value for kind, key, value in records if kind == "cfg"}
-    sys.stdout.buffer.write(nul_records(records + plan(argv[5:], argv[0], config, argv[2], argv[3])))
+    sys.stdout.buffer.write(nul_records(records + plan(argv[5:], argv[0], config, argv[2], argv[3],
+                                                             os.environ.get("PRIMUS_SLURM_SPARE_NODES", ""))))
     return 0

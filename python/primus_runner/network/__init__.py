@@ -1,4 +1,4 @@
-"""RDMA HCA, RoCE GID index and socket interface detection (README "Environment layers").
+"""RDMA HCA, RoCE GID index and socket interface detection (docs/configuration.md "Environment layers").
 
 The package is split along its seams: ``common`` (readers), ``routes`` (route
 table, local addresses, name resolution), ``interfaces`` (socket interface

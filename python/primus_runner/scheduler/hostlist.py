@@ -1,6 +1,6 @@
 """Slurm hostlist expressions: expand, compress, count and first host.
 
-Syntax (README "Detection and rank mapping", Slurm's rules):
+Syntax (docs/configuration.md "Detection and rank mapping", Slurm's rules):
 
 - items separated by commas or whitespace outside brackets: ``a1,b[1-2] c3``;
 - a bracket holds comma-separated numbers and ranges: ``a[1-3,7]``;

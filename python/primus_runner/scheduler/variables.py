@@ -1,4 +1,4 @@
-"""What each scheduler's variables say (README "Detection and rank mapping"): Slurm, OpenMPI/PMIx and
+"""What each scheduler's variables say (docs/configuration.md "Detection and rank mapping"): Slurm, OpenMPI/PMIx and
 Kubernetes PyTorchJob values with the variable each came from, which scheduler
 a job runs under, Slurm's tasks-per-node format and its job-derived rendezvous
 port; and the Resolver that weighs them against exported values, config and
@@ -362,7 +362,7 @@ def scheduler_refusal(env: Mapping[str, str]) -> RuleRefusal | None:
 
 
 def detect_source(env: Mapping[str, str]) -> str | None:
-    """The scheduler whose variables are present, in README "Detection and rank mapping" order."""
+    """The scheduler whose variables are present, in docs/configuration.md "Detection and rank mapping" order."""
     if get_var(env, "SLURM_JOB_ID") is not None:
         return "slurm"
     if get_var(env, "OMPI_COMM_WORLD_RANK") is not None or get_var(env, "OMPI_COMM_WORLD_SIZE") is not None:

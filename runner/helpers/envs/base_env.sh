@@ -39,7 +39,7 @@
 #     PRIMUS_TURBO_AUTO_TUNE=0 (and CUBLAS_WORKSPACE_CONFIG=:4096:8 on CUDA); a
 #     user value that contradicts one of them is kept and warned about.
 #
-# Precedence (README "Configuration"): a variable that is set when this file is sourced
+# Precedence (docs/configuration.md "Configuration"): a variable that is set when this file is sourced
 # belongs to the user and is kept, even when it is set to the empty string
 # (`export NCCL_SOCKET_IFNAME=` means "let the library choose"). One exception,
 # from the reference: an empty NCCL_IB_HCA means "detect", and it is never

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # runner/helpers/envs/neuron.sh: the AWS Neuron layer (Trn1, Trn2, Trn3, Inf2),
 # sourced by primus-env.sh after base_env.sh when PRIMUS_ACCELERATOR=neuron.
-# Every value is a default: a value the user exported is kept (README "Configuration").
+# Every value is a default: a value the user exported is kept (docs/configuration.md "Configuration").
 #
 # This layer decides nothing: python/primus_runner/launch/neuron_layer.py
 # decides every value from the shell's variables (the NeuronCore, LNC and slice

@@ -1,4 +1,4 @@
-"""Rules engine: check an environment against the registry (README "Environment variables and checks").
+"""Rules engine: check an environment against the registry (docs/configuration.md "Environment variables and checks").
 
 The package is split along its seams: ``types`` (findings, check context, value
 parsing), ``engine`` (rule registry, state, driver and the generic rules),

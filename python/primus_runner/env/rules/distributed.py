@@ -1,5 +1,5 @@
 """The distributed-launch rules, once: host names, the rendezvous port range, the
-node counts, the rank bound and loopback (README "Detection and rank mapping"; Primus docs,
+node counts, the rank bound and loopback (docs/configuration.md "Detection and rank mapping"; Primus docs,
 environment variables, section 1).
 
 ``env check`` (rules/engine.py's type rule and the ``rank_bounds`` and

@@ -1,4 +1,4 @@
-"""Rules engine: check an environment against the registry (README "Environment variables and checks").
+"""Rules engine: check an environment against the registry (docs/configuration.md "Environment variables and checks").
 
 ``check(env, accelerator=..., context=...)`` returns findings, most severe first.
 Severity policy: ``error`` where the launcher, the runtime or the job would fail

@@ -1,6 +1,6 @@
 """Rule types and value parsing: findings, the check context, and the per-type
-value checks every rule shares (README "Environment variables and checks"). Host, host:port and index-list
-syntax come from python/primus_runner/grammar.py (the one grammar)."""
+value checks every rule shares (docs/configuration.md "Environment variables and checks").
+Host, host:port and index-list syntax come from python/primus_runner/grammar.py (the one grammar)."""
 from __future__ import annotations
 
 import re
