@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from primus_runner.facts import MONITOR_STOP_STOPPED_AFTER
 from primus_runner.launch.restart import (
     Budget,
     Outcome,
@@ -28,7 +29,8 @@ RAISED = (STAMP + "[NODE-0(vm)] [ERROR] failure report: global rank 0 (local ran
           "exit code 1.")
 EXCEPTION = STAMP + "[NODE-0(vm)] [ERROR]   exception: RuntimeError: boom in the user's code"
 STOPPED = (STAMP + "[NODE-2(node3)] [WARN] run monitor: stopped: ranks 4,5 (pid 11, 12) stopped (state T: SIGSTOP, "
-           "SIGTSTP or a debugger) for 60 s; the job cannot progress until it continues. Fix: kill -CONT 11 12")
+           f"SIGTSTP or a debugger) for {MONITOR_STOP_STOPPED_AFTER:.0f} s; the job cannot progress until it "
+           "continues. Fix: kill -CONT 11 12")
 MISMATCH = (STAMP + "[NODE-0(vm)] [WARN] run monitor: collective mismatch: the ranks wait in different collectives, "
             "which can never complete: rank 0 (pid 1) in all_reduce at a; rank 1 (pid 2) in barrier at b")
 STRAGGLER = (STAMP + "[NODE-1(node2)] [WARN] run monitor: straggler: rank 2 is the one the others wait for: its "
