@@ -193,7 +193,7 @@ refute_internals() {
 @test "did you mean: mistyped modes, options and subcommands in primus-cli, direct, slurm, container, env, config" {
   run "$PRIMUS_CLI" dierct
   assert_failure 2
-  assert_output --partial "unknown mode 'dierct'; accepted: config, container, direct, doctor, env, slurm-entry, slurm, stacks; did you mean 'direct'?"
+  assert_output --partial "unknown mode 'dierct'; accepted: config, container, direct, doctor, env, k8s, report, slurm-entry, slurm, stacks; did you mean 'direct'?"
   run "$PRIMUS_CLI" --dryrun direct
   assert_failure 2
   assert_output --partial "did you mean '--dry-run'?"
