@@ -80,7 +80,7 @@ teardown() {
   local tools=$TEST_DIR/tools f
   mkdir -p "$tools"
   for f in /usr/bin/* /bin/*; do
-    [[ ${f##*/} == kubectl || -e $tools/${f##*/} ]] || ln -s "$f" "$tools/${f##*/}"
+    [[ ${f##*/} == kubectl || -e $tools/${f##*/} || -L $tools/${f##*/} ]] || ln -s "$f" "$tools/${f##*/}"
   done
   PATH=$tools run "$PRIMUS_CLI" k8s stop llama
   assert_failure 1
