@@ -98,9 +98,9 @@ primus_entry_signal() {
 
 # primus_entry_pass SIG TIME_US: SIG to the launcher, unless it got it too.
 primus_entry_pass() {
-  local sig=$1 origin __primus_sender
+  local sig=$1 origin __primus_entry_sender
   # shellcheck disable=SC2034  # the sender text: the launcher's line says it
-  primus_signal_origin origin __primus_sender entry "$sig" "$2"
+  primus_signal_origin origin __primus_entry_sender entry "$sig" "$2"
   [[ $origin != step ]] || return 0
   { : >"$PRIMUS_SIGNAL_DIR/forwarded.$sig"; } 2>/dev/null || true
   kill "-$sig" "$PRIMUS_ENTRY_CHILD" 2>/dev/null || true
