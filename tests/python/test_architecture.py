@@ -41,6 +41,7 @@ FLOORS: dict[str, int] = {
     "": 0, "errors": 0, "records": 0, "facts": 0, "grammar": 0, "shellfmt": 0,
     "masking": 0, "log": 0, "registry_data": 0, "usertext": 0, "yamlload": 0, "sitepaths": 0,
     "runrecord": 0,
+    "procstat": 0,
     # 1: readers of this host, of the scheduler's variables and of the config files.
     "hardware": 1, "network": 1, "config": 1, "scheduler": 1,
     # 2: the variable registry and its rules (they ask hardware and network).

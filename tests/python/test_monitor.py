@@ -13,7 +13,7 @@ import pytest
 from primus_runner.diagnose.summary import RankPlace
 from primus_runner.monitor import straggler, verdicts
 from primus_runner.monitor.cli import settings
-from primus_runner.monitor.procstat import Sample, parse_io, parse_stat, parse_switches, read_sample
+from primus_runner.procstat import Sample, parse_io, parse_stat, parse_switches, read_sample
 
 STAT = ("4242 (python3 (a) b) S 1 4242 4242 0 -1 4194560 1000 0 0 0 "
         "150 25 0 0 20 0 1 0 100 1000000 500 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0")

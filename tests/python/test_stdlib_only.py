@@ -87,7 +87,8 @@ def test_the_proc_paths_find_a_run_its_ranks_and_a_stopped_rank(tmp_path: Path) 
         code = """
 import json, os, signal, sys, time
 from primus_runner.diagnose.runs import scan, ranks_of
-from primus_runner.monitor import members, procstat
+from primus_runner import procstat
+from primus_runner.monitor import members
 from primus_runner.env import registry
 run_id, wrapper = sys.argv[1], int(sys.argv[2])
 for _ in range(100):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from primus_runner.monitor.procstat import alive as _alive
-from primus_runner.monitor.procstat import parse_environ
+from primus_runner.procstat import alive as _alive
+from primus_runner.procstat import parse_environ
 from primus_runner.records import dataclass, field
 
 

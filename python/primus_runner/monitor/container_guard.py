@@ -22,7 +22,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 
-from primus_runner.monitor.procstat import alive
+from primus_runner.procstat import alive
 
 CLIENT_WAIT = 5.0    # seconds a client still starting its container may take to end with it
 REMOVE_TRIES = 100   # looks at a removal in progress (a removal still lists the container)

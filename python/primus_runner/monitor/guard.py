@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from primus_runner.monitor.members import POLL, kill_after_grace, members
-from primus_runner.monitor.procstat import alive
+from primus_runner.procstat import alive
 
 GONE_WAIT = 10.0  # seconds a launcher that closed its pipe without "done" may take to be gone
 

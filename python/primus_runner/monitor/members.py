@@ -17,7 +17,7 @@ import signal
 import time
 from collections.abc import Iterable
 
-from primus_runner.monitor.procstat import alive
+from primus_runner.procstat import alive
 
 POLL = 0.1  # seconds between two looks at the run's processes during a grace
 

@@ -44,8 +44,8 @@ import selectors
 import threading
 import time
 
-from primus_runner.monitor.procstat import alive
 from primus_runner.monitor.writer import CHUNK, Writer
+from primus_runner.procstat import alive
 from primus_runner.records import dataclass
 
 SCAN_S = 0.05   # seconds between two looks for new records (a rank's first line waits at most this long)

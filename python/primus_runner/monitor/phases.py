@@ -40,7 +40,7 @@ import time
 
 from primus_runner import runrecord
 from primus_runner.monitor.members import parent_table
-from primus_runner.monitor.procstat import parse_environ
+from primus_runner.procstat import parse_environ
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only

@@ -18,7 +18,7 @@ from primus_runner.diagnose.pyspy import sample_stacks
 from primus_runner.diagnose.runs import LiveRank, Run, ranks_of, scan
 from primus_runner.diagnose.summary import RankPlace, main_thread, place_of
 from primus_runner.monitor import verdicts
-from primus_runner.monitor.procstat import Sample, read_sample
+from primus_runner.procstat import Sample, read_sample
 from primus_runner.records import dataclass
 
 
