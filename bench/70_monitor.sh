@@ -27,16 +27,8 @@ GPUS_PER_NODE=2 MASTER_PORT=$port STEP_S=0.5 PRIMUS_WORKSPACE=$work/ws PRIMUS_WO
   --script "$PRIMUS_ROOT/tests/fixtures/workloads/monitor_cases.py" -- "$work/out" steps "$seconds" \
   >"$work/launch.out" 2>&1 &
 launcher=$!
-monitor="" first="" ticks=0 last=""
-while kill -0 "$launcher" 2>/dev/null; do
-  [[ -n $monitor ]] || monitor=$(pgrep -f -- "primus_runner.monitor $work/ws/" | head -n1 || true)
-  if [[ -n $monitor ]] && read -r -a stat 2>/dev/null <"/proc/$monitor/stat"; then
-    [[ -n $first ]] || first=$EPOCHREALTIME
-    ticks=$((stat[13] + stat[14] + stat[15] + stat[16]))
-    last=$EPOCHREALTIME
-  fi
-  read -r -t 0.5 <> <(:) || true  # a 0.5 s pause without a sleep process
-done
+bench_monitor_cpu "$launcher" "$work/ws"
+ticks=$BENCH_TICKS first=$BENCH_FIRST last=$BENCH_LAST
 wait "$launcher" || true
 hz=$(getconf CLK_TCK)
 verdicts=$(grep -cE "run monitor: (hang|collective mismatch|stopped|straggler)" "$work/launch.out" || true)

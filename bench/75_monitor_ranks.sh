@@ -34,16 +34,8 @@ for n in "${counts[@]}"; do
     PRIMUS_ACCELERATOR=cpu "$PRIMUS_ROOT/runner/primus-cli" direct --script "$work/rank.py" -- "$seconds" \
     >"$work/launch$n.out" 2>&1 &
   launcher=$!
-  monitor="" first="" ticks=0 last=""
-  while kill -0 "$launcher" 2>/dev/null; do
-    [[ -n $monitor ]] || monitor=$(pgrep -f -- "primus_runner.monitor $work/ws$n/" | head -n1 || true)
-    if [[ -n $monitor ]] && read -r -a stat 2>/dev/null <"/proc/$monitor/stat"; then
-      [[ -n $first ]] || first=$EPOCHREALTIME
-      ticks=$((stat[13] + stat[14] + stat[15] + stat[16]))
-      last=$EPOCHREALTIME
-    fi
-    read -r -t 0.5 <> <(:) || true  # a 0.5 s pause without a sleep process
-  done
+  bench_monitor_cpu "$launcher" "$work/ws$n"
+  ticks=$BENCH_TICKS first=$BENCH_FIRST last=$BENCH_LAST
   wait "$launcher" || true
   if [[ -n $first && -n $last ]]; then
     awk -v t="$ticks" -v hz="$hz" -v s="$(bench_elapsed "$first" "$last")" -v n="$n" 'BEGIN {

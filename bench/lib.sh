@@ -91,3 +91,22 @@ WRAP
 bench_python_starts() {
   wc -l <"$work/starts" 2>/dev/null || echo 0
 }
+
+# bench_monitor_cpu LAUNCHER_PID WORKSPACE: while the launch LAUNCHER_PID runs, sample
+# the CPU ticks of its run monitor (the process started on WORKSPACE's log) twice a
+# second; sets BENCH_TICKS (user+system, children included), BENCH_FIRST and
+# BENCH_LAST (EPOCHREALTIME of the first and last sample; empty: never found).
+# shellcheck disable=SC2034  # BENCH_TICKS, BENCH_FIRST, BENCH_LAST: read by the bench scripts
+bench_monitor_cpu() {
+  local monitor="" stat
+  BENCH_TICKS=0 BENCH_FIRST="" BENCH_LAST=""
+  while kill -0 "$1" 2>/dev/null; do
+    [[ -n $monitor ]] || monitor=$(pgrep -f -- "primus_runner.monitor $2/" | head -n1 || true)
+    if [[ -n $monitor ]] && read -r -a stat 2>/dev/null <"/proc/$monitor/stat"; then
+      [[ -n $BENCH_FIRST ]] || BENCH_FIRST=$EPOCHREALTIME
+      BENCH_TICKS=$((stat[13] + stat[14] + stat[15] + stat[16]))
+      BENCH_LAST=$EPOCHREALTIME
+    fi
+    read -r -t 0.5 <> <(:) || true  # a 0.5 s pause without a sleep process
+  done
+}
