@@ -88,6 +88,31 @@ def parse_environ(data: bytes) -> dict[str, str]:
     return env
 
 
+def parse_parent(text: str) -> tuple[str, int]:
+    """(command name, parent pid) of a /proc/PID/stat line (pure); the name may
+    hold spaces and parentheses, so the fields are counted from its last ')'."""
+    name = text[text.index("(") + 1:text.rindex(")")]
+    return name, int(text[text.rindex(")") + 2:].split()[1])
+
+
+def read_environ(pid: int, proc: str = "/proc") -> dict[str, str] | None:
+    """PID's environment as it started (None: gone, or not ours to read)."""
+    try:
+        with open(f"{proc}/{pid}/environ", "rb") as handle:
+            return parse_environ(handle.read())
+    except OSError:
+        return None
+
+
+def read_parent(pid: int, proc: str = "/proc") -> int:
+    """PID's parent pid (0: gone)."""
+    try:
+        with open(f"{proc}/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return parse_parent(handle.read())[1]
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _read(path: str) -> str:
     """The file's text: three system calls (open, read, close), not the seven of a
     buffered open() (the monitor reads four files per rank each second)."""

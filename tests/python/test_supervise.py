@@ -12,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
+from primus_runner import procstat
 from primus_runner.monitor import members, supervise
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ def test_texts() -> None:
 
 
 def test_parse_parent_reads_a_name_with_parentheses() -> None:
-    assert members.parse_parent("12 (a) (b) c) S 7 12 12 0 -1") == ("a) (b) c", 7)
+    assert procstat.parse_parent("12 (a) (b) c) S 7 12 12 0 -1") == ("a) (b) c", 7)
 
 
 def test_descendants_breadth_first() -> None:

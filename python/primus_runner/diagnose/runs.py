@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from primus_runner.procstat import alive as _alive
-from primus_runner.procstat import parse_environ
+from primus_runner.procstat import read_environ, read_parent
 from primus_runner.records import dataclass, field
 
 
@@ -54,23 +54,6 @@ def _uts(pid: int | str) -> str:
         return ""
 
 
-def _environ(pid: int, proc: str) -> dict[str, str] | None:
-    try:
-        with open(f"{proc}/{pid}/environ", "rb") as handle:
-            return parse_environ(handle.read())
-    except OSError:
-        return None
-
-
-def _parent(pid: int, proc: str) -> int:
-    try:
-        with open(f"{proc}/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            text = handle.read()
-        return int(text[text.rindex(")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def scan(proc: str = "/proc") -> dict[str, Run]:
     """Every launch with a live process on this node, by run id. Inside a Slurm step
     only processes of this host name's namespace count (nodes of a test cluster
@@ -84,11 +67,11 @@ def scan(proc: str = "/proc") -> dict[str, Run]:
         pid = int(entry)
         if own_uts and _uts(pid) != own_uts:
             continue
-        env = _environ(pid, proc)
+        env = read_environ(pid, proc)
         run_id = env.get("PRIMUS_RUN_ID") if env else None
         if not env or not run_id:
             continue
-        ppid = _parent(pid, proc)
+        ppid = read_parent(pid, proc)
         if not ppid:
             continue
         kept = {k: v for k, v in env.items() if k in _KEYS or k.startswith(_PREFIXES)}

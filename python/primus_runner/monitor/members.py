@@ -17,16 +17,9 @@ import signal
 import time
 from collections.abc import Iterable
 
-from primus_runner.procstat import alive
+from primus_runner.procstat import alive, parse_parent
 
 POLL = 0.1  # seconds between two looks at the run's processes during a grace
-
-
-def parse_parent(text: str) -> tuple[str, int]:
-    """(command name, parent pid) of a /proc/PID/stat line (pure); the name may
-    hold spaces and parentheses, so the fields are counted from its last ')'."""
-    name = text[text.index("(") + 1:text.rindex(")")]
-    return name, int(text[text.rindex(")") + 2:].split()[1])
 
 
 def parent_table(proc: str = "/proc") -> dict[int, tuple[int, str]]:

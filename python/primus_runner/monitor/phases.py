@@ -40,7 +40,7 @@ import time
 
 from primus_runner import runrecord
 from primus_runner.monitor.members import parent_table
-from primus_runner.procstat import parse_environ
+from primus_runner.procstat import read_environ
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only
@@ -205,12 +205,8 @@ class Phases:
         for pid, (ppid, _) in parent_table().items():
             if ppid != self.launcher or pid == os.getpid():
                 continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as handle:
-                    env = parse_environ(handle.read())
-            except OSError:
-                continue
-            if env.get("PRIMUS_RUN_ID") == self.run_id:
+            env = read_environ(pid)
+            if env is not None and env.get("PRIMUS_RUN_ID") == self.run_id:
                 return started_at(pid)
         return None
 
