@@ -1,6 +1,8 @@
 """The closed loop's decision (launch/restart.py): a table of outcomes and what is decided."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from primus_runner.facts import MONITOR_STOP_STOPPED_AFTER
@@ -183,3 +185,15 @@ def test_a_multi_node_launch_is_not_restarted_node_by_node() -> None:
     got = decide(outcome(137, summary, KILLED), RESTART)
     assert not got.restart and got.reason == "multi_node" and "primus-cli slurm sbatch" in got.why
     assert decide(outcome(137, summary.replace("NNODES=2", "NNODES=1"), KILLED), RESTART).restart
+
+
+def test_a_restart_line_in_the_log_file_masks_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A failure's text quoted into the loop's line (the user's exception) may hold a secret's value.
+    from primus_runner.launch.restart_loop import Loop
+
+    monkeypatch.setenv("HF_TOKEN", "hf-sekrit-value-123")
+    log_file = tmp_path / "primus-x-node0.log"
+    Loop._log_line(str(log_file), "attempt 0 ended: RuntimeError: bad token hf-sekrit-value-123", "WARN")
+    text = log_file.read_text()
+    assert "hf-sekrit-value-123" not in text
+    assert "bad token ****" in text

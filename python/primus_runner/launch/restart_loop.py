@@ -62,6 +62,7 @@ from primus_runner.launch.restart import (
     replace,
 )
 from primus_runner.launch.restart_slurm import doctor_pass, requeue_job, step_command
+from primus_runner.masking import mask_text
 
 PREFIX = "restart loop: "
 RESUME_WORKLOADS = (("train", "pretrain"),)
@@ -318,7 +319,7 @@ class Loop:
             return
         stamp = time.strftime("[%Y-%m-%dT%H:%M:%SZ] ", time.gmtime())
         with contextlib.suppress(OSError), open(log_file, "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp}{log.prefix()} [{level}] {line}\n")
+            handle.write(f"{stamp}{log.prefix()} [{level}] {mask_text(line)}\n")
 
 
 def main(argv: list[str]) -> int:
