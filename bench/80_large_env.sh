@@ -3,8 +3,8 @@
 # variables, beside the same dry run in the ordinary
 # environment and the floor bash itself sets: one bash start that starts one
 # process, in the same large environment (bash de-duplicates its variables
-# pairwise each time it builds the environment of a process: docs/security.md "Large
-# environments"). BENCH_LARGE_ENV_RUNS runs each (default 3: a run takes seconds).
+# pairwise each time it builds the environment of a process: docs/security.md "Hardening" (Large
+# environments)). BENCH_LARGE_ENV_RUNS runs each (default 3: a run takes seconds).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -25,7 +25,7 @@
 # that is not an option then starts the workload (`-- preflight --quick` runs
 # `container -- preflight --quick`).
 #
-# What it does on each node (docs/run-under-slurm.md "slurm", "Detection and rank mapping"):
+# What it does on each node (docs/run-under-slurm.md "The `slurm` mode", "Detection and rank mapping"):
 # - asks python/primus_runner/scheduler/step.py once (one python3 start, which
 #   reads the configuration only when the mode or srun-native must come from
 #   it; runner/lib/slurm_step.sh applies the answer) for: the step's shape,

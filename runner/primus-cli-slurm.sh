@@ -4,7 +4,7 @@
 # Summary: build and run srun/sbatch for all nodes; its doctor and stacks run on every node
 #
 # Build and run the Slurm call that starts runner/primus-cli-slurm-entry.sh on
-# every node of the allocation, one task per node (docs/run-under-slurm.md "slurm").
+# every node of the allocation, one task per node (docs/run-under-slurm.md "The `slurm` mode").
 #   srun (default)  srun SLURM FLAGS ... primus-cli-slurm-entry.sh MODE ...
 #   sbatch          sbatch SLURM FLAGS with a batch script (given on stdin, so
 #                   Slurm spools its own copy) whose body runs

@@ -29,7 +29,7 @@ def prefix() -> str:
 def emit(level: str, message: str) -> None:
     if LEVELS[level] < _threshold():
         return
-    stream = sys.stderr  # every level: one stream (docs/run-on-one-node.md "Output streams")
+    stream = sys.stderr  # every level: one stream (docs/run-on-one-node.md "What you see, and where it goes")
     stamp = ""
     if (os.environ.get("PRIMUS_LOG_TIMESTAMP") or "1") in LOG_SWITCH_ON:  # empty counts as unset
         stamp = time.strftime("[%Y-%m-%dT%H:%M:%SZ] ", time.gmtime())

@@ -119,7 +119,7 @@ __primus_log() {
   ((have >= want)) || return 0
   [[ -z $__PRIMUS_SPOOL_PIDS ]] || primus_log_spool_check
   # Every level on stderr: one stream keeps the launcher's lines in order
-  # through pipes (docs/run-on-one-node.md "Output streams"); stdout is the workload's and the
+  # through pipes (docs/run-on-one-node.md "What you see, and where it goes"); stdout is the workload's and the
   # commands' data (env list, config show).
   local fd=2
   local stamp="" tag="[$level]"

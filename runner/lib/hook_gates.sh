@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# runner/lib/hook_gates.sh: a hook's gate declarations (docs/hooks-and-patches.md "Hooks and
+# runner/lib/hook_gates.sh: a hook's gate declarations (docs/hooks-and-patches.md "Hooks, gates and
 # patches"), read by runner/helpers/execute_hooks.sh before it starts the hook.
 # A library: it only defines functions.
 #

@@ -173,7 +173,7 @@ bulk_env() {
   # Before the fix this measured 15 s (80 s under load) against 0.16 s and took
   # 19-22 units here. About 8-12 are left: the bash starts of
   # primus-cli, the launcher, the hook runner and each hook, and a few processes
-  # started after an export (docs/security.md "Large environments").
+  # started after an export (docs/security.md "Hardening" (Large environments)).
   (($(bc <<<"$took < 16 * $unit"))) || fail "dry run took $took s, over 16 x $unit s (one bash start here)"
 }
 

@@ -125,7 +125,7 @@ def test_masking_cost_does_not_grow_with_the_environment() -> None:
               "echo \"took $(( (${t1/./} - ${t0/./}) / 1000 )) ms\" >&2")
     out = _bash(script, {**env, "PRIMUS_LOG_TIMESTAMP": "0"})
     assert out.returncode == 0, out.stderr
-    # The launcher's own lines go to stderr (one stream, docs/run-on-one-node.md "Output streams").
+    # The launcher's own lines go to stderr (one stream, docs/run-on-one-node.md "What you see, and where it goes").
     logged = out.stderr.split("took ")[0]
     assert "secret-value" not in out.stderr and logged.count("****") == 21, out.stderr
     took = int(out.stderr.split("took ")[1].split()[0])

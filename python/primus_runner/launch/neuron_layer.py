@@ -8,7 +8,7 @@ Records (kind, name, value), in order:
   ``unset NAME``          unset NAME (a layer or detection value, never the user's)
   ``warn - TEXT``         a warning for node rank 0
 
-What the layer sets (docs/run-on-trainium.md "AWS Neuron"):
+What the layer sets (docs/run-on-trainium.md "AWS Neuron (Trainium, Inferentia2)"):
   NEURON_LOGICAL_NC_CONFIG  the family default (PRIMUS_NEURON_DEFAULT_LNC from
                             detection, else the registry's families table); not
                             when the deprecated NEURON_RT_VIRTUAL_CORE_SIZE is set

@@ -24,7 +24,7 @@
 # NEURON_LOGICAL_NC_CONFIG, NEURON_RT_VIRTUAL_CORE_SIZE, GPUS_PER_NODE, NNODES,
 # MASTER_ADDR, MASTER_PORT, PRIMUS_NEURON_ROOT_COMM_PORT, IP_INTERFACE.
 #
-# What it sets (see neuron_layer.py for the derivations; docs/run-on-trainium.md "AWS Neuron"):
+# What it sets (see neuron_layer.py for the derivations; docs/run-on-trainium.md "AWS Neuron (Trainium, Inferentia2)"):
 #   NEURON_LOGICAL_NC_CONFIG  the family default LNC (not with the deprecated
 #                             NEURON_RT_VIRTUAL_CORE_SIZE set)
 #   GPUS_PER_NODE             processes per node: available logical cores / K
