@@ -51,13 +51,13 @@
 #   -h, --help              this help
 #
 # Everything after `--` reaches the workload verbatim, whatever it starts with.
-# SIGTERM/SIGINT/SIGHUP stop the ranks (PRIMUS_KILL_GRACE, then SIGKILL), exit
-# 128+N; SIGINT works even when the launcher started with it ignored (`cmd &`).
+# SIGTERM/SIGINT/SIGHUP stop the ranks (PRIMUS_KILL_GRACE, then SIGKILL), exit 128+N.
+# PRIMUS_ON_FAILURE=restart (config direct.on_failure) restarts a hung, killed or
+# stopped run within PRIMUS_RESTART_MAX; stop ends a hang with 86 (docs/restart-on-failure.md).
 # Run mode: env RUN_MODE > --single > direct.run_mode > node_smoke -> single, else torchrun.
 #
 # Exit codes: 0 ok; 1 missing file or dependency; 2 invalid option, variable or
-# configuration; 3 hook or patch failed; otherwise the workload's own code;
-# 128+N when the launcher was stopped by signal N.
+# configuration; 3 hook or patch failed; else the workload's own, or 128+N (signal N).
 set -euo pipefail
 PRIMUS_PHASE_MARKS="start=$EPOCHREALTIME"  # + each phase's end (primus_phase_mark, runner/lib/common.sh)
 
